@@ -1,0 +1,30 @@
+# Two set-up commands: `make run` (default search) and `make test` (test suite).
+# Each creates .venv and installs what is missing; torch is pinned first so pip takes the CPU build on disk.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.bird-installed
+
+.PHONY: run test lint bench clean-venv
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[llm,dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m bird $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(PY) bench/bench_overhead.py
+
+clean-venv:
+	rm -rf $(VENV)

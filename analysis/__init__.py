@@ -1,0 +1,44 @@
+"""bird.analysis: tidy run tables, BCa intervals, Bradley–Terry/Elo, EPIC, rliable metrics, leaderboard report.
+
+See docs/analysis.md; definitions follow methods/analysis.md.
+"""
+
+from .bootstrap import Interval, bca_interval, interval, stratified_bootstrap
+from .bradley_terry import (
+    BTIntervals,
+    Ratings,
+    bradley_terry,
+    bradley_terry_intervals,
+    strongly_connected,
+    win_matrix,
+)
+from .epic import (
+    ZeroVarianceWarning,
+    canonicalize_samples,
+    canonicalize_tabular,
+    epic_distance_samples,
+    epic_distance_tabular,
+    pearson_distance,
+)
+from .metrics import (
+    aggregate_iqm,
+    aggregate_mean,
+    aggregate_median,
+    aggregate_optimality_gap,
+    metric_interval,
+    performance_profile,
+    probability_of_improvement,
+)
+from .rundir import RunCollection, Skipped, find_run_dirs, load_runs, read_runs
+from .store import load_parquet, query, save_parquet
+from .tidy import paired_differences, score_table, shared_tasks
+
+__all__ = [
+    "BTIntervals", "Interval", "Ratings", "RunCollection", "Skipped", "ZeroVarianceWarning",
+    "aggregate_iqm", "aggregate_mean", "aggregate_median", "aggregate_optimality_gap",
+    "bca_interval", "bradley_terry", "bradley_terry_intervals", "canonicalize_samples", "canonicalize_tabular",
+    "epic_distance_samples", "epic_distance_tabular", "find_run_dirs", "interval", "load_parquet", "load_runs",
+    "metric_interval", "paired_differences", "pearson_distance", "performance_profile",
+    "probability_of_improvement", "query", "read_runs", "save_parquet", "score_table", "shared_tasks",
+    "stratified_bootstrap", "strongly_connected", "win_matrix",
+]

@@ -1,0 +1,220 @@
+"""Bradley–Terry ratings on the Elo scale from per-task seed-vs-seed comparisons (methods/analysis.md §2)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from .bootstrap import stratified_bootstrap
+
+__all__ = ["BTIntervals", "Ratings", "bradley_terry", "bradley_terry_intervals", "strongly_connected",
+           "to_table", "win_matrix"]
+
+ELO_PER_NAT = 400.0 / math.log(10.0)
+TIE_DECIMALS = 9  # scores are rounded to 1e-9 before comparing, so equal success rates tie exactly
+Table = Mapping[str, Mapping[str, Sequence[float]]] | pd.DataFrame
+
+
+class Ratings(dict):
+    """Elo ratings (method -> float). `strongly_connected` is False when the MLE is not finite (Ford 1957):
+    some set of methods never loses (or never wins) against the rest, and their ratings are meaningless."""
+
+    strongly_connected: bool = True
+
+
+@dataclass(frozen=True)
+class BTIntervals:
+    """Ratings with bootstrap intervals (seeds resampled in every (method, task) cell, tasks fixed).
+
+    n_not_connected counts statistic evaluations (replicates + jackknife) whose win graph was not strongly
+    connected, out of n_fits; above ~1% the bounds of the affected methods are not trustworthy.
+    """
+
+    ratings: Ratings
+    low: dict[str, float]
+    high: dict[str, float]
+    method: str
+    n_resamples: int
+    n_not_connected: int
+    n_fits: int
+
+
+def to_table(table: Table) -> dict[str, dict[str, np.ndarray]]:
+    """Mapping method -> task -> 1-D array from a mapping or a long DataFrame (method, task, seed, score)."""
+    if isinstance(table, pd.DataFrame):
+        missing = {"method", "task", "score"} - set(table.columns)
+        if missing:
+            raise ValueError(f"DataFrame lacks columns {sorted(missing)}; has {list(table.columns)}")
+        order = ["method", "task", "seed"] if "seed" in table.columns else ["method", "task"]
+        df = table.sort_values(order)
+        return {str(m): {str(t): g["score"].to_numpy(float) for t, g in gm.groupby("task", sort=True)}
+                for m, gm in df.groupby("method", sort=True)}
+    out = {str(m): {str(t): np.asarray(v, dtype=float).ravel() for t, v in tasks.items()}
+           for m, tasks in table.items()}
+    for m, tasks in out.items():
+        for t, v in tasks.items():
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"method {m!r} task {t!r} has non-finite scores {v}")
+    return out
+
+
+def _pair_wins(x: np.ndarray, y: np.ndarray) -> float:
+    """Wins of x over y over all seed pairs, ties counting half."""
+    x, y = np.round(x, TIE_DECIMALS), np.round(y, TIE_DECIMALS)
+    d = x[:, None] - y[None, :]
+    return float(np.sum(d > 0) + 0.5 * np.sum(d == 0))
+
+
+def win_matrix(table: Table) -> tuple[list[str], np.ndarray]:
+    """W[i, j] = wins of method i over method j, summed over tasks both have, seeds all-vs-all, ties half.
+
+    Returns:
+        (methods sorted by name, W of shape (M, M)).
+    """
+    tab = to_table(table)
+    methods = sorted(tab)
+    w = np.zeros((len(methods), len(methods)))
+    for i, a in enumerate(methods):
+        for j in range(i + 1, len(methods)):
+            b = methods[j]
+            for task in tab[a].keys() & tab[b].keys():
+                wa = _pair_wins(tab[a][task], tab[b][task])
+                w[i, j] += wa
+                w[j, i] += tab[a][task].size * tab[b][task].size - wa
+    return methods, w
+
+
+def strongly_connected(w: np.ndarray) -> bool:
+    """True when every method reaches every other along edges i -> j with W[i, j] > 0 (and back)."""
+    adj = np.asarray(w) > 0
+    n = adj.shape[0]
+    if n <= 1:
+        return True
+
+    def reach(a: np.ndarray) -> int:
+        seen, stack = {0}, [0]
+        while stack:
+            for k in np.flatnonzero(a[stack.pop()]):
+                if k not in seen:
+                    seen.add(int(k))
+                    stack.append(int(k))
+        return len(seen)
+
+    return reach(adj) == n and reach(adj.T) == n
+
+
+def _fit(w: np.ndarray, l2: float) -> np.ndarray:
+    """Penalised MLE theta (natural units) of sum_ij W_ij log(1 + exp(-(t_i - t_j))) + l2 * sum t^2."""
+    n = w.shape[0]
+    nn = w + w.T
+    if n == 1:
+        return np.zeros(1)
+
+    def parts(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        diff = theta[:, None] - theta[None, :]
+        return diff, 1.0 / (1.0 + np.exp(-diff))
+
+    def fun(theta: np.ndarray) -> float:
+        diff, _ = parts(theta)
+        return float(np.sum(w * np.logaddexp(0.0, -diff)) + l2 * theta @ theta)
+
+    def jac(theta: np.ndarray) -> np.ndarray:
+        _, p = parts(theta)
+        return np.sum(nn * p - w, axis=1) + 2 * l2 * theta
+
+    def hess(theta: np.ndarray) -> np.ndarray:
+        _, p = parts(theta)
+        h = -nn * p * (1 - p)
+        np.fill_diagonal(h, 0.0)
+        h[np.diag_indices(n)] = -h.sum(axis=1) + 2 * l2
+        return h
+
+    res = optimize.minimize(fun, np.zeros(n), jac=jac, hess=hess, method="trust-exact",
+                            options={"gtol": 1e-10, "maxiter": 1000})
+    if not np.max(np.abs(jac(res.x))) < 1e-6 * max(1.0, float(nn.sum())):
+        raise RuntimeError(f"Bradley–Terry fit did not converge: {res.message} (max|g|="
+                           f"{np.max(np.abs(jac(res.x))):.3g})")
+    return res.x
+
+
+def _elo(theta: np.ndarray, anchor: float) -> np.ndarray:
+    return anchor + ELO_PER_NAT * (theta - theta.mean())
+
+
+def bradley_terry(table: Table, l2: float = 1e-6, anchor: float = 1500.0) -> Ratings:
+    """Bradley–Terry ratings on the Elo scale (BIRD Fig. 7).
+
+    Within each task every seed of one method is compared with every seed of another; the higher score wins
+    and an exact tie (after rounding to 1e-9) counts half. The fit minimises the L2-penalised negative
+    log-likelihood in natural-log units, `l2 * sum(theta**2)`, then maps to Elo (400/ln 10 per unit) with
+    mean `anchor`. Warns and sets `strongly_connected=False` when the win graph is not strongly connected.
+
+    Args:
+        table: mapping method -> task -> per-seed scores, or a long DataFrame (method, task, seed, score).
+    Returns:
+        Ratings: dict method -> Elo, with attribute `strongly_connected`.
+    """
+    if l2 < 0:
+        raise ValueError(f"l2={l2!r} must be >= 0")
+    methods, w = win_matrix(table)
+    if not methods:
+        raise ValueError("table is empty: no methods")
+    connected = strongly_connected(w)
+    if not connected:
+        warnings.warn("the win graph is not strongly connected: some methods never lose (or never win) "
+                      f"against the rest; their ratings are set by l2={l2:g}, not by the data",
+                      UserWarning, stacklevel=2)
+    out = Ratings(zip(methods, _elo(_fit(w, l2), anchor).tolist(), strict=True))
+    out.strongly_connected = connected
+    return out
+
+
+def bradley_terry_intervals(
+    table: Table,
+    l2: float = 1e-6,
+    anchor: float = 1500.0,
+    confidence_level: float = 0.95,
+    n_resamples: int = 2_000,
+    method: str = "BCa",
+    random_state: int | np.random.Generator | None = 0,
+) -> BTIntervals:
+    """Bradley–Terry ratings with intervals that resample seeds in every (method, task) cell, tasks fixed.
+
+    Each replicate recomputes W, refits and re-anchors. Cells are ordered by (method, task) names.
+
+    Returns:
+        BTIntervals with per-method low/high and the count of not-strongly-connected fits.
+    """
+    tab = to_table(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ratings = bradley_terry(tab, l2, anchor)
+    if not ratings.strongly_connected:
+        warnings.warn("the win graph is not strongly connected; see BTIntervals.n_not_connected",
+                      UserWarning, stacklevel=2)
+    cells = [(m, t) for m in sorted(tab) for t in sorted(tab[m])]
+    counts = {"fits": 0, "bad": 0}
+
+    def stat(samples: Sequence[np.ndarray]) -> np.ndarray:
+        rebuilt: dict[str, dict[str, np.ndarray]] = {}
+        for (m, t), s in zip(cells, samples, strict=True):
+            rebuilt.setdefault(m, {})[t] = s
+        names, w = win_matrix(rebuilt)
+        counts["fits"] += 1
+        counts["bad"] += not strongly_connected(w)
+        return _elo(_fit(w, l2), anchor)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        low, high, _ = stratified_bootstrap([tab[m][t] for m, t in cells], stat, method, confidence_level,
+                                            n_resamples, random_state)
+    names = sorted(tab)
+    return BTIntervals(ratings, dict(zip(names, np.atleast_1d(low).tolist(), strict=True)),
+                       dict(zip(names, np.atleast_1d(high).tolist(), strict=True)), method, n_resamples,
+                       counts["bad"], counts["fits"])

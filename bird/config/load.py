@@ -1,0 +1,58 @@
+"""Register the schema with Hydra, turn a composed DictConfig into a validated BirdConfig, compose by name."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from bird.config.schema import BirdConfig
+from bird.config.validate import validate
+
+__all__ = ["ConfigError", "register_configs", "load_config", "compose", "config_hash", "CONF_DIR"]
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+class ConfigError(ValueError):
+    """A config problem the user can fix; the message names every bad key."""
+
+
+def register_configs() -> None:
+    """Store the schema as `bird_schema`; conf/config.yaml lists it first in its defaults."""
+    ConfigStore.instance().store(name="bird_schema", node=BirdConfig)
+
+
+def load_config(cfg: DictConfig) -> BirdConfig:
+    """Convert to the typed object and validate; raise ConfigError listing every problem."""
+    try:
+        obj = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"invalid config: {exc}") from None
+    assert isinstance(obj, BirdConfig)
+    problems = validate(obj)
+    if problems:
+        raise ConfigError("invalid config:\n" + "\n".join(f"  - {p}" for p in problems))
+    return obj
+
+
+def compose(overrides: list[str] | None = None) -> BirdConfig:
+    """Compose conf/config.yaml with overrides (as the CLI would) and return the validated config."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=list(overrides or []))
+    return load_config(cfg)
+
+
+def config_hash(cfg: BirdConfig) -> str:
+    """Short content hash of the resolved config (names the run in result.json)."""
+    data: Any = OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,231 @@
+"""Typed configuration schema. YAML in conf/ only sets values; every key lives here with its default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import MISSING
+
+__all__ = [
+    "BirdConfig",
+    "EnvConfig",
+    "GenerateConfig",
+    "VerifyConfig",
+    "TrainConfig",
+    "FeedbackConfig",
+    "SelectConfig",
+    "LoopConfig",
+    "FinalConfig",
+    "LLMConfig",
+    "JudgeConfig",
+    "BudgetConfig",
+    "RunConfig",
+]
+
+
+@dataclass
+class EnvConfig:
+    # task id, "<suite>/<task>", e.g. "mujoco/hopper"
+    id: str = MISSING
+    # task text given to generators
+    description: str = MISSING
+    # episode length limit (steps)
+    horizon: int = 1000
+
+
+@dataclass
+class GenerateConfig:
+    # reward programs requested per iteration (K)
+    n_candidates: int = 8
+    # prompt template set under methods/prompts/
+    prompt: str = "eureka"
+    # how the env is shown: registry family env_representation
+    env_representation: str = "obs_code"
+    # which earlier candidate the next prompt builds on: registry family parent
+    parent: str = "iteration_best"
+    # prompt memory: registry family history
+    history: str = "last_iteration"
+    # dialogue turns kept by the history (a turn = one assistant answer + one user feedback message)
+    history_turns: int = 1
+    # sampling temperature
+    temperature: float = 1.0
+    # max tokens per answer
+    max_tokens: int = 4096
+    # extra answers requested when an answer has no code (0 = record the failure)
+    parse_retries: int = 0
+
+
+@dataclass
+class VerifyConfig:
+    # checks in order; registry family check
+    checks: list[str] = field(default_factory=lambda: ["static", "smoke"])
+    # transitions in the smoke run
+    smoke_steps: int = 64
+    # wall-clock limit for one reward-program call in the sandbox (s)
+    call_timeout_s: float = 5.0
+    # address-space limit of the sandbox worker (MiB)
+    memory_mb: int = 2048
+
+
+@dataclass
+class TrainConfig:
+    # registry family learner
+    learner: str = "sb3_ppo"
+    # "candidate" trains on the generated reward; "reference" on the env's shipped reward (oracle)
+    reward_source: str = "candidate"
+    # parallel trainings (0 = one per core)
+    workers: int = 0
+    # wall-clock limit for one training (s); 0 = none
+    timeout_s: float = 0.0
+    # PPO hyper-parameters (SB3 names); None keeps SB3's default
+    learning_rate: float = 3e-4
+    n_steps: int = 256
+    batch_size: int = 64
+    n_epochs: int = 10
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.0
+    clip_range: float = 0.2
+    net_arch: list[int] = field(default_factory=lambda: [64, 64])
+    # normalise observations / rewards with VecNormalize
+    normalize_obs: bool = True
+    normalize_reward: bool = True
+
+
+@dataclass
+class FeedbackConfig:
+    # what ranks candidates: registry family fitness
+    fitness: str = "benchmark_score"
+    # how a curve becomes one number: registry family aggregate
+    aggregate: str = "max"
+    # feedback text: registry family feedback_format
+    format: str = "eureka"
+    # values per curve shown to the generator
+    curve_points: int = 10
+    # show the benchmark score (task_score) in the feedback; only methods whose paper does so may set this
+    show_score: bool = False
+
+
+@dataclass
+class SelectConfig:
+    # who carries forward: registry family select
+    rule: str = "argmax"
+    # which candidate the search returns: registry family returned
+    returned: str = "global_best"
+
+
+@dataclass
+class LoopConfig:
+    # iterations (T)
+    iterations: int = 5
+
+
+@dataclass
+class FinalConfig:
+    # retrain the returned reward from scratch on fresh seeds
+    retrain: bool = True
+    # first seed offset (fresh seeds: never those used in the loop)
+    seed_offset: int = 1000
+
+
+@dataclass
+class LLMConfig:
+    # registry family llm: offline | anthropic | openai
+    backend: str = "offline"
+    # model name sent to the provider
+    model: str = "bird-offline-synth-v1"
+    # OpenAI-compatible server address (vLLM, llama.cpp, Ollama); None = provider default
+    base_url: str | None = None
+    # env var holding the API key (None = the provider's usual one)
+    api_key_env: str | None = None
+    # concurrent requests
+    max_concurrency: int = 4
+    # sampling temperature sent to the model; None = the method's (generate.temperature)
+    temperature: float | None = None
+    # retries on 429/5xx/timeouts before a candidate is recorded as llm_error
+    max_retries: int = 6
+    # first retry wait (s), doubled each retry with jitter; Retry-After from the server wins
+    retry_base_s: float = 1.0
+    # longest single retry wait (s), also caps Retry-After
+    retry_max_s: float = 60.0
+    # per-request timeout (s)
+    timeout_s: float = 120.0
+    # abort the search when retries are exhausted (False = record llm_error and go on)
+    abort_on_error: bool = False
+    # response cache: off | readwrite | record | replay
+    cache: str = "readwrite"
+    # cache directory (shared by all runs of a machine); None = ~/.cache/bird/llm
+    cache_dir: str | None = None
+    # USD per million tokens, {input, output}
+    price_per_mtok: dict[str, float] = field(default_factory=lambda: {"input": 0.0, "output": 0.0})
+
+
+@dataclass
+class JudgeConfig:
+    """The judge/evaluator role of later methods. Every None inherits the generator's value (llm.*)."""
+
+    # registry family llm; None = llm.backend
+    backend: str | None = None
+    # None = llm.model (when the backend is inherited too)
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_concurrency: int | None = None
+    price_per_mtok: dict[str, float] | None = None
+
+
+@dataclass
+class BudgetConfig:
+    # name, recorded in result.json
+    name: str = "demo"
+    # env steps per candidate training
+    env_steps: int = 20_000
+    # parallel envs per training
+    n_envs: int = 4
+    # evaluations along each training
+    n_checkpoints: int = 4
+    # evaluation episodes per checkpoint
+    eval_episodes: int = 4
+    # caps on the method's K and T (None = the method's own value)
+    max_candidates: int | None = None
+    max_iterations: int | None = None
+    # env steps of the final retrain (None = env_steps)
+    final_env_steps: int | None = None
+    # seeds of the final retrain
+    final_seeds: int = 1
+    # LLM calls / spend after which generation stops and the search finishes with what it has (None = no cap)
+    max_llm_calls: int | None = None
+    max_cost_usd: float | None = None
+
+
+@dataclass
+class RunConfig:
+    # print live progress
+    progress: bool = True
+    # save the final policy of every candidate
+    save_policies: bool = False
+
+
+@dataclass
+class BirdConfig:
+    seed: int = 0
+    # method name, set by the method group (recorded, never branched on)
+    method: str = MISSING
+    # design-choice flips applied on top of the method (set by +choice=...)
+    choices: list[str] = field(default_factory=list)
+    # substitutes for something a paper used, named in result.json
+    substitutes: list[str] = field(default_factory=list)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    feedback: FeedbackConfig = field(default_factory=FeedbackConfig)
+    select: SelectConfig = field(default_factory=SelectConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    final: FinalConfig = field(default_factory=FinalConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    run: RunConfig = field(default_factory=RunConfig)

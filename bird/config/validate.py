@@ -1,0 +1,106 @@
+"""Cross-key validation: every problem is collected and reported at once, each naming its key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bird import registry
+from bird.config.schema import BirdConfig
+
+__all__ = ["validate", "REGISTRY_KEYS", "PROMPTS_DIR"]
+
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "methods" / "prompts"
+
+# config key -> registry family whose names are its allowed values
+REGISTRY_KEYS: dict[str, str] = {
+    "generate.env_representation": "env_representation",
+    "generate.parent": "parent",
+    "generate.history": "history",
+    "train.learner": "learner",
+    "feedback.fitness": "fitness",
+    "feedback.aggregate": "aggregate",
+    "feedback.format": "feedback_format",
+    "select.rule": "select",
+    "select.returned": "returned",
+    "llm.backend": "llm",
+}
+
+_ENUMS: dict[str, tuple[str, ...]] = {
+    "train.reward_source": ("candidate", "reference"),
+    "llm.cache": ("off", "readwrite", "record", "replay"),
+}
+
+_POSITIVE_INTS = (
+    "generate.n_candidates",
+    "generate.max_tokens",
+    "generate.history_turns",
+    "verify.smoke_steps",
+    "verify.memory_mb",
+    "train.n_steps",
+    "train.batch_size",
+    "train.n_epochs",
+    "feedback.curve_points",
+    "loop.iterations",
+    "llm.max_concurrency",
+    "budget.env_steps",
+    "budget.n_envs",
+    "budget.n_checkpoints",
+    "budget.eval_episodes",
+    "budget.final_seeds",
+)
+
+
+def _get(cfg: object, dotted: str) -> object:
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
+    for key in _POSITIVE_INTS:
+        if _get(cfg, key) < 1:  # type: ignore[operator]
+            problems.append(f"{key}={_get(cfg, key)}: must be >= 1")
+    for key in ("generate.parse_retries", "train.workers", "train.timeout_s", "llm.max_retries"):
+        if _get(cfg, key) < 0:  # type: ignore[operator]
+            problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
+    for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls"):
+        value = _get(cfg, key)
+        if value is not None and value < 1:  # type: ignore[operator]
+            problems.append(f"{key}={value}: must be >= 1 or null")
+    if not 0.0 <= cfg.generate.temperature <= 2.0:
+        problems.append(f"generate.temperature={cfg.generate.temperature}: must be in [0, 2]")
+    if cfg.verify.call_timeout_s <= 0:
+        problems.append(f"verify.call_timeout_s={cfg.verify.call_timeout_s}: must be > 0")
+    if not 0.0 < cfg.train.gamma <= 1.0:
+        problems.append(f"train.gamma={cfg.train.gamma}: must be in (0, 1]")
+    if cfg.env.horizon < 1:
+        problems.append(f"env.horizon={cfg.env.horizon}: must be >= 1")
+
+
+def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
+    for key, family in REGISTRY_KEYS.items():
+        value = _get(cfg, key)
+        allowed = registry.names(family)
+        if value not in allowed:
+            problems.append(f"{key}={value!r}: not a registered {family}; allowed: {allowed}")
+    checks = registry.names("check")
+    for item in cfg.verify.checks:
+        if item not in checks:
+            problems.append(f"verify.checks: {item!r} is not a registered check; allowed: {checks}")
+    for key, allowed in _ENUMS.items():
+        if _get(cfg, key) not in allowed:
+            problems.append(f"{key}={_get(cfg, key)!r}: allowed: {list(allowed)}")
+    suite = cfg.env.id.partition("/")[0]
+    if suite not in registry.names("suite"):
+        problems.append(f"env.id={cfg.env.id!r}: unknown suite {suite!r}; allowed: {registry.names('suite')}")
+    if not (PROMPTS_DIR / cfg.generate.prompt).is_dir():
+        known = sorted(p.name for p in PROMPTS_DIR.iterdir() if p.is_dir()) if PROMPTS_DIR.is_dir() else []
+        problems.append(f"generate.prompt={cfg.generate.prompt!r}: no template set; allowed: {known}")
+
+
+def validate(cfg: BirdConfig) -> list[str]:
+    """Return every problem found in `cfg` (empty when valid)."""
+    problems: list[str] = []
+    _check_numbers(cfg, problems)
+    _check_names(cfg, problems)
+    return problems

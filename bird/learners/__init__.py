@@ -1,0 +1,16 @@
+"""Learners (registry family `learner`). Each is a function (TrainJob, progress) -> TrainResult, imported lazily."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bird.registry import register
+
+__all__: list[str] = []
+
+
+@register("learner", "sb3_ppo")
+def sb3_ppo(job: Any, progress: Any = None) -> Any:
+    from bird.learners.sb3_ppo import train_ppo
+
+    return train_ppo(job, progress)

@@ -1,0 +1,153 @@
+"""Stable-Baselines3 PPO on CPU: the learner hook. Relabelling, evaluation and checkpoints are shared modules."""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+from bird.envs.registry import make_adapter
+from bird.learners.evaluate import Evaluator
+from bird.learners.job import TrainJob
+from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder
+from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.types import Checkpoint, Failure, FailureKind, TrainResult
+
+__all__ = ["train_ppo"]
+
+Progress = Callable[[str, int, int, float | None], None]
+
+
+class _BirdCallback(BaseCallback):
+    """Relabels each rollout with the candidate reward, then evaluates at the checkpoint thresholds."""
+
+    def __init__(self, job: TrainJob, recorder: TransitionRecorder, reward: SandboxedReward | None,
+                 evaluate: Callable[[], Checkpoint], progress: Progress | None) -> None:
+        super().__init__()
+        self.job, self.recorder, self.reward, self.evaluate, self.progress = job, recorder, reward, evaluate, progress
+        self.normalizer = ReturnNormalizer(job.n_envs, job.train.gamma) if job.train.normalize_reward else None
+        self.stats = EpisodeStats(job.n_envs)
+        self.pending = list(job.checkpoint_steps())
+        self.curve: list[Checkpoint] = []
+        self.failure: Failure | None = None
+        self.started = time.monotonic()
+
+    def _on_step(self) -> bool:
+        if self.failure is not None:
+            return False
+        if self.job.train.timeout_s and time.monotonic() - self.started > self.job.train.timeout_s:
+            self.failure = Failure(FailureKind.TIMEOUT, f"training exceeded train.timeout_s={self.job.train.timeout_s:g}")
+            return False
+        return True
+
+    def _relabel(self) -> None:
+        data = self.recorder.take()
+        t, n = data["dones"].shape
+        if self.reward is None:
+            own, comps = data["ref_rewards"], {}
+        else:
+            flat = self.reward(
+                data["obs"].reshape(t * n, -1), data["actions"].reshape(t * n, -1), data["next_obs"].reshape(t * n, -1)
+            )
+            own, comps = flat[0].reshape(t, n), flat[1]
+        self.stats.add(own, data["ref_rewards"], data["dones"], comps)
+        scaled = self.normalizer(own, data["dones"]) if self.normalizer else own
+        buf = self.model.rollout_buffer
+        buf.rewards += scaled.astype(np.float32)
+        buf.compute_returns_and_advantage(last_values=self.locals["values"], dones=self.locals["dones"])
+
+    def _on_rollout_end(self) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self._relabel()
+        except RewardProgramError as exc:
+            self.failure = exc.failure
+            return
+        while self.pending and self.num_timesteps >= self.pending[0]:
+            self.pending.pop(0)
+            self.curve.append(self.evaluate())
+        if self.progress:
+            last = self.curve[-1].score if self.curve else None
+            self.progress(self.job.candidate_id, self.num_timesteps, self.job.env_steps, last)
+
+
+def _write_curve(path: Path, curve: list[Checkpoint]) -> None:
+    comps = sorted({k for c in curve for k in c.components})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["env_steps", "score", "quantity", "own_return", "reference_return", "episode_length",
+                    *[f"comp/{c}" for c in comps]])
+        for c in curve:
+            w.writerow([c.env_steps, c.score, c.quantity, c.own_return, c.reference_return, c.episode_length,
+                        *[c.components.get(k, "") for k in comps]])
+
+
+def _build(job: TrainJob) -> tuple[Any, TransitionRecorder, VecNormalize, PPO]:
+    adapter = make_adapter(job.env)
+    venv = DummyVecEnv([lambda: adapter.make_env() for _ in range(job.n_envs)])
+    venv.seed(job.seed)
+    recorder = TransitionRecorder(venv)
+    vecnorm = VecNormalize(recorder, norm_obs=job.train.normalize_obs, norm_reward=False, gamma=job.train.gamma)
+    model = PPO(
+        "MlpPolicy", vecnorm, seed=job.seed, device="cpu", verbose=0,
+        learning_rate=job.train.learning_rate, n_steps=job.n_steps, batch_size=job.batch_size,
+        n_epochs=job.train.n_epochs, gamma=job.train.gamma, gae_lambda=job.train.gae_lambda,
+        ent_coef=job.train.ent_coef, clip_range=job.train.clip_range,
+        policy_kwargs={"net_arch": list(job.train.net_arch)},
+    )
+    return adapter, recorder, vecnorm, model
+
+
+def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
+    """Train one policy under the job's reward; evaluate the benchmark score at each checkpoint."""
+    torch.set_num_threads(1)
+    start = time.monotonic()
+    reward: SandboxedReward | None = None
+    try:
+        if job.code is not None:
+            adapter_spec = make_adapter(job.env).spec
+            reward = SandboxedReward(job.code, adapter_spec.obs_index, job.call_timeout_s, job.memory_mb)
+        adapter, recorder, vecnorm, model = _build(job)
+    except RewardProgramError as exc:
+        return TrainResult(job.candidate_id, job.seed, (), 0, time.monotonic() - start, exc.failure)
+    evaluator = Evaluator(adapter, job.eval_episodes, job.seed)
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        return model.predict(vecnorm.normalize_obs(obs), deterministic=True)[0]
+
+    def evaluate() -> Checkpoint:
+        ev = evaluator(act)
+        window = cb.stats.summary()
+        return Checkpoint(model.num_timesteps, ev["score"], ev["quantity"], window["own_return"],
+                          window["reference_return"], ev["episode_length"], window["components"])
+
+    cb = _BirdCallback(job, recorder, reward, evaluate, progress)
+    try:
+        model.learn(total_timesteps=job.env_steps, callback=cb)
+        if cb.failure is None:
+            cb.curve.append(evaluate())
+    except Exception as exc:  # noqa: BLE001 - a learner crash is recorded for this candidate, the search goes on
+        cb.failure = Failure(FailureKind.TRAIN_ERROR, f"{type(exc).__name__}: {exc}"[:500])
+    finally:
+        evaluator.close()
+        if reward is not None:
+            reward.close()
+    out = Path(job.out_dir)
+    _write_curve(out / "curve.csv", cb.curve)
+    policy_path = None
+    if job.save_policy and cb.failure is None:
+        policy_path = str(out / "policy.zip")
+        model.save(policy_path)
+        vecnorm.save(str(out / "vecnormalize.pkl"))
+    return TrainResult(job.candidate_id, job.seed, tuple(cb.curve), int(model.num_timesteps),
+                       time.monotonic() - start, cb.failure, policy_path)

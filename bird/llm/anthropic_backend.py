@@ -1,0 +1,72 @@
+"""`llm=anthropic`: the Anthropic Messages API through the anthropic SDK."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from bird.config.schema import LLMConfig
+from bird.llm.api_base import Answer, ApiBackend
+from bird.llm.base import LLMError, Message, Request
+
+__all__ = ["AnthropicBackend"]
+
+
+def _import_sdk() -> Any:
+    try:
+        import anthropic
+    except ImportError as exc:  # the `llm` extra is optional
+        raise ImportError("llm=anthropic needs the anthropic SDK: pip install 'bird-ird[llm]'") from exc
+    return anthropic
+
+
+def _content(m: Message) -> str | list[dict[str, Any]]:
+    if not m.images:
+        return m.content
+    blocks: list[dict[str, Any]] = [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(png).decode()}}
+        for png in m.images
+    ]
+    return [*blocks, {"type": "text", "text": m.content}]  # images before the text that refers to them
+
+
+class AnthropicBackend(ApiBackend):
+    """Messages API; system messages go to the `system` parameter."""
+
+    provider = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+
+    def _connect(self, api_key: str) -> Any:
+        sdk = _import_sdk()
+        return sdk.Anthropic(api_key=api_key, base_url=self.cfg.base_url, timeout=self.cfg.timeout_s, max_retries=0)
+
+    def _params(self, request: Request) -> dict[str, Any]:
+        system = [m for m in request.messages if m.role == "system"]
+        if any(m.images for m in system):
+            raise LLMError("llm=anthropic: a system message cannot carry images")
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": m.role, "content": _content(m)} for m in request.messages if m.role != "system"],
+        }
+        if system:
+            params["system"] = "\n\n".join(m.content for m in system)
+        if request.temperature != 1.0:  # the SDK no longer names it; recent models answer 400 to any value but 1.0
+            params["extra_body"] = {"temperature": request.temperature}
+        return params
+
+    def _call(self, request: Request) -> Answer:
+        sdk = _import_sdk()
+        try:
+            out = self._client.messages.create(**self._params(request))
+        except (sdk.AnthropicError, ValueError) as exc:  # ValueError: a truncated or non-JSON body
+            raise self.classify_sdk_error(exc, sdk) from None
+        text = "".join(b.text for b in out.content if getattr(b, "type", "") == "text")
+        finish = (out.stop_reason or "") if out.content else "empty"
+        usage = out.usage
+        n_in, n_out = (usage.input_tokens or 0, usage.output_tokens or 0) if usage else (0, 0)
+        return Answer(text, out.model or self.model, n_in, n_out, finish)
+
+
+def make_anthropic(cfg: LLMConfig) -> AnthropicBackend:
+    return AnthropicBackend(cfg, connect=cfg.cache != "replay")

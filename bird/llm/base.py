@@ -1,0 +1,131 @@
+"""The one text-generation interface: every generator (offline synthesiser, Anthropic, OpenAI) answers a Request."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Message", "Request", "Response", "LLMError", "BudgetExhausted", "Generator"]
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+    images: tuple[bytes, ...] = ()  # PNG bytes, for VLM judges
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a method asks a generator.
+
+    `context` is the structured form of exactly what the messages show (task text, observation index,
+    feedback statistics, ...). The offline synthesiser reads it; LLM backends read the messages. Nothing
+    that is not rendered into the messages may be put in `context`.
+    """
+
+    purpose: str  # "reward" (first proposal) | "mutation" (after feedback) | later: "judge", "decompose", ...
+    messages: tuple[Message, ...]
+    context: dict[str, Any] = field(default_factory=dict)
+    temperature: float = 1.0
+    max_tokens: int = 4096
+    sample_index: int = 0  # distinguishes the K iid samples of one prompt (part of the cache key)
+    seed: int = 0  # the search seed (used by deterministic generators)
+
+    def key(self, provider: str, model: str) -> str:
+        """Content address of this request for the response cache."""
+        payload = {
+            "provider": provider,
+            "model": model,
+            "messages": [
+                {"role": m.role, "content": m.content, "images": [hashlib.sha256(i).hexdigest() for i in m.images]}
+                for m in self.messages
+            ],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "sample_index": self.sample_index,
+            # the search seed: a seed sweep gets independent samples instead of re-reading one seed's answers
+            "seed": self.seed,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def messages_json(self) -> list[dict[str, Any]]:
+        return [{"role": m.role, "content": m.content, "n_images": len(m.images)} for m in self.messages]
+
+
+@dataclass(frozen=True)
+class Response:
+    text: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    cached: bool = False
+    # provider's stop reason ("stop", "length", "end_turn", "empty" = no choice/content returned)
+    finish_reason: str = ""
+    # HTTP attempts made (0 = served from the cache)
+    attempts: int = 1
+    # what this answer cost when it was generated; differs from cost_usd (0) on a cache hit. None = cost_usd
+    uncached_cost_usd: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class LLMError(RuntimeError):
+    """A generator could not answer (after its own retries). The stage records it as failure kind llm_error."""
+
+
+class Generator(ABC):
+    """Base class of all generators. Subclasses implement `complete`; concurrency lives here once."""
+
+    provider: str = "base"
+    #: Set on non-LLM generators so every output can say what answered.
+    label: str = ""
+    #: Answers depend only on Request.key(): the response cache may serve them (LLM backends set True).
+    cacheable: bool = False
+
+    def __init__(self, model: str, max_concurrency: int = 4) -> None:
+        self.model = model
+        self.max_concurrency = max(1, max_concurrency)
+
+    @abstractmethod
+    def complete(self, request: Request) -> Response:
+        """Answer one request or raise LLMError."""
+
+    def complete_many(self, requests: Sequence[Request]) -> list[Response | LLMError]:
+        """Answer requests concurrently (up to max_concurrency); a failure is returned in place, not raised."""
+
+        def one(req: Request) -> Response | LLMError:
+            try:
+                return self.complete(req)
+            except LLMError as exc:
+                return exc
+
+        if len(requests) <= 1 or self.max_concurrency == 1:
+            return [one(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests))) as pool:
+            return list(pool.map(one, requests))
+
+    def prepare(self, request: Request) -> Request:
+        """The request as it will be sent (config overrides applied); the cache keys on this."""
+        return request
+
+    def cache_provider(self) -> str:
+        """Provider part of the cache key (an OpenAI-compatible server adds its address)."""
+        return self.provider
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": self.provider, "model": self.model, "label": self.label}
+
+
+class BudgetExhausted(LLMError):
+    """budget.max_llm_calls or budget.max_cost_usd was reached: generation stops, the search finishes."""

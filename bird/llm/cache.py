@@ -1,0 +1,157 @@
+"""Content-addressed response cache shared by every run of a machine, safe for concurrent writers.
+
+Layout: `<dir>/<key[:2]>/<key>.json`, one file per answer, written to a temporary file in the same folder and
+moved into place with os.replace (atomic on POSIX and Windows), so a reader sees a whole entry or none.
+Modes: off | readwrite (serve hits, store misses) | record (always call, overwrite) | replay (hits only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bird.llm.base import Generator, Request, Response
+
+__all__ = ["CACHE_MODES", "CachingGenerator", "ReplayMissError", "ResponseCache", "default_cache_dir"]
+
+CACHE_MODES = ("off", "readwrite", "record", "replay")
+_FORMAT = 1
+
+
+class ReplayMissError(RuntimeError):
+    """llm.cache=replay and the answer is not in the cache. Not an LLMError: the search stops instead of
+    recording a failure, because a replay that quietly diverges is worse than one that does not run."""
+
+
+def default_cache_dir() -> Path:
+    """`$BIRD_CACHE_DIR`, else `$XDG_CACHE_HOME/bird/llm`, else `~/.cache/bird/llm`."""
+    if os.environ.get("BIRD_CACHE_DIR"):
+        return Path(os.environ["BIRD_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "bird" / "llm"
+
+
+class ResponseCache:
+    """A directory of answers addressed by request key."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root).expanduser() if root else default_cache_dir()
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored entry, or None (absent, unreadable, or another format)."""
+        try:
+            entry = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return entry if isinstance(entry, dict) and entry.get("format") == _FORMAT else None
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        """Store atomically; concurrent writers of one key leave one whole entry (last writer wins)."""
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"format": _FORMAT, "key": key, **entry}, fh, indent=1)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+class CachingGenerator(Generator):
+    """Serves cacheable generators' answers from a ResponseCache according to `mode`.
+
+    A hit returns the stored answer with cached=True, cost_usd=0 and the original cost in uncached_cost_usd.
+    """
+
+    def __init__(self, inner: Generator, cache: ResponseCache, mode: str = "readwrite") -> None:
+        if mode not in CACHE_MODES:
+            raise ValueError(f"llm.cache={mode!r}; allowed: {list(CACHE_MODES)}")
+        super().__init__(inner.model, inner.max_concurrency)
+        self.inner, self.cache, self.mode = inner, cache, mode
+        self.provider, self.label, self.cacheable = inner.provider, inner.label, inner.cacheable
+
+    def prepare(self, request: Request) -> Request:
+        return self.inner.prepare(request)
+
+    def cache_provider(self) -> str:
+        return self.inner.cache_provider()
+
+    def complete(self, request: Request) -> Response:
+        request = self.inner.prepare(request)
+        if self.mode == "off":
+            return self.inner.complete(request)
+        key = request.key(self.inner.cache_provider(), self.inner.model)
+        if self.mode in ("readwrite", "replay"):
+            entry = self.cache.get(key)
+            if entry is not None:
+                return _from_entry(entry)
+            if self.mode == "replay":
+                raise ReplayMissError(_describe_miss(request, key, self))
+        response = self.inner.complete(request)
+        self.cache.put(key, _to_entry(request, response, self))
+        return response
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), "cache": self.mode, "cache_dir": str(self.cache.root)}
+
+
+def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> dict[str, Any]:
+    return {
+        "created": time.time(),
+        "provider": gen.inner.cache_provider(),
+        "model": gen.inner.model,
+        "request": {
+            "purpose": request.purpose,
+            "messages": request.messages_json(),
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "sample_index": request.sample_index,
+            "seed": request.seed,
+        },
+        "response": {
+            "text": response.text,
+            "model": response.model,
+            "input_tokens": response.input_tokens,
+            "output_tokens": response.output_tokens,
+            "cost_usd": response.cost_usd,
+            "finish_reason": response.finish_reason,
+        },
+    }
+
+
+def _from_entry(entry: dict[str, Any]) -> Response:
+    r = entry["response"]
+    return Response(
+        text=r["text"],
+        model=r["model"],
+        input_tokens=r["input_tokens"],
+        output_tokens=r["output_tokens"],
+        cost_usd=0.0,
+        latency_s=0.0,
+        cached=True,
+        finish_reason=r.get("finish_reason", ""),
+        attempts=0,
+        uncached_cost_usd=r["cost_usd"],
+    )
+
+
+def _describe_miss(request: Request, key: str, gen: CachingGenerator) -> str:
+    last_user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+    head = " ".join(last_user.split())[:120]
+    return (
+        f"llm.cache=replay: no cached answer for purpose={request.purpose} sample_index={request.sample_index} "
+        f"seed={request.seed} provider={gen.inner.cache_provider()} model={gen.inner.model} "
+        f"(key {key[:16]}..., cache {gen.cache.root}); prompt starts {head!r}. "
+        "Replay needs the same config, seed and cache directory as the recorded run."
+    )

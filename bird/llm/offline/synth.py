@@ -1,0 +1,177 @@
+"""The offline reward-program synthesiser: a deterministic no-LLM baseline answering reward and mutation requests.
+
+It reads only the request's context (task text, observation index, action size, parent code, feedback shown).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from typing import Any
+
+from bird.llm.base import Generator, LLMError, Request, Response
+from bird.llm.offline.terms import SPEC_MARKER, Term, render_program
+
+__all__ = ["OfflineSynthesiser", "propose", "mutate"]
+
+LABEL = "offline synthesiser (no-LLM baseline)"
+_WEIGHTS = (0.1, 0.3, 1.0, 3.0)
+_TEMPS = (0.05, 0.1, 0.3, 1.0)
+_WORDS = {
+    "progress": ("forward", "run", "hop", "swim", "fast", "move", "walk"),
+    "balance": ("balance", "upright", "falling", "fall", "keep the pole"),
+    "reach": ("target", "reach", "goal", "push", "place", "open", "close", "press", "insert", "pick", "tip"),
+}
+
+
+def _words(task: str, group: str) -> bool:
+    low = task.lower()
+    return any(w in low for w in _WORDS[group])
+
+
+def _pick(fields: list[dict], kind: str, axis: str | None = None) -> dict | None:
+    for f in fields:
+        if f["kind"] == kind and not f.get("always_zero") and (axis is None or f.get("axis") == axis):
+            return f
+    return None
+
+
+def _position_pairs(fields: list[dict]) -> list[tuple[str, str]]:
+    """(hand, object) and (object, goal) pairs among multi-d position/goal fields, by their names."""
+    pos = [f for f in fields if f["kind"] in ("position", "goal") and f["size"] >= 2 and not f.get("always_zero")]
+    pos = [f for f in pos if not re.search(r"prev|previous|last", f["name"])]
+    hand = [f["name"] for f in pos if re.search(r"hand|gripper|tcp|ee|finger", f["name"])]
+    goal = [f["name"] for f in pos if f["kind"] == "goal" or re.search(r"goal|target", f["name"])]
+    objs = [f["name"] for f in pos if f["name"] not in hand and f["name"] not in goal]
+    pairs = []
+    if hand and objs:
+        pairs.append((hand[0], objs[0]))
+    if objs and goal:
+        pairs.append((objs[0], goal[0]))
+    if hand and goal and not objs:
+        pairs.append((hand[0], goal[0]))
+    return pairs
+
+
+def _required_terms(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
+    fields, task = ctx["obs_fields"], ctx["task"]
+    terms: list[Term] = []
+    vel = _pick(fields, "velocity", "x")
+    if vel and _words(task, "progress"):
+        terms.append(Term("forward_progress", "progress", (vel["name"],), rng.choice((1.0, 1.0, 3.0))))
+    angle = _pick(fields, "angle")
+    if angle and (_words(task, "balance") or _words(task, "progress")):
+        terms.append(Term("upright", "upright", (angle["name"],), rng.choice(_WEIGHTS),
+                          rng.choice(("linear", "exp")), rng.choice(_TEMPS)))
+    if _words(task, "balance") or "without falling" in task.lower():
+        terms.append(Term("alive", "alive", (), rng.choice((0.1, 0.5, 1.0))))
+    delta = _pick(fields, "position_delta")
+    if delta and _words(task, "reach"):
+        terms.append(Term("target_distance", "distance", (delta["name"],), rng.choice((1.0, 3.0)),
+                          rng.choice(("linear", "exp")), rng.choice(_TEMPS)))
+    for a, b in _position_pairs(fields) if _words(task, "reach") else []:
+        terms.append(Term(f"{a}_to_{b}", "pair_distance", (a, b), rng.choice((1.0, 3.0)),
+                          rng.choice(("linear", "exp")), rng.choice(_TEMPS)))
+    if not terms:  # nothing matched the task words: fall back to progress along x or staying alive
+        terms.append(Term("forward_progress", "progress", (vel["name"],)) if vel else Term("alive", "alive"))
+    return terms
+
+
+def _optional_terms(ctx: dict[str, Any], terms: list[Term]) -> list[Term]:
+    opts = [Term("action_cost", "control", (), 0.01)]
+    angvel = [f["name"] for f in ctx["obs_fields"] if f["kind"] == "angular_velocity"][:2]
+    if angvel:
+        opts.append(Term("smoothness", "smooth", tuple(angvel), 0.01))
+    dist = next((t for t in terms if t.kind in ("distance", "pair_distance")), None)
+    if dist is not None:
+        opts.append(Term("near_bonus", "bonus", dist.fields, 1.0, temp=0.05))
+    if not any(t.kind == "alive" for t in terms):
+        opts.append(Term("alive", "alive", (), 0.1))
+    have = {t.name for t in terms}
+    return [t for t in opts if t.name not in have]
+
+
+def propose(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
+    """A fresh program: the task-implied terms plus a seeded subset of optional ones."""
+    terms = _required_terms(ctx, rng)
+    for opt in _optional_terms(ctx, terms):
+        if rng.random() < 0.5:
+            terms.append(opt.scaled(rng.choice((0.3, 1.0, 3.0))))
+    return terms
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    vals = [v for v in values if v == v]
+    if not vals:
+        return 0.0, 0.0
+    return sum(vals) / len(vals), max(vals) - min(vals)
+
+
+def mutate(ctx: dict[str, Any], parent: list[Term], rng: random.Random) -> list[Term]:
+    """Eureka's advice, applied mechanically: restructure on a zero score, rescale flat or dominant components."""
+    fb = ctx.get("feedback") or {}
+    comps: dict[str, list[float]] = fb.get("components", {})
+    scores = [s for s in fb.get("task_score", []) if s == s]
+    terms = list(parent)
+    if scores and max(scores) <= 0.05:  # (1) task score near zero: restructure
+        extra = _optional_terms(ctx, terms)
+        if extra and rng.random() < 0.6:
+            terms.append(rng.choice(extra))
+        elif len(terms) > 1:
+            terms.pop(rng.randrange(len(terms)))
+        terms = [t.scaled(rng.choice((0.3, 3.0))) if t.kind in ("progress", "distance", "pair_distance") else t
+                 for t in terms]
+    means = {n: abs(_stats(v)[0]) for n, v in comps.items()}
+    out = []
+    for t in terms:
+        mean, spread = _stats(comps.get(t.name, []))
+        others = sum(m for n, m in means.items() if n != t.name)
+        if t.name in comps and t.kind != "alive" and spread <= 0.05 * abs(mean) + 1e-6:  # (2) barely changes
+            t = Term(t.name, t.kind, t.fields, t.weight, t.form, round(t.temp * rng.choice((0.25, 4.0)), 4), t.extra) \
+                if t.form == "exp" else t.scaled(3.0)
+        if t.name in comps and others > 0 and abs(mean) > 5 * others:  # (3) dominates: rescale it
+            t = t.scaled(0.25)
+        out.append(t)
+    if out:  # sample diversity: jitter one weight
+        i = rng.randrange(len(out))
+        out[i] = out[i].scaled(rng.choice((0.5, 0.8, 1.25, 2.0)))
+    return out
+
+
+def _parent_terms(code: str | None) -> list[Term] | None:
+    if not code:
+        return None
+    for line in code.splitlines():
+        if line.startswith(SPEC_MARKER):
+            try:
+                return [Term.from_json(d) for d in json.loads(line[len(SPEC_MARKER):])]
+            except (ValueError, KeyError, TypeError):
+                return None
+    return None
+
+
+class OfflineSynthesiser(Generator):
+    """Answers `reward` and `mutation` requests deterministically from (seed, sample_index, context)."""
+
+    provider = "offline"
+    label = LABEL
+
+    def complete(self, request: Request) -> Response:
+        ctx = request.context
+        if "obs_fields" not in ctx or "task" not in ctx:
+            raise LLMError(f"offline synthesiser cannot answer a {request.purpose!r} request without obs_fields/task")
+        digest = hashlib.sha256(
+            json.dumps([request.seed, request.sample_index, request.purpose, ctx.get("parent_code"),
+                        ctx.get("iteration")], sort_keys=True, default=str).encode()
+        ).hexdigest()
+        rng = random.Random(int(digest[:16], 16))
+        parent = _parent_terms(ctx.get("parent_code"))
+        if request.purpose == "mutation" and parent and not ctx.get("error"):
+            terms, how = mutate(ctx, parent, rng), "mutated from the parent using the feedback shown"
+        else:
+            terms, how = propose(ctx, rng), "proposed from the observation index and task text"
+        code = render_program(terms, f"{LABEL}: {how}")
+        text = f"Offline synthesiser ({how}).\n\n```python\n{code}```\n"
+        return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)

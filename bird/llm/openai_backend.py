@@ -1,0 +1,76 @@
+"""`llm=openai`: the OpenAI chat-completions API, or any OpenAI-compatible server through `llm.base_url`."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from bird.config.schema import LLMConfig
+from bird.llm.api_base import Answer, ApiBackend
+from bird.llm.base import LLMError, Message, Request
+from bird.llm.retry import TransientError
+
+__all__ = ["OpenAIBackend"]
+
+
+def _import_sdk() -> Any:
+    try:
+        import openai
+    except ImportError as exc:  # the `llm` extra is optional
+        raise ImportError("llm=openai needs the openai SDK: pip install 'bird-ird[llm]'") from exc
+    return openai
+
+
+def _content(m: Message) -> str | list[dict[str, Any]]:
+    if not m.images:
+        return m.content
+    parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}]
+    for png in m.images:
+        url = "data:image/png;base64," + base64.b64encode(png).decode()
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+class OpenAIBackend(ApiBackend):
+    """Chat completions through the openai SDK; one client shared by all threads."""
+
+    provider = "openai"
+    key_env = "OPENAI_API_KEY"
+
+    def _connect(self, api_key: str) -> Any:
+        sdk = _import_sdk()
+        return sdk.OpenAI(api_key=api_key, base_url=self.cfg.base_url, timeout=self.cfg.timeout_s, max_retries=0)
+
+    def _params(self, request: Request) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": _content(m)} for m in request.messages],
+        }
+        if self.cfg.base_url:  # compatible servers: classic names, temperature always sent (their defaults vary)
+            params.update(max_tokens=request.max_tokens, temperature=request.temperature)
+        else:  # api.openai.com: reasoning models take max_completion_tokens and reject a non-default temperature
+            params["max_completion_tokens"] = request.max_tokens
+            if request.temperature != 1.0:
+                params["temperature"] = request.temperature
+        return params
+
+    def _call(self, request: Request) -> Answer:
+        sdk = _import_sdk()
+        try:
+            out = self._client.chat.completions.create(**self._params(request))
+        except (sdk.OpenAIError, ValueError) as exc:  # ValueError: a truncated or non-JSON body
+            raise self.classify_sdk_error(exc, sdk) from None
+        if not isinstance(out, sdk.types.chat.ChatCompletion):  # some servers answer 200 with a non-JSON body
+            raise TransientError(f"malformed response body: {str(out)[:200]!r}")
+        usage = out.usage
+        n_in, n_out = (usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else (0, 0)
+        if not out.choices:
+            return Answer("", out.model or self.model, n_in, n_out, "empty")
+        choice = out.choices[0]
+        if choice.message is None:
+            raise LLMError("answer without a message")
+        return Answer(choice.message.content or "", out.model or self.model, n_in, n_out, choice.finish_reason or "")
+
+
+def make_openai(cfg: LLMConfig) -> OpenAIBackend:
+    return OpenAIBackend(cfg, connect=cfg.cache != "replay")

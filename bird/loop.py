@@ -1,0 +1,167 @@
+"""The search: generate → verify → train → feedback → select, repeated; then retrain the returned reward."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from bird.config.load import config_hash
+from bird.config.schema import BirdConfig
+from bird.envs.registry import make_adapter
+from bird.llm.factory import make_generator
+from bird.pool import TrainPool, default_workers
+from bird.progress import ProgressDisplay, print_summary
+from bird.rundir import SCHEMA_VERSION, RunDir, write_json
+from bird.stages.feedback import feedback
+from bird.stages.generate import generate
+from bird.stages.select import select
+from bird.stages.train import make_job, train
+from bird.stages.verify import random_transitions, verify
+from bird.state import Plan, SearchState
+
+__all__ = ["search", "make_plan"]
+
+
+def make_plan(cfg: BirdConfig) -> Plan:
+    """Derived values: the method's K and T under the budget's caps, step counts, workers."""
+    b = cfg.budget
+    k = min(cfg.generate.n_candidates, b.max_candidates or cfg.generate.n_candidates)
+    t = min(cfg.loop.iterations, b.max_iterations or cfg.loop.iterations)
+    return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
+                final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k))
+
+
+def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir,
+               ui: ProgressDisplay) -> None:
+    cands = generate(cfg, state, generator)
+    for c in cands:
+        state.candidates[c.id] = c
+        run.write_generated(c)
+        run.event("candidate_generated", id=c.id, failure=c.failure.to_json() if c.failure else None)
+    for cid, vr in verify(cfg, state, cands).items():
+        run.write_verified(cid, vr)
+        run.event("candidate_verified", id=cid, ok=vr.ok, failure=vr.failure.to_json() if vr.failure else None)
+    n_live = sum(c.alive for c in cands)
+    ui.log(f"[bold]iteration {state.iteration}/{state.plan.iterations}[/]: {len(cands)} generated, {n_live} passed verify")
+    results = train(cfg, state, cands, pool, run.candidate_dir)
+    state.results.update(results)
+    reports = feedback(cfg, state, cands, results)
+    state.reports.update(reports)
+    select(cfg, state, cands, reports)
+    for c in cands:
+        res = results.get(c.id)
+        score = cfg_score(cfg, res)
+        run.write_candidate(c, res, reports.get(c.id), score)
+        run.event("candidate_trained", id=c.id, failure=c.failure.to_json() if c.failure else None,
+                  fitness=reports[c.id].fitness if c.id in reports else None, score=score)
+    best = state.iteration_best if state.iteration_best in reports else None
+    state.iterations_log.append({
+        "iteration": state.iteration, "best_candidate": best, "best_fitness": state.fitness(best),
+        "best_score": cfg_score(cfg, results.get(best)) if best else None,
+        "returned_so_far": state.returned, "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
+        "env_steps_cum": state.env_steps})
+    run.event("iteration_done", **state.iterations_log[-1])
+
+
+def cfg_score(cfg: BirdConfig, res: Any) -> float | None:
+    """A candidate's benchmark score, aggregated over checkpoints as feedback.aggregate says."""
+    from bird.registry import get
+
+    if res is None or not res.ok:
+        return None
+    return get("aggregate", cfg.feedback.aggregate)([c.score for c in res.curve])
+
+
+def _final_retrain(cfg: BirdConfig, state: SearchState, pool: TrainPool, run: RunDir) -> list[float]:
+    cand = state.candidates[state.returned] if state.returned else None
+    if cand is None:
+        return []
+    if not cfg.final.retrain:
+        return [cfg_score(cfg, state.results[cand.id])]
+    code = None if cfg.train.reward_source == "reference" else cand.code
+    seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
+    jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}")
+            for s in seeds]
+    results = pool.run(cfg.train.learner, jobs)
+    state.env_steps += sum(r.env_steps for r in results)
+    scores = [r.curve[-1].score for r in results if r.ok]
+    write_json(run.root / "final" / "final.json", {
+        "candidate_id": cand.id, "seeds": seeds, "scores": [r.curve[-1].score if r.ok else None for r in results],
+        "failures": [r.failure.to_json() if r.failure else None for r in results]})
+    run.event("final_retrain", candidate=cand.id, seeds=seeds, scores=scores)
+    return scores
+
+
+def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[float], wall: float) -> dict[str, Any]:
+    totals = generator.totals()
+    cand = state.candidates.get(state.returned or "")
+    cands = list(state.candidates.values())
+    return {
+        "schema_version": SCHEMA_VERSION, "status": "completed",
+        "method": cfg.method, "env": cfg.env.id, "suite": state.spec.suite, "task": state.spec.task,
+        "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
+        "generator": generator.describe(), "substitutes": list(cfg.substitutes),
+        "plan": state.plan.__dict__, "score_definition": state.spec.score_definition,
+        "returned": None if cand is None else {
+            "candidate_id": cand.id, "code_path": f"candidates/{cand.id}/reward.py" if cand.code else None,
+            "in_loop_score": cfg_score(cfg, state.results.get(cand.id))},
+        "returned_score": float(np.mean(scores)) if scores else None,
+        "returned_score_per_seed": scores,
+        "iterations": state.iterations_log,
+        "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
+        "failures": {k: sum(1 for c in cands if c.failure and c.failure.kind == k)
+                     for k in sorted({str(c.failure.kind) for c in cands if c.failure})},
+        "stop_reason": state.stop_reason,
+        "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
+        "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
+        "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
+    }
+
+
+def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
+    """Run one search and write its run directory; returns the result.json content."""
+    start = time.monotonic()
+    run = RunDir(run_dir)
+    run.status("running")
+    ui = ProgressDisplay(cfg.run.progress)
+    try:
+        (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+        adapter = make_adapter(cfg.env)
+        write_json(run.root / "task.json", adapter.spec.to_json())
+        generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
+        plan = make_plan(cfg)
+        state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
+        run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
+        ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
+               f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
+        pool = TrainPool(plan.workers, ui.train_progress)
+        try:
+            for it in range(1, plan.iterations + 1):
+                state.iteration = it
+                ui.iteration = f"[it {it}/{plan.iterations}]"
+                _iteration(cfg, state, generator, pool, run, ui)
+                if state.stop_reason:
+                    ui.log(f"generation stopped: {state.stop_reason}")
+                    break
+            ui.iteration = "[final]"
+            scores = _final_retrain(cfg, state, pool, run)
+        finally:
+            pool.close()
+        result = _result(cfg, state, generator, scores, time.monotonic() - start)
+        write_json(run.root / "result.json", result)
+        run.event("search_done", returned=state.returned, returned_score=result["returned_score"])
+        run.status("completed")
+    except BaseException as exc:
+        run.status("failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    if cfg.run.progress:
+        import json
+
+        rows = [json.loads((run.root / "candidates" / cid / "candidate.json").read_text())
+                for cid in state.candidates if (run.root / "candidates" / cid / "candidate.json").exists()]
+        print_summary(result, rows)
+    return result

@@ -1,0 +1,95 @@
+"""Parallel trainings in worker processes (spawn), with progress messages sent back over a queue."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from bird.learners.job import TrainJob
+from bird.types import Failure, FailureKind, TrainResult
+
+__all__ = ["TrainPool", "default_workers"]
+
+_progress_queue: Any = None
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def _init_worker(q: Any) -> None:
+    global _progress_queue
+    _progress_queue = q
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def _progress(cid: str, steps: int, total: int, score: float | None) -> None:
+    if _progress_queue is not None:
+        _progress_queue.put((cid, steps, total, score))
+
+
+def _run(learner: str, job: TrainJob) -> TrainResult:
+    from bird import registry
+
+    return registry.get("learner", learner)(job, _progress)
+
+
+class TrainPool:
+    """A reusable pool of `workers` processes; `run(jobs)` returns results in job order."""
+
+    def __init__(self, workers: int, on_progress: Callable[[str, int, int, float | None], None] | None = None) -> None:
+        self.workers = workers
+        self._ctx = mp.get_context("spawn")
+        self._queue = self._ctx.Queue()
+        self._on_progress = on_progress
+        self._executor = self._new_executor()
+        self._stop = threading.Event()
+        self._drain = threading.Thread(target=self._drain_loop, daemon=True)
+        self._drain.start()
+
+    def _new_executor(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.workers, mp_context=self._ctx, initializer=_init_worker, initargs=(self._queue,))
+
+    def _drain_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                msg = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError):
+                return
+            if self._on_progress:
+                self._on_progress(*msg)
+
+    def run(self, learner: str, jobs: list[TrainJob]) -> list[TrainResult]:
+        futures = [self._executor.submit(_run, learner, job) for job in jobs]
+        results: list[TrainResult] = []
+        broken = False
+        for job, fut in zip(jobs, futures, strict=True):
+            try:
+                results.append(fut.result())
+            except BrokenProcessPool as exc:
+                broken = True
+                results.append(_crashed(job, f"training worker died: {exc}"))
+            except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
+                results.append(_crashed(job, f"{type(exc).__name__}: {exc}"))
+        if broken:
+            self._executor.shutdown(cancel_futures=True)
+            self._executor = self._new_executor()
+        return results
+
+    def close(self) -> None:
+        self._executor.shutdown(cancel_futures=True)
+        self._stop.set()
+        self._drain.join(timeout=2)
+        self._queue.close()
+
+
+def _crashed(job: TrainJob, reason: str) -> TrainResult:
+    return TrainResult(job.candidate_id, job.seed, (), 0, 0.0, Failure(FailureKind.TRAIN_ERROR, reason[:500]))

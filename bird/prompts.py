@@ -1,0 +1,64 @@
+"""Prompt templates (methods/prompts/<set>/*.txt) and the env representations shown to generators."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from bird.config.validate import PROMPTS_DIR
+from bird.envs.base import TaskSpec
+from bird.registry import register
+
+__all__ = ["templates", "render_obs_index", "obs_fields_context", "initial_user_message"]
+
+
+@cache
+def templates(name: str) -> dict[str, str]:
+    """All templates of one set, by file stem."""
+    folder = PROMPTS_DIR / name
+    return {p.stem: p.read_text() for p in sorted(folder.glob("*.txt"))}
+
+
+def obs_fields_context(spec: TaskSpec) -> list[dict]:
+    """The observation index as the structured context carries it (the same facts the prompt renders)."""
+    return [
+        {"name": f.name, "size": f.size, "kind": f.kind, "unit": f.unit, "axis": f.axis,
+         "description": f.description, "always_zero": f.always_zero}
+        for f in spec.obs_index.fields
+    ]
+
+
+def render_obs_index(spec: TaskSpec) -> str:
+    lines = []
+    for f in spec.obs_index.fields:
+        shape = "(batch,)" if f.size == 1 else f"(batch, {f.size})"
+        unit = f", {f.unit}" if f.unit else ""
+        axis = f", axis {f.axis}" if f.axis else ""
+        zero = " [always zero for this task]" if f.always_zero else ""
+        lines.append(f'- obs["{f.name}"]: {shape}, kind {f.kind}{unit}{axis}: {f.description}{zero}')
+    return "\n".join(lines)
+
+
+@register("env_representation", "obs_code")
+def obs_code(spec: TaskSpec) -> str:
+    """Eureka: the env class header and its observation code (no reward, no docstring)."""
+    return f"```python\n{spec.env_code}```" if spec.env_code else render_obs_index(spec)
+
+
+@register("env_representation", "obs_index")
+def obs_index(spec: TaskSpec) -> str:
+    """Only the observation index (the fields are listed in the prompt either way)."""
+    return f"(environment code not shown) A {spec.suite} task with a {spec.obs_index.dim}-dimensional observation."
+
+
+def initial_user_message(template_set: str, representation: str, spec: TaskSpec) -> str:
+    from bird import registry
+
+    t = templates(template_set)
+    return t["initial_user"].format(
+        env_repr=registry.get("env_representation", representation)(spec),
+        obs_index=render_obs_index(spec),
+        action_dim=spec.action_dim,
+        action_low=min(spec.action_low),
+        action_high=max(spec.action_high),
+        task=spec.description,
+    )

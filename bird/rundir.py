@@ -1,0 +1,76 @@
+"""The run directory: status first, append-only events, one folder per candidate, result last (docs/rundir.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from bird.types import Candidate, Report, TrainResult, VerifyResult
+
+__all__ = ["RunDir", "write_json"]
+
+SCHEMA_VERSION = 1
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomic write: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class RunDir:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._started = _now()
+
+    def status(self, state: str, error: str | None = None) -> None:
+        write_json(self.root / "status.json", {"state": state, "started": self._started, "updated": _now(),
+                                               "pid": os.getpid(), "error": error, "schema_version": SCHEMA_VERSION})
+
+    def event(self, name: str, **fields: Any) -> None:
+        with open(self.root / "events.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"t": round(time.time(), 3), "event": name, **fields}, default=str) + "\n")
+
+    def candidate_dir(self, cid: str) -> Path:
+        path = self.root / "candidates" / cid
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def write_generated(self, cand: Candidate) -> None:
+        d = self.candidate_dir(cand.id)
+        write_json(d / "prompt.json", cand.messages)
+        (d / "response.txt").write_text(cand.response)
+        if cand.code is not None:
+            (d / "reward.py").write_text(cand.code)
+
+    def write_verified(self, cid: str, result: VerifyResult) -> None:
+        write_json(self.candidate_dir(cid) / "verify.json", {
+            "ok": result.ok, "failure": result.failure.to_json() if result.failure else None,
+            "components": list(result.components), "checks": result.checks})
+
+    def write_candidate(self, cand: Candidate, result: TrainResult | None, report: Report | None,
+                        score: float | None) -> None:
+        d = self.candidate_dir(cand.id)
+        if report is not None:
+            (d / "feedback.txt").write_text(report.feedback)
+        write_json(d / "candidate.json", {
+            "id": cand.id, "iteration": cand.iteration, "index": cand.index, "parent_id": cand.parent_id,
+            "status": "failed" if cand.failure else "trained",
+            "failure": cand.failure.to_json() if cand.failure else None,
+            "fitness": report.fitness if report else None,
+            "score": score,
+            "final_score": result.curve[-1].score if result and result.curve else None,
+            "env_steps": result.env_steps if result else 0,
+            "wall_s": round(result.wall_s, 3) if result else 0.0,
+            "llm": cand.llm,
+        })

@@ -1,0 +1,45 @@
+"""Select: who carries forward (rule) and which candidate the search returns."""
+
+from __future__ import annotations
+
+from bird.config.schema import BirdConfig
+from bird.registry import get, register
+from bird.state import SearchState
+from bird.types import Candidate, Report
+
+__all__ = ["select"]
+
+
+@register("select", "argmax")
+def _argmax(state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> str | None:
+    """The iteration's best by fitness; ties go to the first index; None when nothing was ranked."""
+    ranked = [c.id for c in cands if c.id in reports and reports[c.id].fitness is not None]
+    if not ranked:
+        return None
+    return max(ranked, key=lambda cid: (reports[cid].fitness, -ranked.index(cid)))
+
+
+@register("returned", "global_best")
+def _returned_global_best(state: SearchState, best: str | None, cands: list[Candidate]) -> str | None:
+    """The strictly improving best over the whole search (ties keep the earlier one)."""
+    if best is None:
+        return state.returned
+    current = state.fitness(state.returned)
+    return best if current is None or (state.fitness(best) or float("-inf")) > current else state.returned
+
+
+@register("returned", "chain_end")
+def _returned_chain_end(state: SearchState, best: str | None, cands: list[Candidate]) -> str | None:
+    """The latest candidate that trained successfully (the end of the chain)."""
+    trained = [c.id for c in cands if c.alive and c.id in state.results]
+    return trained[-1] if trained else state.returned
+
+
+def select(cfg: BirdConfig, state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> None:
+    """Update the iteration best, the global best and the returned candidate."""
+    best = get("select", cfg.select.rule)(state, cands, reports)
+    if best is not None:
+        state.iteration_best = best
+        if state.global_best is None or (state.fitness(best) or float("-inf")) > (state.fitness(state.global_best) or float("-inf")):
+            state.global_best = best
+    state.returned = get("returned", cfg.select.returned)(state, best, cands)

@@ -1,0 +1,48 @@
+"""The search state carried between iterations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bird.envs.base import TaskSpec
+from bird.types import Candidate, Report, TrainResult
+
+__all__ = ["SearchState", "Plan"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Values derived once from the config (method × budget), recorded in result.json."""
+
+    n_candidates: int
+    iterations: int
+    env_steps: int
+    final_env_steps: int
+    final_seeds: int
+    workers: int
+
+
+@dataclass
+class SearchState:
+    spec: TaskSpec
+    plan: Plan
+    seed: int
+    smoke_batch: dict[str, np.ndarray]  # random-policy transitions for the smoke check
+    iteration: int = 0
+    candidates: dict[str, Candidate] = field(default_factory=dict)
+    results: dict[str, TrainResult] = field(default_factory=dict)
+    reports: dict[str, Report] = field(default_factory=dict)
+    iteration_best: str | None = None  # id of the latest iteration's best (by fitness)
+    global_best: str | None = None  # id of the best so far (strictly improving)
+    returned: str | None = None
+    env_steps: int = 0
+    stop_reason: str | None = None  # set when generation must stop (LLM budget exhausted)
+    iterations_log: list[dict[str, Any]] = field(default_factory=list)
+
+    def fitness(self, cid: str | None) -> float | None:
+        if cid is None or cid not in self.reports:
+            return None
+        return self.reports[cid].fitness

@@ -1,0 +1,109 @@
+"""Record types shared by every stage, learner and generator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "FailureKind",
+    "Failure",
+    "Candidate",
+    "VerifyResult",
+    "Checkpoint",
+    "TrainResult",
+    "Report",
+]
+
+
+class FailureKind(StrEnum):
+    """Why a candidate did not produce a usable result. Skipped != failed != screened != timed out."""
+
+    LLM_ERROR = "llm_error"  # the generator could not answer (retries exhausted)
+    PARSE_ERROR = "parse_error"  # no code could be extracted from the answer
+    COMPILE_ERROR = "compile_error"  # the code is not valid Python
+    REJECTED = "rejected"  # static checks refused the program (imports, files, leaks, ...)
+    BAD_SIGNATURE = "bad_signature"  # the entry point is missing or has the wrong arguments
+    RUNTIME_ERROR = "runtime_error"  # the program raised
+    TIMEOUT = "timeout"  # the program or the training ran past its time limit
+    NON_FINITE = "non_finite"  # reward or a component was NaN or infinite
+    BAD_OUTPUT = "bad_output"  # wrong return type or shape
+    SCREENED = "screened"  # a verify screen decided not to train it
+    TRAIN_ERROR = "train_error"  # the learner itself failed
+    SKIPPED = "skipped"  # not attempted (budget exhausted)
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: FailureKind
+    reason: str
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": str(self.kind), "reason": self.reason, "detail": self.detail}
+
+
+@dataclass
+class Candidate:
+    """One reward program proposed by a generator, as it moves through the stages."""
+
+    id: str  # "it{iteration}-c{index}", unique in a run
+    iteration: int  # 1-based
+    index: int  # 0-based within the iteration
+    messages: list[dict[str, Any]]  # the rendered prompt, [{role, content}]
+    response: str = ""  # raw generator answer
+    code: str | None = None  # extracted reward program
+    parent_id: str | None = None
+    failure: Failure | None = None
+    llm: dict[str, Any] = field(default_factory=dict)  # model, tokens, cost, latency, cached
+
+    @property
+    def alive(self) -> bool:
+        return self.failure is None
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    failure: Failure | None
+    components: tuple[str, ...] = ()
+    checks: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Evaluation of the policy at one point of training. Scores are per-episode means."""
+
+    env_steps: int
+    score: float  # benchmark score, normalised (uniform-random policy = 0)
+    quantity: float  # the raw physical quantity behind the score
+    own_return: float  # episodic return under the candidate reward (training episodes)
+    reference_return: float  # episodic return under the env's shipped reward (never shown to generators)
+    episode_length: float
+    components: dict[str, float] = field(default_factory=dict)  # mean per-step value of each reward term
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    candidate_id: str
+    seed: int
+    curve: tuple[Checkpoint, ...]
+    env_steps: int
+    wall_s: float
+    failure: Failure | None = None
+    policy_path: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and len(self.curve) > 0
+
+
+@dataclass(frozen=True)
+class Report:
+    """Feedback-stage output for one candidate: its fitness and what the generator will be shown."""
+
+    candidate_id: str
+    fitness: float | None  # None when the method ranks nothing or the candidate failed
+    feedback: str  # text for the next prompt
+    stats: dict[str, Any] = field(default_factory=dict)

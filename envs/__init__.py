@@ -1,0 +1,1 @@
+"""Environment adapters (installed as bird.envs)."""

@@ -1,0 +1,140 @@
+"""Expert and uniform-random demonstrations, cached on disk as .npz (keyed by task, kind, count and seed).
+
+Expert = the suite's scripted policy (Meta-World ships one per task). The reference reward is stored for
+analysis only: `load_demos` leaves it out unless asked, so a generator never sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from omegaconf import OmegaConf
+
+from bird.config.schema import EnvConfig
+
+__all__ = ["Demos", "cache_dir", "demo_path", "env_config", "generate_demos", "load_demos", "record_episode"]
+
+KINDS = ("expert", "random")
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "env"
+Policy = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Demos:
+    """n episodes of T steps. obs/next_obs: (n, T, obs_dim) float32; action: (n, T, act_dim); success: (n, T)."""
+
+    env_id: str
+    kind: str
+    seed: int
+    episode_seeds: np.ndarray  # (n,) the reset seed of each episode
+    obs: np.ndarray
+    action: np.ndarray
+    next_obs: np.ndarray
+    success: np.ndarray  # Meta-World's success flag per step (bool)
+    reference_reward: np.ndarray | None = None  # (n, T); analysis only, never shown to a generator
+
+    @property
+    def n(self) -> int:
+        return int(self.obs.shape[0])
+
+    @property
+    def success_rate(self) -> float:
+        """Fraction of episodes with the success flag set on at least one step."""
+        return float(self.success.any(axis=1).mean())
+
+
+def cache_dir() -> Path:
+    """$BIRD_CACHE_DIR/demos, else ~/.cache/bird/demos."""
+    root = os.environ.get("BIRD_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "bird") / "demos"
+
+
+def env_config(env_id: str) -> EnvConfig:
+    """EnvConfig from conf/env/<suite>/<task>.yaml (hyphens in the task name read as underscores)."""
+    suite, _, task = env_id.partition("/")
+    path = CONF_DIR / suite / f"{task.replace('-', '_')}.yaml"
+    if not path.exists():
+        names = sorted(f"{suite}/{p.stem}" for p in (CONF_DIR / suite).glob("*.yaml") if "-" not in p.stem)
+        raise ValueError(f"unknown env {env_id!r}; available: {names}")
+    return EnvConfig(**OmegaConf.to_container(OmegaConf.load(path)))
+
+
+def demo_path(env_id: str, n: int, seed: int, kind: str) -> Path:
+    cfg = env_config(env_id)
+    return cache_dir() / cfg.id.replace("/", "__") / f"{kind}_n{n}_seed{seed}.npz"
+
+
+def record_episode(env: gym.Env, policy: Policy | None, seed: int) -> dict[str, Any]:
+    """Run one episode from reset(seed=seed); policy None = uniform random (action space seeded with `seed`)."""
+    obs, _ = env.reset(seed=seed)
+    env.action_space.seed(seed)
+    rows: dict[str, list] = {"obs": [], "action": [], "next_obs": [], "success": [], "reference_reward": []}
+    while True:
+        action = env.action_space.sample() if policy is None else policy(obs)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        for key, value in zip(rows, (obs, action, next_obs, bool(info.get("success", 0.0)), float(reward))):
+            rows[key].append(value)
+        obs = next_obs
+        if terminated or truncated:
+            out: dict[str, Any] = {k: np.asarray(v) for k, v in rows.items()}
+            out["quantity"] = info["bird_episode"]["quantity"]
+            return out
+
+
+def generate_demos(env_id: str, n: int, seed: int, kind: str = "expert") -> Path:
+    """Roll out n episodes (reset seeds seed*1000 + i) and write them to demo_path(...)."""
+    from bird.envs.registry import make_adapter
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown demo kind {kind!r}; allowed: {list(KINDS)}")
+    adapter = make_adapter(env_config(env_id))
+    if kind == "expert" and not hasattr(adapter, "expert_policy"):
+        raise ValueError(f"{env_id}: this suite has no scripted expert policy")
+    policy = adapter.expert_policy() if kind == "expert" else None
+    env = adapter.make_env(seed=seed)
+    seeds = [seed * 1000 + i for i in range(n)]
+    episodes = [record_episode(env, policy, s) for s in seeds]
+    env.close()
+    arrays = {k: np.stack([e[k] for e in episodes]) for k in ("obs", "action", "next_obs", "success", "reference_reward")}
+    for k in ("obs", "action", "next_obs", "reference_reward"):
+        arrays[k] = arrays[k].astype(np.float32)
+    meta = {
+        "env_id": adapter.spec.env_id, "kind": kind, "n": n, "seed": seed,
+        "policy": "scripted expert" if kind == "expert" else "uniform random over the action box",
+        "command": f"python -m bird.envs demos env={env_id} n={n} seed={seed} kind={kind}",
+    }
+    path = demo_path(env_id, n, seed, kind)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, episode_seeds=np.asarray(seeds), meta=json.dumps(meta), **arrays)
+    tmp.replace(path)
+    return path
+
+
+def load_demos(
+    env_id: str, n: int, seed: int, kind: str = "expert", *, generate: bool = True, with_reference_reward: bool = False
+) -> Demos:
+    """Demos from the cache, generated first when missing (generate=False raises FileNotFoundError instead).
+
+    :param with_reference_reward: also load the env's reward (for analysis; never pass it to a generator).
+    """
+    path = demo_path(env_id, n, seed, kind)
+    if not path.exists():
+        if not generate:
+            raise FileNotFoundError(f"no cached demos at {path}; run: python -m bird.envs demos env={env_id} n={n} "
+                                    f"seed={seed} kind={kind}")
+        generate_demos(env_id, n, seed, kind)
+    with np.load(path) as z:
+        meta = json.loads(str(z["meta"]))
+        return Demos(
+            env_id=meta["env_id"], kind=kind, seed=seed, episode_seeds=z["episode_seeds"],
+            obs=z["obs"], action=z["action"], next_obs=z["next_obs"], success=z["success"],
+            reference_reward=z["reference_reward"] if with_reference_reward else None,
+        )

@@ -1,0 +1,171 @@
+"""Meta-World env source for prompts, with the reward and success code removed (reward-leak prevention).
+
+Removed: `evaluate_state`, `compute_reward`, every method whose name mentions reward or success,
+`TARGET_RADIUS`-style success thresholds, the `reward_utils` imports, class docstrings, comments, and
+assignments to attributes that nothing left reads (the removed code's bookkeeping).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from functools import cache
+
+__all__ = ["strip_reward_code", "base_class_excerpt", "task_source", "LEAK_PATTERNS"]
+
+# Regexes that must not match any rendered prompt (checked by strip_reward_code and the tests).
+LEAK_PATTERNS = (
+    r"\bevaluate_state\b",
+    r"\bcompute_reward\b",
+    r"reward_utils",
+    r"\btolerance\(",
+    r"hamacher_product",
+    r"_gripper_caging_reward",
+    r"\b_reward_\w+",
+    r"TARGET_RADIUS",
+    r"[\"']success[\"']",
+    r"\bunscaled_reward\b",
+    r"\bin_place_reward\b",
+    r"\bgrasp_reward\b",
+)
+
+# Base-class members that explain observations and actions; everything else of SawyerXYZEnv is left out.
+_BASE_KEEP = (
+    "max_path_length",
+    "get_endeff_pos",
+    "tcp_center",
+    "set_xyz_action",
+    "_get_pos_goal",
+    "_get_curr_obs_combined_no_goal",
+    "_get_obs",
+    "_reset_hand",
+)
+
+
+def _is_removed_def(node: ast.AST) -> bool:
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    name = node.name.lower()
+    return node.name in ("evaluate_state", "compute_reward") or "reward" in name or "success" in name
+
+
+def _assigned_name(node: ast.AST) -> str | None:
+    """Name bound by a class-level `X = ...` / `X: T = ...`, else None."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
+
+
+def _self_attr_target(node: ast.AST) -> str | None:
+    """Attribute X of a statement `self.X = ...` (single target), else None."""
+    targets = (
+        node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(node, ast.AnnAssign | ast.AugAssign) else []
+    )
+    if len(targets) == 1 and isinstance(t := targets[0], ast.Attribute):
+        if isinstance(t.value, ast.Name) and t.value.id == "self":
+            return t.attr
+    return None
+
+
+def _self_reads(node: ast.AST) -> set[str]:
+    return {
+        n.attr for n in ast.walk(node)
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name) and n.value.id == "self"
+    }
+
+
+def _is_reward_import(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return "reward_utils" in (node.module or "") or any(a.name == "reward_utils" for a in node.names)
+    return isinstance(node, ast.Import) and any("reward_utils" in a.name for a in node.names)
+
+
+def _strip_class(cls: ast.ClassDef) -> None:
+    """Drop reward/success members of `cls` in place."""
+    body = []
+    for node in cls.body:
+        if _is_removed_def(node):
+            continue
+        elif (name := _assigned_name(node)) and "TARGET_RADIUS" in name:
+            continue
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # class docstring (changelogs)
+        else:
+            body.append(node)
+    cls.body = body or [ast.Pass()]
+
+
+def _drop_dead_assignments(tree: ast.Module, keep_reads: frozenset[str]) -> None:
+    """Remove `self.X = ...` where nothing left reads X (iterated to a fixed point)."""
+    changed = True
+    while changed:
+        changed = False
+        for parent in [n for n in ast.walk(tree) if isinstance(getattr(n, "body", None), list)]:
+            for stmt in list(parent.body):
+                attr = _self_attr_target(stmt)
+                if attr is None or attr in keep_reads or attr in _self_reads(tree):
+                    continue
+                parent.body.remove(stmt)
+                changed = True
+            if not parent.body:
+                parent.body.append(ast.Pass())
+
+
+def strip_reward_code(source: str, keep_reads: frozenset[str] = frozenset()) -> str:
+    """Return `source` without reward and success code (see the module docstring).
+
+    :param source: a Meta-World env module.
+    :param keep_reads: self-attributes read elsewhere (the base class); their assignments stay.
+    :raises ValueError: if a leak pattern survives the stripping.
+    """
+    tree = ast.parse(source)
+    tree.body = [n for n in tree.body if not _is_reward_import(n) and not _is_removed_def(n)]
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        _strip_class(cls)
+    _drop_dead_assignments(tree, keep_reads)
+    out = ast.unparse(tree)
+    check_no_leak(out)
+    return out
+
+
+def check_no_leak(text: str) -> None:
+    """Raise ValueError if `text` matches any of LEAK_PATTERNS."""
+    hits = [p for p in LEAK_PATTERNS if re.search(p, text)]
+    if hits:
+        raise ValueError(f"reward/success code left in a prompt: patterns {hits}")
+
+
+@cache
+def _base_tree() -> ast.ClassDef:
+    from metaworld import sawyer_xyz_env
+
+    tree = ast.parse(inspect.getsource(sawyer_xyz_env))
+    return next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SawyerXYZEnv")
+
+
+@cache
+def base_class_excerpt() -> str:
+    """SawyerXYZEnv reduced to the members that build observations and apply actions."""
+    cls = _base_tree()
+    keep = [n for n in cls.body if getattr(n, "name", None) in _BASE_KEEP or _assigned_name(n) in _BASE_KEEP]
+    excerpt = ast.ClassDef(cls.name, cls.bases, cls.keywords, keep, [], type_params=[])
+    out = ast.unparse(ast.Module([excerpt], type_ignores=[]))
+    check_no_leak(out)
+    return "# Base class (excerpt: observation and action members only)\n" + out
+
+
+@cache
+def _base_reads() -> frozenset[str]:
+    cls = _base_tree()
+    return frozenset().union(*(_self_reads(n) for n in cls.body if not _is_removed_def(n)))
+
+
+def task_source(env_cls: type) -> str:
+    """The task class's module source, stripped; attributes the base class reads are kept."""
+    module = inspect.getmodule(env_cls)
+    return strip_reward_code(inspect.getsource(module), _base_reads())

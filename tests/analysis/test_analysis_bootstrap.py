@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+from bird.analysis import bca_interval, interval, stratified_bootstrap
+
+
+def test_bca_on_one_array_equals_scipy_bca_of_the_mean():
+    x = np.random.default_rng(1).normal(size=12)
+    ref = stats.bootstrap((x,), np.mean, method="BCa", n_resamples=2000, rng=3).confidence_interval
+    low, high = bca_interval(x, n_resamples=2000, random_state=3)
+    assert low == pytest.approx(ref.low, abs=1e-12)
+    assert high == pytest.approx(ref.high, abs=1e-12)
+
+
+def test_bca_on_tasks_equals_scipy_recipe_with_one_sample_per_task():
+    rng = np.random.default_rng(2)
+    tasks = {"a": rng.normal(size=5), "b": rng.normal(2, size=8), "c": rng.normal(-1, size=3)}
+
+    def mean_of_task_means(*ts, axis=-1):
+        return np.mean([np.mean(t, axis=axis) for t in ts], axis=0)
+
+    ref = stats.bootstrap(tuple(tasks.values()), mean_of_task_means, method="BCa", n_resamples=1000,
+                          rng=0).confidence_interval
+    assert bca_interval(tasks, n_resamples=1000) == pytest.approx((ref.low, ref.high), abs=1e-12)
+
+
+def test_task_mean_weighs_tasks_equally_and_pooled_mean_weighs_runs_when_seeds_are_ragged():
+    scores = {"a": [0.0, 1.0], "b": [1.0, 1.0, 1.0, 0.0]}
+    assert interval(scores, n_resamples=200).estimate == pytest.approx((0.5 + 0.75) / 2)
+    assert interval(scores, statistic="pooled_mean", n_resamples=200).estimate == pytest.approx(4 / 6)
+
+
+def test_task_mean_equals_pooled_mean_on_rectangular_data():
+    scores = {"a": [0.1, 0.4, 0.3], "b": [0.9, 0.2, 0.5]}
+    assert interval(scores, n_resamples=200).estimate == pytest.approx(
+        interval(scores, statistic="pooled_mean", n_resamples=200).estimate)
+
+
+def test_single_seed_task_is_held_fixed_and_shifts_the_interval_affinely():
+    b = np.array([0.1, 0.5, 0.3, 0.9, 0.4])
+    with pytest.warns(UserWarning, match="single seed"):
+        both = interval({"a": [0.2], "b": b}, n_resamples=500)
+    alone = interval(b, n_resamples=500)
+    assert both.low == pytest.approx((0.2 + alone.low) / 2, abs=1e-12)
+    assert both.high == pytest.approx((0.2 + alone.high) / 2, abs=1e-12)
+
+
+def test_constant_scores_give_degenerate_point_interval_with_warning():
+    with pytest.warns(UserWarning, match="degenerate"):
+        iv = interval({"a": [1.0, 1.0, 1.0], "b": [1.0, 1.0]}, n_resamples=200)
+    assert (iv.low, iv.high, iv.degenerate) == (1.0, 1.0, True)
+
+
+def test_one_seed_per_task_gives_degenerate_interval():
+    with pytest.warns(UserWarning, match="single seed"):
+        iv = interval({"a": [0.3], "b": [0.5]}, n_resamples=200)
+    assert (iv.estimate, iv.low, iv.high, iv.degenerate) == (pytest.approx(0.4), 0.4, 0.4, True)
+
+
+def test_percentile_interval_contains_the_estimate():
+    x = np.random.default_rng(0).uniform(size=20)
+    iv = interval(x, method="percentile", n_resamples=500)
+    assert iv.low < iv.estimate < iv.high
+    assert iv.method == "percentile"
+
+
+def test_permuting_seeds_within_a_task_changes_nothing_beyond_monte_carlo_noise():
+    rng = np.random.default_rng(4)
+    tasks = {"a": rng.normal(size=10), "b": rng.normal(size=10)}
+    perm = {"a": tasks["a"][::-1], "b": rng.permutation(tasks["b"])}
+    lo1, hi1 = bca_interval(tasks, n_resamples=4000)
+    lo2, hi2 = bca_interval(perm, n_resamples=4000)
+    assert lo1 == pytest.approx(lo2, abs=0.05) and hi1 == pytest.approx(hi2, abs=0.05)
+
+
+@pytest.mark.parametrize("bad, match", [({}, "empty"), ({"a": []}, "no scores"),
+                                        ({"a": [1.0, np.nan]}, "non-finite")])
+def test_invalid_scores_raise_naming_the_problem(bad, match):
+    with pytest.raises(ValueError, match=match):
+        bca_interval(bad)
+
+
+def test_unknown_method_or_statistic_is_rejected():
+    with pytest.raises(ValueError, match="method='bca'"):
+        interval([1.0, 2.0], method="bca")
+    with pytest.raises(ValueError, match="statistic='median'"):
+        interval([1.0, 2.0], statistic="median")
+
+
+def test_stratified_bootstrap_vector_statistic_and_reproducible_seed():
+    samples = [np.array([0.0, 1.0, 2.0]), np.array([5.0, 6.0])]
+
+    def stat(s):
+        return np.array([s[0].mean(), s[1].mean()])
+
+    low1, high1, deg = stratified_bootstrap(samples, stat, "percentile", n_resamples=300, random_state=5)
+    low2, high2, _ = stratified_bootstrap(samples, stat, "percentile", n_resamples=300, random_state=5)
+    assert low1.shape == (2,) and not deg
+    np.testing.assert_array_equal(low1, low2)
+    np.testing.assert_array_equal(high1, high2)
+    assert np.all(low1 <= [1.0, 5.5]) and np.all(high1 >= [1.0, 5.5])

@@ -1,0 +1,133 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import optimize
+
+from bird.analysis import bradley_terry, bradley_terry_intervals, strongly_connected, win_matrix
+
+ELO = 400 / math.log(10)
+
+
+def test_three_wins_in_four_give_an_elo_gap_of_ln3():
+    # pairs: 1>0, 1<1.5, 2>0, 2>1.5 -> A wins 3 of 4, so sigma(d) = 3/4 and d = ln 3.
+    r = bradley_terry({"A": {"t": [1.0, 2.0]}, "B": {"t": [0.0, 1.5]}})
+    assert r["A"] - r["B"] == pytest.approx(ELO * math.log(3), abs=0.01)
+    assert (r["A"] + r["B"]) / 2 == pytest.approx(1500)
+
+
+def test_ties_count_half_so_all_ties_give_the_anchor():
+    r = bradley_terry({"A": {"t": [0.5, 0.5]}, "B": {"t": [0.5]}, "C": {"t": [0.5, 0.5, 0.5]}})
+    assert all(v == pytest.approx(1500) for v in r.values())
+    assert r.strongly_connected
+
+
+def test_win_matrix_counts_ties_half_over_ragged_seeds():
+    names, w = win_matrix({"A": {"t": [1.0, 0.3]}, "B": {"t": [0.3, 0.0, 2.0]}})
+    # A=1.0 beats 0.3, 0.0; loses to 2.0. A=0.3 ties 0.3, beats 0.0, loses to 2.0 -> 3.5 of 6.
+    assert names == ["A", "B"]
+    np.testing.assert_allclose(w, [[0, 3.5], [2.5, 0]])
+
+
+def test_scores_equal_up_to_1e9_rounding_tie():
+    _, w = win_matrix({"A": {"t": [7 / 10]}, "B": {"t": [0.1 * 7]}})
+    np.testing.assert_allclose(w, [[0, 0.5], [0.5, 0]])
+
+
+def test_method_missing_on_some_tasks_is_compared_on_shared_tasks_only():
+    table = {"A": {"t1": [1.0, 2.0], "t2": [0.0]}, "B": {"t1": [0.0, 3.0, 1.5]}, "C": {"t2": [1.0, 2.0]}}
+    _, w = win_matrix(table)
+    n = w + w.T
+    assert n[0, 1] == 2 * 3 and n[0, 2] == 1 * 2 and n[1, 2] == 0  # B and C share no task
+
+
+def test_swapping_two_methods_swaps_their_ratings():
+    t = {"A": {"x": [1, 2, 3], "y": [0, 5]}, "B": {"x": [2, 2.5, 0], "y": [1, 6]}, "C": {"x": [3, 0], "y": [2, 2]}}
+    swapped = {"A": t["B"], "B": t["A"], "C": t["C"]}
+    r, s = bradley_terry(t), bradley_terry(swapped)
+    assert r["A"] == pytest.approx(s["B"], abs=1e-6) and r["B"] == pytest.approx(s["A"], abs=1e-6)
+
+
+def test_increasing_transform_of_one_task_leaves_ratings_unchanged():
+    t = {"A": {"x": [0.1, 0.7], "y": [0.3, 0.2]}, "B": {"x": [0.4, 0.9], "y": [0.5, 0.1]},
+         "C": {"x": [0.2, 0.8], "y": [0.6, 0.25]}}
+    u = {m: {"x": np.exp(3 * np.asarray(v["x"])), "y": v["y"]} for m, v in t.items()}
+    r, s = bradley_terry(t), bradley_terry(u)
+    assert all(r[m] == pytest.approx(s[m], abs=1e-6) for m in r)
+
+
+def test_anchor_is_the_mean_rating():
+    t = {"A": {"x": [1, 2]}, "B": {"x": [0, 1.5]}, "C": {"x": [1.2, 0.1]}}
+    r = bradley_terry(t, anchor=1000.0)
+    assert np.mean(list(r.values())) == pytest.approx(1000.0)
+
+
+def _mm_mle(w: np.ndarray) -> np.ndarray:
+    """Unpenalised BT MLE by Hunter's MM iteration (independent of the Newton/trust-region fit)."""
+    n = w + w.T
+    pi = np.ones(len(w))
+    for _ in range(20000):
+        denom = np.array([sum(n[i, j] / (pi[i] + pi[j]) for j in range(len(w)) if j != i) for i in range(len(w))])
+        pi = w.sum(axis=1) / denom
+        pi /= np.exp(np.log(pi).mean())
+    return np.log(pi)
+
+
+def test_ratings_match_an_independent_mm_fit_when_connected():
+    rng = np.random.default_rng(0)
+    table = {m: {t: rng.normal(mu, 1.0, size=4) for t in "abc"} for m, mu in zip("PQRS", [0, 0.3, 0.6, 1.0])}
+    names, w = win_matrix(table)
+    assert strongly_connected(w)
+    theta = _mm_mle(w)
+    ref = 1500 + ELO * (theta - theta.mean())
+    r = bradley_terry(table)
+    assert [r[m] for m in names] == pytest.approx(list(ref), abs=0.01)
+
+
+def test_l2_penalty_is_lambda_sum_theta_squared_on_a_separated_pair():
+    # A beats B in all 4 comparisons: minimise 4 log(1 + e^-d) + lam (d/2)^2 * 2 -> 4 sigma(-d) = lam d.
+    lam = 1e-3
+    with pytest.warns(UserWarning, match="not strongly connected"):
+        r = bradley_terry({"A": {"t": [2.0, 3.0]}, "B": {"t": [0.0, 1.0]}}, l2=lam)
+    d = optimize.brentq(lambda d: 4 / (1 + math.exp(d)) - lam * d, 0, 100)
+    assert r["A"] - r["B"] == pytest.approx(ELO * d, abs=1e-3)
+    assert not r.strongly_connected
+
+
+def test_method_winning_everything_is_flagged_and_rated_far_above():
+    table = {"A": {"t": [9.0, 9.5]}, "B": {"t": [0.0, 1.0]}, "C": {"t": [0.5, 1.5]}}
+    with pytest.warns(UserWarning, match="not strongly connected"):
+        r = bradley_terry(table)
+    assert not r.strongly_connected and r["A"] - max(r["B"], r["C"]) > 1000
+
+
+def test_one_sided_pair_stays_identifiable_when_connected_through_a_third_method():
+    # A beats B always; C beats A sometimes; B beats C sometimes.
+    table = {"A": {"t": [2.0, 3.0]}, "B": {"t": [0.0, 1.0]}, "C": {"t": [0.5, 2.5]}}
+    _, w = win_matrix(table)
+    assert w[1, 0] == 0 and strongly_connected(w)
+    assert bradley_terry(table).strongly_connected
+
+
+def test_dataframe_and_mapping_inputs_agree():
+    table = {"A": {"x": [1.0, 2.0], "y": [0.5]}, "B": {"x": [0.0, 1.5], "y": [0.7]}}
+    df = pd.DataFrame([{"method": m, "task": t, "seed": k, "score": s}
+                       for m, ts in table.items() for t, v in ts.items() for k, s in enumerate(v)])
+    assert bradley_terry(df) == pytest.approx(bradley_terry(table))
+
+
+def test_intervals_bracket_ratings_and_are_reproducible():
+    rng = np.random.default_rng(1)
+    table = {m: {t: rng.normal(mu, 1.0, size=4) for t in "ab"} for m, mu in zip("PQR", [0, 0.5, 1.0])}
+    a = bradley_terry_intervals(table, n_resamples=60, random_state=3)
+    b = bradley_terry_intervals(table, n_resamples=60, random_state=3)
+    assert a.low == b.low and a.high == b.high
+    assert all(a.low[m] <= a.ratings[m] <= a.high[m] for m in a.ratings)
+    assert a.n_fits >= 60 and 0 <= a.n_not_connected <= a.n_fits
+
+
+def test_interval_replicates_that_separate_a_method_are_counted():
+    table = {"A": {"t": [1.0, 2.0, 3.0]}, "B": {"t": [0.5, 1.5, 2.5]}}
+    fit = bradley_terry_intervals(table, n_resamples=100, method="percentile", random_state=0)
+    assert fit.n_not_connected > 0

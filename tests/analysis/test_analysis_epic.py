@@ -1,0 +1,198 @@
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from bird.analysis import (
+    ZeroVarianceWarning,
+    canonicalize_samples,
+    canonicalize_tabular,
+    epic_distance_samples,
+    epic_distance_tabular,
+    pearson_distance,
+)
+
+GAMMA = 0.9
+NS, NA = 5, 3
+
+
+@pytest.fixture()
+def setup():
+    rng = np.random.default_rng(0)
+    r = rng.normal(size=(NS, NA, NS))
+    phi = rng.normal(size=NS)
+    p_s = rng.dirichlet(np.ones(NS))
+    p_a = rng.dirichlet(np.ones(NA))
+    cov = rng.uniform(size=(NS, NA, NS))
+    shaping = GAMMA * phi[None, None, :] - phi[:, None, None]
+    return r, shaping, p_s, p_a, cov
+
+
+def _epic(a, b, p_s, p_a, cov):
+    return epic_distance_tabular(a, b, GAMMA, state_dist=p_s, action_dist=p_a, coverage=cov)
+
+
+def test_potential_shaping_leaves_distance_zero(setup):
+    r, shaping, p_s, p_a, cov = setup
+    assert _epic(r, r + shaping, p_s, p_a, cov) == pytest.approx(0, abs=1e-6)
+
+
+def test_positive_rescaling_shaping_and_constant_leave_distance_zero(setup):
+    r, shaping, p_s, p_a, cov = setup
+    assert _epic(r, 3 * r + shaping - 7.0, p_s, p_a, cov) == pytest.approx(0, abs=1e-6)
+
+
+def test_shaping_with_the_wrong_discount_is_not_ignored(setup):
+    r, _, p_s, p_a, cov = setup
+    phi = np.arange(NS, dtype=float) ** 2
+    wrong = 0.5 * phi[None, None, :] - phi[:, None, None]
+    assert _epic(r, r + wrong, p_s, p_a, cov) > 0.01
+
+
+def test_negated_reward_gives_one(setup):
+    r, _, p_s, p_a, cov = setup
+    assert _epic(r, -r, p_s, p_a, cov) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_symmetric_bounded_and_triangle_inequality():
+    rng = np.random.default_rng(1)
+    rs = [rng.normal(size=(NS, NA, NS)) for _ in range(4)]
+    for a in rs:
+        for b in rs:
+            d = epic_distance_tabular(a, b, GAMMA)
+            assert 0 <= d <= 1
+            assert d == pytest.approx(epic_distance_tabular(b, a, GAMMA), abs=1e-12)
+            for c in rs:
+                assert d <= epic_distance_tabular(a, c, GAMMA) + epic_distance_tabular(c, b, GAMMA) + 1e-9
+
+
+@pytest.mark.parametrize("which", ["pure_shaping", "constant"])
+def test_zero_variance_canonical_reward_gives_nan(setup, which):
+    r, shaping, *_ = setup
+    other = np.broadcast_to(shaping, r.shape) if which == "pure_shaping" else np.full_like(r, 4.2)
+    with pytest.warns(ZeroVarianceWarning):
+        assert math.isnan(epic_distance_tabular(r, other, GAMMA))
+
+
+def test_uncorrelated_canonical_rewards_give_one_over_sqrt2():
+    # One state: C(R) = R - mean_a R, so these canonical rewards are [1,-1,1,-1] and [1,1,-1,-1] (rho = 0).
+    a = np.array([1.0, -1.0, 1.0, -1.0]).reshape(1, 4, 1) + 3
+    b = np.array([1.0, 1.0, -1.0, -1.0]).reshape(1, 4, 1)
+    assert epic_distance_tabular(a, b, 0.99) == pytest.approx(1 / math.sqrt(2))
+
+
+def test_canonicalisation_matches_a_loop_over_the_definition(setup):
+    r, _, p_s, p_a, _ = setup
+    m = np.array([sum(p_a[a] * p_s[z] * r[x, a, z] for a in range(NA) for z in range(NS)) for x in range(NS)])
+    mu = sum(p_s[x] * m[x] for x in range(NS))
+    want = np.array([[[r[s, a, z] + GAMMA * m[z] - m[s] - GAMMA * mu for z in range(NS)] for a in range(NA)]
+                     for s in range(NS)])
+    np.testing.assert_allclose(canonicalize_tabular(r, GAMMA, p_s, p_a), want, atol=1e-12)
+
+
+def test_zero_coverage_transitions_do_not_enter_the_correlation(setup):
+    r, _, p_s, p_a, _ = setup
+    other = np.random.default_rng(9).normal(size=r.shape)
+    cov = np.ones_like(r)
+    cov[0, 0, 0] = 0.0
+    ca, cb = canonicalize_tabular(r, GAMMA, p_s, p_a), canonicalize_tabular(other, GAMMA, p_s, p_a)
+    keep = cov.ravel() > 0
+    rho = np.corrcoef(ca.ravel()[keep], cb.ravel()[keep])[0, 1]
+    assert _epic(r, other, p_s, p_a, cov) == pytest.approx(math.sqrt((1 - rho) / 2), abs=1e-12)
+
+
+def test_invalid_inputs_name_the_bad_value():
+    r = np.zeros((2, 2, 2))
+    with pytest.raises(ValueError, match="discount=1.5"):
+        epic_distance_tabular(r, r, 1.5)
+    with pytest.raises(ValueError, match="state_dist"):
+        epic_distance_tabular(r, r, 0.9, state_dist=[0.2, 0.2])
+    with pytest.raises(ValueError, match="shape"):
+        epic_distance_tabular(r, np.zeros((2, 2, 3)), 0.9)
+
+
+# --- sample-based estimator ---
+
+def _tabular_as_function(table):
+    def reward(obs, acts, next_obs):
+        return table[obs.astype(int), acts.astype(int), next_obs.astype(int)]
+    return reward
+
+
+def test_samples_on_a_full_mesh_equal_the_uniform_tabular_distance(setup):
+    r, _, *_ = setup
+    r2 = np.random.default_rng(5).normal(size=r.shape)
+    s, a, z = (g.ravel() for g in np.meshgrid(np.arange(NS), np.arange(NA), np.arange(NS), indexing="ij"))
+    u, x = (g.ravel() for g in np.meshgrid(np.arange(NA), np.arange(NS), indexing="ij"))
+    d_s = epic_distance_samples(_tabular_as_function(r), _tabular_as_function(r2), s, a, z, x, u, GAMMA)
+    assert d_s == pytest.approx(epic_distance_tabular(r, r2, GAMMA), abs=1e-12)
+
+
+def _continuous_batch(n=200, n_m=64, seed=0):
+    rng = np.random.default_rng(seed)
+    obs = {"pos": rng.normal(size=(n, 2)), "vel": rng.normal(size=(n, 1))}
+    nxt = {"pos": obs["pos"] + 0.1 * rng.normal(size=(n, 2)), "vel": rng.normal(size=(n, 1))}
+    acts = rng.uniform(-1, 1, size=(n, 2))
+    mean_obs = {"pos": rng.normal(size=(n_m, 2)), "vel": rng.normal(size=(n_m, 1))}
+    mean_acts = rng.uniform(-1, 1, size=(n_m, 2))
+    return obs, acts, nxt, mean_obs, mean_acts
+
+
+def _progress(obs, acts, next_obs):
+    return next_obs["pos"][:, 0] - obs["pos"][:, 0] - 0.1 * np.sum(acts**2, axis=1) + next_obs["vel"][:, 0] ** 2
+
+
+def _phi(o):
+    return np.sin(o["pos"][:, 1]) + o["vel"][:, 0]
+
+
+def test_samples_shaping_scaling_and_constant_are_ignored_with_common_samples():
+    batch = _continuous_batch()
+
+    def shaped(o, a, n):
+        return 2.5 * _progress(o, a, n) + GAMMA * _phi(n) - _phi(o) + 3.0
+
+    assert epic_distance_samples(_progress, shaped, *batch, GAMMA) == pytest.approx(0, abs=1e-6)
+
+
+def test_samples_negated_reward_gives_one_and_pure_shaping_gives_nan():
+    batch = _continuous_batch()
+    assert epic_distance_samples(_progress, lambda o, a, n: -_progress(o, a, n), *batch, GAMMA) == pytest.approx(1)
+    with pytest.warns(ZeroVarianceWarning):
+        d = epic_distance_samples(_progress, lambda o, a, n: GAMMA * _phi(n) - _phi(o), *batch, GAMMA)
+    assert math.isnan(d)
+
+
+def test_samples_deduplicate_states_without_changing_the_estimate():
+    obs, acts, nxt, mo, ma = _continuous_batch(n=50)
+    traj_next = {k: np.roll(v, -1, axis=0) for k, v in obs.items()}  # s'_t = s_{t+1}, as in trajectories
+    calls = []
+
+    def counted(o, a, n):
+        calls.append(len(a))
+        return _progress(o, a, n)
+
+    c = canonicalize_samples(counted, obs, acts, traj_next, mo, ma, GAMMA, chunk_size=10_000)
+    assert sum(calls) == 50 * 64 + 64 * 64 + 50  # 50 distinct states + 64 mean states, not 100 + 64
+    want = np.array([_progress({k: v[i:i + 1] for k, v in obs.items()}, acts[i:i + 1],
+                               {k: v[i:i + 1] for k, v in traj_next.items()})[0] for i in range(50)])
+    m = np.array([np.mean(_progress({k: np.repeat(v[i:i + 1], 64, 0) for k, v in obs.items()}, ma, mo))
+                  for i in range(50)])
+    mu = np.mean([np.mean(_progress({k: np.repeat(v[j:j + 1], 64, 0) for k, v in mo.items()}, ma, mo))
+                  for j in range(64)])
+    np.testing.assert_allclose(c, want + GAMMA * np.roll(m, -1) - m - GAMMA * mu, atol=1e-10)
+
+
+def test_samples_reject_a_reward_of_the_wrong_shape():
+    batch = _continuous_batch(n=10, n_m=4)
+    with pytest.raises(ValueError, match="returned shape"):
+        epic_distance_samples(_progress, lambda o, a, n: np.zeros((len(a), 2)), *batch, GAMMA)
+
+
+def test_pearson_distance_clips_round_off_and_weights():
+    x = np.array([1.0, 2.0, 3.0])
+    assert pearson_distance(x, 2 * x) == pytest.approx(0, abs=1e-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pearson_distance(x, x, weights=[0.0, 1.0, 1.0]) == pytest.approx(0, abs=1e-7)
