@@ -33,12 +33,23 @@ from .rundir import RunCollection, Skipped, find_run_dirs, load_runs, read_runs
 from .store import load_parquet, query, save_parquet
 from .tidy import paired_differences, score_table, shared_tasks
 
+_LAZY = {"Leaderboard", "build_leaderboard", "write_leaderboard"}  # report imports matplotlib
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from . import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'bird.analysis' has no attribute {name!r}")
+
+
 __all__ = [
-    "BTIntervals", "Interval", "Ratings", "RunCollection", "Skipped", "ZeroVarianceWarning",
-    "aggregate_iqm", "aggregate_mean", "aggregate_median", "aggregate_optimality_gap",
-    "bca_interval", "bradley_terry", "bradley_terry_intervals", "canonicalize_samples", "canonicalize_tabular",
-    "epic_distance_samples", "epic_distance_tabular", "find_run_dirs", "interval", "load_parquet", "load_runs",
-    "metric_interval", "paired_differences", "pearson_distance", "performance_profile",
-    "probability_of_improvement", "query", "read_runs", "save_parquet", "score_table", "shared_tasks",
-    "stratified_bootstrap", "strongly_connected", "win_matrix",
+    "BTIntervals", "Interval", "Leaderboard", "Ratings", "RunCollection", "Skipped", "ZeroVarianceWarning",
+    "aggregate_iqm", "aggregate_mean", "aggregate_median", "aggregate_optimality_gap", "bca_interval",
+    "bradley_terry", "bradley_terry_intervals", "build_leaderboard", "canonicalize_samples",
+    "canonicalize_tabular", "epic_distance_samples", "epic_distance_tabular", "find_run_dirs", "interval",
+    "load_parquet", "load_runs", "metric_interval", "paired_differences", "pearson_distance",
+    "performance_profile", "probability_of_improvement", "query", "read_runs", "save_parquet", "score_table",
+    "shared_tasks", "stratified_bootstrap", "strongly_connected", "win_matrix", "write_leaderboard",
 ]

@@ -96,13 +96,15 @@ def _default_pair(runs: pd.DataFrame, fits: dict[str, BTIntervals]) -> tuple[str
 
 def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str | os.PathLike,
                       pair: tuple[str, str] | None = None, n_resamples: int = 10_000, bt_resamples: int = 1_000,
-                      curve_resamples: int = 2_000, l2: float = 1e-6, random_state: int = 0) -> Leaderboard:
+                      curve_resamples: int = 2_000, l2: float = 1e-6, random_state: int = 0,
+                      figures: bool = True) -> Leaderboard:
     """Compute the leaderboard tables and the figures.
 
     Args:
         source: a RunCollection, or run directories / sweep folders.
         pair: (a, b) for the paired-difference figure; default: the two highest-rated methods.
         n_resamples / bt_resamples / curve_resamples: bootstrap sizes for means, Elo and curves.
+        figures: draw the figures (False: tables and notes only).
     Returns:
         Leaderboard.
     """
@@ -122,10 +124,12 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     tables = {b: _table(runs, b, fits.get(b), n_resamples, random_state, notes) for b in benches}
     if len(benches) > 1:
         tables["pooled"] = _table(runs, "pooled", fits.get("pooled"), n_resamples, random_state, notes)
-    figures: dict[str, object] = {}
+    if not figures:
+        return Leaderboard(tables, {}, notes, header)
+    figs: dict[str, object] = {}
 
     def add(name: str, result: plots.Result) -> None:
-        figures[name] = result[0]
+        figs[name] = result[0]
         notes.extend(f"{name}: {n}" for n in result[1])
 
     add("method_comparison", plots.plot_method_comparison(runs, n_resamples, random_state))
@@ -139,7 +143,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     else:
         add("paired", plots.plot_paired(runs, *pair, n_resamples=n_resamples, random_state=random_state))
     add("profiles", plots.plot_profiles(runs))
-    return Leaderboard(tables, figures, notes, header)
+    return Leaderboard(tables, figs, notes, header)
 
 
 def _md_table(df: pd.DataFrame) -> str:

@@ -22,6 +22,7 @@ _BUILTIN_MODULES = (
     "bird.llm.offline",
     "bird.llm.backends",
     "bird.envs.registry",
+    "bird.envs.metaworld.representations",
     "bird.learners",
 )
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from bird.config.schema import EnvConfig
 from bird.envs.base import TaskAdapter
+
+from bird.config.schema import EnvConfig
 from bird.registry import get, register
 
 __all__ = ["make_adapter", "split_env_id"]

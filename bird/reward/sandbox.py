@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from bird.envs.base import ObsIndex
-from bird.reward.static import ENTRY_POINT
+from bird.reward.static import ENTRY_POINT, check_source
 from bird.types import Failure, FailureKind
 
 __all__ = ["SandboxedReward", "RewardProgramError"]
@@ -49,6 +49,9 @@ class SandboxedReward:
         self.obs_index = obs_index
         self.call_timeout_s = call_timeout_s
         self.component_names: tuple[str, ...] = ()
+        static = check_source(code, entry)  # always enforced, whoever builds the sandbox
+        if static is not None:
+            raise RewardProgramError(static)
         self._proc = subprocess.Popen(
             [sys.executable, "-I", str(_WORKER)],
             stdin=subprocess.PIPE,
@@ -130,6 +133,8 @@ class SandboxedReward:
         return values[:, 0].copy(), {n: values[:, i + 1].copy() for i, n in enumerate(names)}
 
     def close(self) -> None:
+        if not hasattr(self, "_proc"):
+            return
         if self._proc.poll() is None:
             self._proc.kill()
         self._proc.wait()

@@ -15,13 +15,7 @@ import traceback
 import numpy as np
 
 ALLOWED_MODULES = {"math": math, "numpy": np, "typing": __import__("typing")}
-_SAFE_BUILTIN_NAMES = (
-    "abs all any bool dict enumerate filter float int isinstance issubclass len list map max min pow range "
-    "reversed round set sorted str sum tuple zip print hasattr slice frozenset divmod complex "
-    "object staticmethod classmethod property super iter next callable "
-    "Exception ValueError TypeError KeyError IndexError ZeroDivisionError ArithmeticError RuntimeError "
-    "AssertionError NotImplementedError True False None"
-).split()
+_SAFE_BUILTIN_NAMES = ["abs", "all", "any", "bool", "dict", "enumerate", "filter", "float", "int", "isinstance", "issubclass", "len", "list", "map", "max", "min", "pow", "range", "reversed", "round", "set", "sorted", "str", "sum", "tuple", "zip", "print", "hasattr", "slice", "frozenset", "divmod", "complex", "object", "staticmethod", "classmethod", "property", "super", "iter", "next", "callable", "Exception", "ValueError", "TypeError", "KeyError", "IndexError", "ZeroDivisionError", "ArithmeticError", "RuntimeError", "AssertionError", "NotImplementedError", "True", "False", "None"]
 
 
 def _safe_import(name, globals=None, locals=None, fromlist=(), level=0):

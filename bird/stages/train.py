@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from bird.config.schema import BirdConfig
@@ -23,7 +24,7 @@ def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: 
 
 
 def train(cfg: BirdConfig, state: SearchState, cands: list[Candidate], pool: TrainPool,
-          cand_dir: callable) -> dict[str, TrainResult]:
+          cand_dir: Callable[[str], Path]) -> dict[str, TrainResult]:
     """Train the candidates that passed verification; a failed training is recorded on the candidate."""
     live = [c for c in cands if c.alive]
     code_of = (lambda c: None) if cfg.train.reward_source == "reference" else (lambda c: c.code)

@@ -13,14 +13,14 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.utils import seeding
-
-from bird.config.schema import EnvConfig
 from bird.envs.base import BenchmarkScoreWrapper, ScoreTracker, TaskAdapter, TaskSpec
 from bird.envs.metaworld.abstraction import class_abstraction
 from bird.envs.metaworld.obs_index import derive_obs_index
 from bird.envs.metaworld.source import base_class_excerpt, check_no_leak, task_source
 from bird.envs.metaworld.tasks import HORIZON, SCORE_DEFINITION, TASKS, MetaWorldTask, canonical_task
+from gymnasium.utils import seeding
+
+from bird.config.schema import EnvConfig
 
 __all__ = ["MetaWorldAdapter", "make_task", "MEASUREMENTS_PATH", "load_measurements"]
 
@@ -49,6 +49,14 @@ class SeededReset(gym.Wrapper):
         return self.env.reset(options=options)
 
 
+class _UprightRender(gym.Wrapper):
+    """Meta-World's fixed cameras ("corner", "corner2", ...) render upside down: turn frames by 180 degrees."""
+
+    def render(self):
+        frame = self.env.render()
+        return None if frame is None else np.ascontiguousarray(frame[::-1, ::-1])
+
+
 def load_measurements() -> dict[str, Any]:
     """Measured success rates (scripted expert, uniform random) per task; {} before the first measurement."""
     return json.loads(MEASUREMENTS_PATH.read_text()) if MEASUREMENTS_PATH.exists() else {}
@@ -63,10 +71,17 @@ def _make_mt1(mw_name: str, seed: int | None, horizon: int, **kwargs: Any) -> gy
 
 
 @cache
-def _probe(mw_name: str) -> gym.Env:
-    """One reset env per task, shared by the specs of all adapters of that task."""
-    env = _make_mt1(mw_name, 0, HORIZON)
-    env.reset(seed=0)
+def _probe(mw_name: str) -> Any:
+    """One reset raw env per task for building specs (one reset, where MT1 would make 50: as metaworld's
+    own _make_tasks does, let the env draw its own positions)."""
+    from metaworld.env_dict import ALL_V3_ENVIRONMENTS
+
+    env = ALL_V3_ENVIRONMENTS[mw_name]()
+    env._freeze_rand_vec = False
+    env._set_task_called = True
+    env.seed(0)
+    env.seeded_rand_vec = True
+    env.reset()
     return env
 
 
@@ -108,10 +123,9 @@ class MetaWorldAdapter(TaskAdapter):
 
     @cached_property
     def spec(self) -> TaskSpec:  # type: ignore[override]
-        probe = _probe(self.defn.mw_name)
-        env = probe.unwrapped
+        env = _probe(self.defn.mw_name)
         index = derive_obs_index(env, self.defn)
-        space = probe.action_space
+        space = env.action_space
         class_name = "".join(w.capitalize() for w in self.task.split("_")) + "Env"
         full = "\n\n".join([base_class_excerpt(), task_source(type(env)), _fields_note(index)])
         abstraction = class_abstraction(class_name, self.cfg.description, index, _action_note(env))
@@ -147,7 +161,8 @@ class MetaWorldAdapter(TaskAdapter):
         # Meta-World's policies warn that their gains exceed the action box; the env clips, and so do we.
         warnings.filterwarnings("ignore", message=r"Constant\(s\) may be too high", category=UserWarning)
         policy = getattr(policies, self.defn.policy)()
-        return lambda obs: np.clip(policy.get_action(obs), -1.0, 1.0).astype(np.float32)
+        # a copy: some policies (door-open) edit the observation they are given in place
+        return lambda obs: np.clip(policy.get_action(np.array(obs, dtype=np.float64)), -1.0, 1.0).astype(np.float32)
 
     def score_normalisation(self) -> tuple[float, float]:
         """(random quantity, scale): (0, 1), so the score is the raw success fraction as BIRD defines it.
@@ -161,17 +176,21 @@ class MetaWorldAdapter(TaskAdapter):
         seed: int | None = None,
         render_mode: str | None = None,
         *,
-        camera_name: str | None = None,
+        camera_name: str | None = "corner2",
         width: int = 480,
         height: int = 480,
     ) -> gym.Env:
-        """MT1 env (50 goal variants drawn from `seed`, one picked at every reset) with the score wrapper outermost.
+        """MT1 env with the score wrapper outermost; a goal variant is picked at every reset, as MT1 does.
 
-        reset(seed=s) picks the variant reproducibly from s; reset() draws from the env's RNG.
+        :param seed: MT1's benchmark seed, which draws its 50 goal variants (None = 0: every env of a run,
+            training and evaluation alike, shares one variant set). reset(seed=s) picks the variant from s.
+        :param camera_name: camera for render_mode="rgb_array" (Meta-World's "corner" cameras are turned upright).
         """
         render = {"render_mode": render_mode, "camera_name": camera_name, "width": width, "height": height}
-        env = _make_mt1(self.defn.mw_name, seed, self.cfg.horizon, **(render if render_mode else {}))
+        env = _make_mt1(self.defn.mw_name, 0 if seed is None else seed, self.cfg.horizon, **(render if render_mode else {}))
         env = SeededReset(env)
+        if render_mode == "rgb_array" and (camera_name or "").startswith("corner"):
+            env = _UprightRender(env)
         return BenchmarkScoreWrapper(env, SuccessTracker(), *self.score_normalisation())
 
 

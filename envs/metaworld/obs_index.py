@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from bird.envs.base import ObsField, ObsIndex
 from bird.envs.metaworld.tasks import MetaWorldTask
 

@@ -89,9 +89,7 @@ def _strip_class(cls: ast.ClassDef) -> None:
     """Drop reward/success members of `cls` in place."""
     body = []
     for node in cls.body:
-        if _is_removed_def(node):
-            continue
-        elif (name := _assigned_name(node)) and "TARGET_RADIUS" in name:
+        if _is_removed_def(node) or (name := _assigned_name(node)) and "TARGET_RADIUS" in name:
             continue
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             continue  # class docstring (changelogs)

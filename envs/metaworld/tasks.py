@@ -24,6 +24,10 @@ class MetaWorldTask:
     goal_desc: str  # what the goal slots hold
     policy: str  # scripted expert class in metaworld.policies
 
+    @property
+    def score_definition(self) -> str:
+        return SCORE_DEFINITION
+
 
 TASKS: dict[str, MetaWorldTask] = {
     "button_press_topdown": MetaWorldTask(

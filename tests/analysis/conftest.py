@@ -11,7 +11,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import _shim  # noqa: E402,F401  (aliases bird.analysis until pyproject installs it)
 from synthetic_runs import corrupt, write_run, write_sweep  # noqa: E402
 
 METHODS = {"eureka": 0.6, "card": 0.0, "grace": -0.4}

@@ -3,9 +3,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import optimize
-
 from bird.analysis import bradley_terry, bradley_terry_intervals, strongly_connected, win_matrix
+from scipy import optimize
 
 ELO = 400 / math.log(10)
 
@@ -76,7 +75,7 @@ def _mm_mle(w: np.ndarray) -> np.ndarray:
 
 def test_ratings_match_an_independent_mm_fit_when_connected():
     rng = np.random.default_rng(0)
-    table = {m: {t: rng.normal(mu, 1.0, size=4) for t in "abc"} for m, mu in zip("PQRS", [0, 0.3, 0.6, 1.0])}
+    table = {m: {t: rng.normal(mu, 1.0, size=4) for t in "abc"} for m, mu in zip("PQRS", [0, 0.3, 0.6, 1.0], strict=True)}
     names, w = win_matrix(table)
     assert strongly_connected(w)
     theta = _mm_mle(w)
@@ -119,7 +118,7 @@ def test_dataframe_and_mapping_inputs_agree():
 
 def test_intervals_bracket_ratings_and_are_reproducible():
     rng = np.random.default_rng(1)
-    table = {m: {t: rng.normal(mu, 1.0, size=4) for t in "ab"} for m, mu in zip("PQR", [0, 0.5, 1.0])}
+    table = {m: {t: rng.normal(mu, 1.0, size=4) for t in "ab"} for m, mu in zip("PQR", [0, 0.5, 1.0], strict=True)}
     a = bradley_terry_intervals(table, n_resamples=60, random_state=3)
     b = bradley_terry_intervals(table, n_resamples=60, random_state=3)
     assert a.low == b.low and a.high == b.high

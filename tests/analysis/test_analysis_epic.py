@@ -3,7 +3,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 from bird.analysis import (
     ZeroVarianceWarning,
     canonicalize_samples,

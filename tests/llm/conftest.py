@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from bird.config.schema import BudgetConfig, LLMConfig
+
 from .fake_servers import FakeLLMServer
 
 SECRET = {"openai": "sk-test-SECRET-7f3a9c", "anthropic": "sk-ant-test-SECRET-51be02"}

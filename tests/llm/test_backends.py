@@ -84,23 +84,22 @@ def test_backend_raises_llm_error_when_retries_are_exhausted(wire, with_key, tmp
 
 
 def test_backend_makes_exactly_one_request_when_max_retries_is_zero(wire, with_key, tmp_path):
-    with FakeLLMServer(wire, "ok", faults=["503"]) as srv:
-        with pytest.raises(LLMError):
-            _gen(wire, srv, tmp_path, max_retries=0).complete(_req())
+    with FakeLLMServer(wire, "ok", faults=["503"]) as srv, pytest.raises(LLMError):
+        _gen(wire, srv, tmp_path, max_retries=0).complete(_req())
     assert len(srv.requests) == 1  # the SDK's own retry policy is off
 
 
 def test_backend_does_not_retry_a_bad_request(wire, with_key, tmp_path):
-    with FakeLLMServer(wire, "ok", faults=["400"]) as srv:
-        with pytest.raises(LLMError, match="HTTP 400"):
-            _gen(wire, srv, tmp_path).complete(_req())
+    with FakeLLMServer(wire, "ok", faults=["400"]) as srv, pytest.raises(LLMError, match="HTTP 400"):
+        _gen(wire, srv, tmp_path).complete(_req())
     assert len(srv.requests) == 1
 
 
 def test_backend_reports_timeout_when_every_answer_is_too_slow(wire, with_key, tmp_path):
     with FakeLLMServer(wire, "ok", faults=["slow"] * 3, slow_s=0.6) as srv:
+        gen = _gen(wire, srv, tmp_path, timeout_s=0.2, max_retries=1)
         with pytest.raises(LLMError, match=r"llm.timeout_s=0.2"):
-            _gen(wire, srv, tmp_path, timeout_s=0.2, max_retries=1).complete(_req())
+            gen.complete(_req())
 
 
 def test_backend_returns_empty_text_when_server_sends_no_choice(wire, with_key, tmp_path):

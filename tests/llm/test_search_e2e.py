@@ -1,0 +1,94 @@
+"""A whole Eureka smoke search with llm=openai against a local OpenAI-compatible server that injects transient
+faults, then the same search replayed from the cache with the server stopped: identical candidates and result."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .fake_servers import FakeLLMServer
+
+pytestmark = pytest.mark.slow
+
+PROGRAM = """Here is a reward function.
+
+```python
+import numpy as np
+
+
+def compute_reward(obs, action, next_obs, info):
+    forward = next_obs['rootx_vel']
+    ctrl = -{w} * np.sum(np.square(action), axis=-1)
+    alive = {a} * np.ones(len(action))
+    reward = forward + ctrl + alive
+    return reward, {{'forward': forward, 'ctrl': ctrl, 'alive': alive}}
+```
+"""
+
+# result.json / candidate.json keys that describe this execution, not the search (see docs/llm.md, "Replay")
+_RESULT_EXEC = {"wall_s", "llm_cached_calls", "cost_usd", "config_hash"}
+_CAND_EXEC = {"wall_s"}
+_LLM_EXEC = {"latency_s", "cached", "cost_usd", "attempts", "uncached_cost_usd"}
+
+
+class _Programs:
+    """The n-th answer: a valid program with slightly different weights (n = arrival order)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        with self.lock:
+            self.n += 1
+            n = self.n
+        return PROGRAM.format(w=round(0.001 * n, 4), a=round(0.05 * (n % 3), 2))
+
+
+def _search(run_dir: Path, overrides: list[str]) -> dict[str, Any]:
+    from bird.config.load import compose
+    from bird.loop import search
+
+    fast = ["budget.env_steps=1024", "final.retrain=false"]  # smoke, smaller: 2 iterations x 2 candidates remain
+    cfg = compose(["budget=smoke", "run.progress=false", *fast, *overrides])
+    return search(cfg, run_dir)
+
+
+def _candidates(run_dir: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted((run_dir / "candidates").glob("*/candidate.json")):
+        row = {k: v for k, v in json.loads(path.read_text()).items() if k not in _CAND_EXEC}
+        if isinstance(row.get("llm"), dict):
+            row["llm"] = {k: v for k, v in row["llm"].items() if k not in _LLM_EXEC}
+        row["reward.py"] = (path.parent / "reward.py").read_text() if (path.parent / "reward.py").exists() else None
+        out[path.parent.name] = row
+    return out
+
+
+def test_smoke_search_survives_faults_and_replays_identically_without_server(tmp_path, monkeypatch):
+    pytest.importorskip("openai")
+    faults = ["429:0.05", "500", "truncated", "529", "slow"]
+    with FakeLLMServer("openai", _Programs(), faults=faults, slow_s=1.5) as srv:
+        common = [
+            "llm=openai", f"llm.base_url={srv.base_url}", "llm.model=any", f"llm.cache_dir={tmp_path / 'cache'}",
+            "llm.retry_base_s=0.01", "llm.timeout_s=1.0", "llm.price_per_mtok={input: 1.0, output: 2.0}",
+        ]
+        recorded = _search(tmp_path / "record", [*common, "llm.cache=record"])
+        n_requests = len(srv.requests)
+    assert recorded["status"] == "completed" and recorded["n_failed"] == 0
+    assert recorded["generator"]["provider"] == "openai"
+    assert recorded["llm_calls"] == 4 and recorded["cost_usd"] > 0
+    assert n_requests == 4 + len(faults)  # every fault was retried, none reached a candidate
+    journal = [json.loads(x) for x in (tmp_path / "record" / "llm_calls.jsonl").read_text().splitlines()]
+    assert sum(x["attempts"] - 1 for x in journal) == len(faults)
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # server stopped, no key: replay only
+    replayed = _search(tmp_path / "replay", [*common, "llm.cache=replay"])
+    assert replayed["llm_cached_calls"] == 4 and replayed["cost_usd"] == 0.0
+    strip = lambda r: {k: v for k, v in r.items() if k not in _RESULT_EXEC}  # noqa: E731
+    assert strip(replayed) == strip(recorded)
+    assert _candidates(tmp_path / "replay") == _candidates(tmp_path / "record")

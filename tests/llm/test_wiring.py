@@ -1,0 +1,76 @@
+"""Registration, lazy SDK imports, the shipped conf/llm files, key-location rules, retry timing."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from bird import registry
+from bird.config.schema import LLMConfig
+from bird.llm.api_base import is_local_url
+from bird.llm.base import LLMError
+from bird.llm.retry import RetryPolicy, TransientError, call_with_retry, parse_retry_after
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "llm"
+
+
+def test_backends_are_registered_without_importing_the_sdks():
+    code = (
+        "import sys; from bird import registry; names = registry.names('llm'); "
+        "print(names, 'anthropic' in sys.modules, 'openai' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "'anthropic', " in out and "'openai'" in out and out.strip().endswith("False False")
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_conf_llm_file_matches_schema_and_registry(name):
+    node = OmegaConf.load(CONF / f"{name}.yaml")
+    cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(LLMConfig), node))  # unknown keys fail here
+    assert cfg.backend == name and name in registry.names("llm")
+    assert set(cfg.price_per_mtok) == {"input", "output"}
+
+
+@pytest.mark.parametrize(
+    "url, local",
+    [
+        ("http://127.0.0.1:8000/v1", True), ("http://localhost:11434/v1", True), ("http://[::1]:8000/v1", True),
+        ("http://192.168.1.20:8000/v1", True), ("http://10.0.0.5/v1", True),
+        ("https://api.openai.com/v1", False), ("http://8.8.8.8/v1", False), (None, False),
+    ],
+)
+def test_is_local_url(url, local):
+    assert is_local_url(url) is local
+
+
+def test_parse_retry_after_reads_seconds_milliseconds_and_dates():
+    assert parse_retry_after({"retry-after": "2"}) == 2.0
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # in the past
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+
+
+def test_backoff_doubles_with_jitter_and_is_capped():
+    policy, rng = RetryPolicy(max_retries=8, base_s=1.0, cap_s=10.0), random.Random(0)
+    waits = [policy.wait_s(k, None, rng) for k in range(6)]
+    for k, w in enumerate(waits):
+        full = min(10.0, 2.0**k)
+        assert full / 2 <= w <= full
+    assert policy.wait_s(0, 120.0, rng) == 10.0  # Retry-After is capped too
+
+
+def test_call_with_retry_sleeps_between_attempts_then_raises():
+    slept: list[float] = []
+
+    def fail() -> None:
+        raise TransientError("HTTP 503", retry_after=0.5)
+
+    with pytest.raises(LLMError, match=r"thing failed after 3 attempt\(s\): HTTP 503"):
+        call_with_retry(fail, RetryPolicy(max_retries=2), "thing", sleep=slept.append)
+    assert slept == [0.5, 0.5]

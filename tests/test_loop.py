@@ -1,0 +1,98 @@
+"""End-to-end searches on tiny budgets: the run directory, failure as data, every method config."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bird.llm.base import Generator, Request, Response
+from bird.loop import search
+from bird.registry import register
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAD = "import numpy as np\n\ndef compute_reward(obs, action, next_obs, info):\n"
+ANSWERS = [
+    HEAD + "    up = np.exp(-next_obs['hinge_angle'] ** 2 / 0.1)\n    return up, {'upright': up}\n",
+    HEAD + "    return (\n",  # compile error
+    HEAD + "    return next_obs['no_such_field'], {}\n",  # runtime error
+    HEAD + "    while True:\n        pass\n",  # timeout
+    HEAD + "    return next_obs['hinge_angle'] * np.inf, {}\n",  # non-finite
+    "I cannot write code today.",  # no code block
+]
+
+
+class ScriptedGenerator(Generator):
+    """Test double at the LLM boundary: answers sample i with ANSWERS[i]."""
+
+    provider = "scripted-test"
+
+    def complete(self, request: Request) -> Response:
+        return Response(f"```python\n{ANSWERS[request.sample_index]}```" if "def " in ANSWERS[request.sample_index]
+                        else ANSWERS[request.sample_index], self.model)
+
+
+register("llm", "scripted_test")(lambda cfg: ScriptedGenerator(cfg.model))
+
+
+@pytest.mark.slow
+def test_failure_is_data_and_the_search_goes_on(compose_cfg, tmp_path):
+    cfg = compose_cfg("env=mujoco/inverted_pendulum", "llm.backend=scripted_test", "budget.max_candidates=6",
+                      "generate.n_candidates=6", "loop.iterations=1", "verify.call_timeout_s=1")
+    result = search(cfg, tmp_path)
+    kinds = {}
+    for cid in ("it1-c0", "it1-c1", "it1-c2", "it1-c3", "it1-c4", "it1-c5"):
+        record = json.loads((tmp_path / "candidates" / cid / "candidate.json").read_text())
+        kinds[cid] = record["failure"]["kind"] if record["failure"] else "trained"
+    assert kinds == {"it1-c0": "trained", "it1-c1": "compile_error", "it1-c2": "runtime_error",
+                     "it1-c3": "timeout", "it1-c4": "non_finite", "it1-c5": "parse_error"}
+    assert result["returned"]["candidate_id"] == "it1-c0"
+    assert math.isfinite(result["returned_score"])
+    assert result["failures"] == {"compile_error": 1, "non_finite": 1, "parse_error": 1, "runtime_error": 1,
+                                  "timeout": 1}
+
+
+@pytest.mark.slow
+def test_smoke_search_cli_writes_a_complete_run_directory(tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "bird", "budget=smoke", "env=mujoco/hopper",
+                           f"hydra.run.dir={run}"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((run / "result.json").read_text())
+    assert math.isfinite(result["returned_score"])
+    for key in ("method", "env", "seed", "returned", "returned_score", "llm_calls", "tokens", "env_steps", "wall_s"):
+        assert key in result
+    assert result["generator"]["label"] == "offline synthesiser (no-LLM baseline)"
+    assert json.loads((run / "status.json").read_text())["state"] == "completed"
+    assert (run / "config.yaml").exists() and (run / "task.json").exists()
+    events = [json.loads(line)["event"] for line in (run / "events.jsonl").read_text().splitlines()]
+    assert events[0] == "search_started" and events[-1] == "search_done"
+    cand = run / "candidates" / result["returned"]["candidate_id"]
+    for name in ("reward.py", "prompt.json", "response.txt", "verify.json", "curve.csv", "candidate.json"):
+        assert (cand / name).exists(), name
+    assert "returned_score" in proc.stdout  # the summary table
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", sorted(p.stem for p in (ROOT / "conf" / "method").glob("*.yaml")))
+def test_every_method_config_runs_end_to_end(compose_cfg, tmp_path, method):
+    cfg = compose_cfg(f"method={method}", "env=mujoco/inverted_pendulum", "budget.max_iterations=2")
+    result = search(cfg, tmp_path)
+    assert result["method"] == method and math.isfinite(result["returned_score"])
+
+
+@pytest.mark.slow
+def test_reference_reward_oracle_trains_without_generating(compose_cfg, tmp_path):
+    cfg = compose_cfg("method=zeroshot", "env=mujoco/inverted_pendulum", "train.reward_source=reference")
+    result = search(cfg, tmp_path)
+    assert result["llm_calls"] == 0 and math.isfinite(result["returned_score"])
+
+
+@pytest.mark.slow
+def test_llm_call_budget_stops_generation_cleanly(compose_cfg, tmp_path):
+    cfg = compose_cfg("env=mujoco/inverted_pendulum", "budget.max_llm_calls=3")
+    result = search(cfg, tmp_path)
+    assert result["llm_calls"] == 3 and "max_llm_calls" in result["stop_reason"]
+    assert result["failures"].get("skipped") == 1

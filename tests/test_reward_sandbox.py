@@ -1,0 +1,129 @@
+"""Reward programs are untrusted: static rejections with reasons, runtime limits, output checks, the check CLI."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from bird.envs.registry import make_adapter
+
+from bird.config.schema import EnvConfig
+from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.reward.static import check_source
+from bird.types import FailureKind
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAD = "import numpy as np\n\ndef compute_reward(obs, action, next_obs, info):\n"
+CLEAN = HEAD + '    v = next_obs["rootx_vel"]\n    c = -0.01 * np.sum(action ** 2, axis=-1)\n    return v + c, {"v": v, "c": c}\n'
+
+
+@pytest.fixture(scope="module")
+def obs_index():
+    return make_adapter(EnvConfig(id="mujoco/hopper", description="x")).spec.obs_index
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("import os\n" + HEAD + "    return 0, {}\n", "processes"),
+        ("import subprocess\n" + HEAD + "    return 0, {}\n", "processes"),
+        ("import socket\n" + HEAD + "    return 0, {}\n", "network"),
+        ("from urllib import request\n" + HEAD + "    return 0, {}\n", "network"),
+        ("import pathlib\n" + HEAD + "    return 0, {}\n", "files"),
+        (HEAD + "    open('/etc/passwd')\n    return 0, {}\n", "files"),
+        (HEAD + "    np.load('x.npy')\n    return 0, {}\n", "files"),
+        (HEAD + "    return ().__class__, {}\n", "dunder"),
+        (HEAD + "    return info['success'], {}\n", "success flag"),
+        (HEAD + "    return info.get('is_success'), {}\n", "success flag"),
+        (HEAD + "    return info['reward_forward'], {}\n", "reference reward"),
+        (HEAD + "    return eval('1'), {}\n", "dynamic code"),
+    ],
+)
+def test_static_check_rejects_with_a_clear_reason(body, reason):
+    failure = check_source(body)
+    assert failure is not None and failure.kind == FailureKind.REJECTED
+    assert reason in failure.reason
+
+
+def test_static_check_reports_syntax_and_signature_problems():
+    assert check_source("def compute_reward(obs:\n").kind == FailureKind.COMPILE_ERROR
+    assert check_source("def other(obs, action, next_obs, info):\n    return 0, {}\n").kind == FailureKind.BAD_SIGNATURE
+    assert check_source("def compute_reward(obs):\n    return 0, {}\n").kind == FailureKind.BAD_SIGNATURE
+
+
+def test_clean_program_runs_in_the_sandbox(obs_index):
+    assert check_source(CLEAN) is None
+    obs = np.random.default_rng(0).normal(size=(5, obs_index.dim))
+    act = np.ones((5, 3))
+    with SandboxedReward(CLEAN, obs_index) as program:
+        reward, comps = program(obs, act, obs)
+    assert reward.shape == (5,) and set(comps) == {"v", "c"}
+    np.testing.assert_allclose(reward, obs[:, 5] - 0.03)
+
+
+@pytest.mark.parametrize(
+    "body, kind",
+    [
+        (HEAD + "    while True:\n        pass\n", FailureKind.TIMEOUT),
+        (HEAD + "    return next_obs['rootx_vel'] / 0.0, {}\n", FailureKind.NON_FINITE),
+        (HEAD + "    return next_obs['nope'], {}\n", FailureKind.RUNTIME_ERROR),
+        (HEAD + "    return 1.0, {}\n", FailureKind.BAD_OUTPUT),
+        (HEAD + "    return next_obs['rootx_vel']\n", FailureKind.BAD_OUTPUT),
+        (HEAD + "    x = np.ones(10 ** 10)\n    return x, {}\n", FailureKind.RUNTIME_ERROR),
+        ("import os\n" + HEAD + "    return 0, {}\n", FailureKind.REJECTED),  # static checks always run first
+        (HEAD + "    return (lambda: 0).__globals__, {}\n", FailureKind.REJECTED),
+    ],
+)
+def test_runtime_failures_are_recorded_with_their_kind(obs_index, body, kind):
+    obs = np.zeros((3, obs_index.dim))
+    with pytest.raises(RewardProgramError) as err, SandboxedReward(body, obs_index, call_timeout_s=1.0) as program:
+        program(obs, np.zeros((3, 3)), obs)
+    assert err.value.failure.kind == kind
+
+
+def test_worker_refuses_imports_outside_the_allowlist_even_without_static_checks(obs_index):
+    import bird.reward.sandbox as sandbox
+
+    original = sandbox.check_source
+    sandbox.check_source = lambda code, entry: None  # simulate a static-check bypass
+    try:
+        with pytest.raises(RewardProgramError) as err:
+            SandboxedReward("import os\n" + HEAD + "    return 0, {}\n", obs_index)
+    finally:
+        sandbox.check_source = original
+    assert err.value.failure.kind == FailureKind.RUNTIME_ERROR and "not allowed" in err.value.failure.reason
+
+
+def test_worker_cannot_write_files_or_see_api_keys(obs_index, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    target = tmp_path / "leak.txt"
+    # Even if a program got hold of the real builtins, the worker has no env keys and may not write files.
+    body = HEAD + "    return next_obs['rootx_vel'], {}\n"
+    with SandboxedReward(body, obs_index) as program:
+        program(np.zeros((2, obs_index.dim)), np.zeros((2, 3)), np.zeros((2, obs_index.dim)))
+        pid = program._proc.pid
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    assert b"sk-test-secret" not in environ
+    assert not target.exists()
+
+
+def _check_cli(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bird.reward", "check", str(path), "env=mujoco/hopper"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_check_cli_accepts_a_clean_program_and_rejects_file_and_os_access(tmp_path):
+    good, bad_os, bad_file = tmp_path / "good.py", tmp_path / "os.py", tmp_path / "file.py"
+    good.write_text(CLEAN)
+    bad_os.write_text("import os\n" + HEAD + "    return next_obs['rootx_vel'], {}\n")
+    bad_file.write_text(HEAD + "    open('x')\n    return next_obs['rootx_vel'], {}\n")
+    proc = _check_cli(good)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["valid"] is True
+    for path in (bad_os, bad_file):
+        proc = _check_cli(path)
+        assert proc.returncode == 1
+        verdict = json.loads(proc.stdout)
+        assert verdict["valid"] is False and verdict["failure"]["kind"] == "rejected"
