@@ -9,6 +9,7 @@ from .bradley_terry import (
     Ratings,
     bradley_terry,
     bradley_terry_intervals,
+    l2_from_prior_sd_elo,
     strongly_connected,
     win_matrix,
 )
@@ -48,7 +49,7 @@ __all__ = [
     "BTIntervals", "Interval", "Leaderboard", "Ratings", "RunCollection", "Skipped", "ZeroVarianceWarning",
     "aggregate_iqm", "aggregate_mean", "aggregate_median", "aggregate_optimality_gap", "bca_interval",
     "bradley_terry", "bradley_terry_intervals", "build_leaderboard", "canonicalize_samples",
-    "canonicalize_tabular", "epic_distance_samples", "epic_distance_tabular", "find_run_dirs", "interval",
+    "canonicalize_tabular", "epic_distance_samples", "epic_distance_tabular", "find_run_dirs", "interval", "l2_from_prior_sd_elo",
     "load_parquet", "load_runs", "metric_interval", "paired_differences", "pearson_distance",
     "performance_profile", "probability_of_improvement", "query", "read_runs", "save_parquet", "score_table",
     "shared_tasks", "stratified_bootstrap", "strongly_connected", "win_matrix", "write_leaderboard",

@@ -18,6 +18,7 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument("--bt-resamples", type=int, default=1_000, help="bootstrap resamples for Elo intervals")
     lb.add_argument("--curve-resamples", type=int, default=2_000, help="bootstrap resamples per curve point")
     lb.add_argument("--l2", type=float, default=1e-6, help="Bradley–Terry L2 penalty (natural units)")
+    lb.add_argument("--prior-sd-elo", type=float, help="Gaussian prior on ratings (Elo sd); overrides --l2")
     lb.add_argument("--seed", type=int, default=0, help="random_state of every bootstrap")
     ex = sub.add_parser("export", help="read runs and write runs/iterations/candidates/epic.parquet")
     ex.add_argument("runs", nargs="+")
@@ -45,11 +46,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = save_parquet(coll, args.out)
         print(f"wrote {len(coll.runs)} runs ({len(coll.skipped)} skipped) to {out}")
         return 0
+    from .bradley_terry import l2_from_prior_sd_elo
     from .report import build_leaderboard, write_leaderboard
 
+    l2 = l2_from_prior_sd_elo(args.prior_sd_elo) if args.prior_sd_elo else args.l2
     lb = build_leaderboard(_source(args.runs), pair=tuple(args.pair) if args.pair else None,
                            n_resamples=args.n_resamples, bt_resamples=args.bt_resamples,
-                           curve_resamples=args.curve_resamples, l2=args.l2, random_state=args.seed)
+                           curve_resamples=args.curve_resamples, l2=l2, random_state=args.seed)
     md = write_leaderboard(lb, args.out)
     print(f"wrote {md} and {md.with_suffix('.html')}")
     for n in lb.notes:

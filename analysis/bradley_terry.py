@@ -13,8 +13,8 @@ from scipy import optimize
 
 from .bootstrap import stratified_bootstrap
 
-__all__ = ["BTIntervals", "Ratings", "bradley_terry", "bradley_terry_intervals", "strongly_connected",
-           "to_table", "win_matrix"]
+__all__ = ["BTIntervals", "Ratings", "bradley_terry", "bradley_terry_intervals", "l2_from_prior_sd_elo",
+           "strongly_connected", "to_table", "win_matrix"]
 
 ELO_PER_NAT = 400.0 / math.log(10.0)
 TIE_DECIMALS = 9  # scores are rounded to 1e-9 before comparing, so equal success rates tie exactly
@@ -64,30 +64,47 @@ def to_table(table: Table) -> dict[str, dict[str, np.ndarray]]:
     return out
 
 
-def _pair_wins(x: np.ndarray, y: np.ndarray) -> float:
-    """Wins of x over y over all seed pairs, ties counting half."""
-    x, y = np.round(x, TIE_DECIMALS), np.round(y, TIE_DECIMALS)
-    d = x[:, None] - y[None, :]
-    return float(np.sum(d > 0) + 0.5 * np.sum(d == 0))
+def _cells(tab: dict[str, dict[str, np.ndarray]]) -> tuple[list[str], list[tuple[int, str]], list[np.ndarray]]:
+    """Methods (sorted), the (method index, task) cells in (method, task) order, and their scores rounded to
+    1e-9 (so that equal success rates computed differently tie)."""
+    methods = sorted(tab)
+    cells = [(i, t) for i, m in enumerate(methods) for t in sorted(tab[m])]
+    return methods, cells, [np.round(tab[methods[i]][t], TIE_DECIMALS) for i, t in cells]
+
+
+def _wins(cells: list[tuple[int, str]], samples: Sequence[np.ndarray], n_methods: int) -> np.ndarray:
+    """W from per-cell scores: within each task, every seed against every seed of the other methods.
+
+    Per task, with E the (seeds x methods) one-hot matrix and G[k, l] = 1[x_k > x_l] + 1/2 1[x_k = x_l]
+    = (1 + sign(x_k - x_l)) / 2, the task adds E^T G E; its diagonal (a method against itself) is dropped.
+    """
+    by_task: dict[str, list[int]] = {}
+    for c, (_, t) in enumerate(cells):
+        by_task.setdefault(t, []).append(c)
+    eye = np.eye(n_methods)
+    w = np.zeros((n_methods, n_methods))
+    for members in by_task.values():
+        if len(members) < 2:
+            continue
+        parts = [samples[c] for c in members]
+        x = np.concatenate(parts)
+        e = eye[np.repeat([cells[c][0] for c in members], [len(p) for p in parts])]
+        g = 0.5 + 0.5 * np.sign(x[:, None] - x[None, :])
+        w += e.T @ g @ e
+    np.fill_diagonal(w, 0.0)
+    return w
 
 
 def win_matrix(table: Table) -> tuple[list[str], np.ndarray]:
     """W[i, j] = wins of method i over method j, summed over tasks both have, seeds all-vs-all, ties half.
 
+    Scores are rounded to 1e-9 before comparing.
+
     Returns:
         (methods sorted by name, W of shape (M, M)).
     """
-    tab = to_table(table)
-    methods = sorted(tab)
-    w = np.zeros((len(methods), len(methods)))
-    for i, a in enumerate(methods):
-        for j in range(i + 1, len(methods)):
-            b = methods[j]
-            for task in tab[a].keys() & tab[b].keys():
-                wa = _pair_wins(tab[a][task], tab[b][task])
-                w[i, j] += wa
-                w[j, i] += tab[a][task].size * tab[b][task].size - wa
-    return methods, w
+    methods, cells, samples = _cells(to_table(table))
+    return methods, _wins(cells, samples, len(methods))
 
 
 def strongly_connected(w: np.ndarray) -> bool:
@@ -143,6 +160,14 @@ def _fit(w: np.ndarray, l2: float) -> np.ndarray:
     return res.x
 
 
+def l2_from_prior_sd_elo(sd_elo: float) -> float:
+    """The `l2` of a Gaussian prior with standard deviation `sd_elo` Elo on each rating: 1 / (2 sigma^2), sigma in
+    natural units. Use it for readable ratings when the win graph is not strongly connected; report its value."""
+    if not sd_elo > 0:
+        raise ValueError(f"sd_elo={sd_elo!r} must be > 0")
+    return 1.0 / (2.0 * (sd_elo / ELO_PER_NAT) ** 2)
+
+
 def _elo(theta: np.ndarray, anchor: float) -> np.ndarray:
     return anchor + ELO_PER_NAT * (theta - theta.mean())
 
@@ -186,7 +211,8 @@ def bradley_terry_intervals(
 ) -> BTIntervals:
     """Bradley–Terry ratings with intervals that resample seeds in every (method, task) cell, tasks fixed.
 
-    Each replicate recomputes W, refits and re-anchors. Cells are ordered by (method, task) names.
+    Each replicate recomputes W, refits and re-anchors. Cells are ordered by (method, task) names. The BCa
+    jackknife adds one fit per seed per cell.
 
     Returns:
         BTIntervals with per-method low/high and the count of not-strongly-connected fits.
@@ -198,23 +224,18 @@ def bradley_terry_intervals(
     if not ratings.strongly_connected:
         warnings.warn("the win graph is not strongly connected; see BTIntervals.n_not_connected",
                       UserWarning, stacklevel=2)
-    cells = [(m, t) for m in sorted(tab) for t in sorted(tab[m])]
+    methods, cells, samples = _cells(tab)
     counts = {"fits": 0, "bad": 0}
 
-    def stat(samples: Sequence[np.ndarray]) -> np.ndarray:
-        rebuilt: dict[str, dict[str, np.ndarray]] = {}
-        for (m, t), s in zip(cells, samples, strict=True):
-            rebuilt.setdefault(m, {})[t] = s
-        names, w = win_matrix(rebuilt)
+    def stat(resampled: Sequence[np.ndarray]) -> np.ndarray:
+        w = _wins(cells, resampled, len(methods))
         counts["fits"] += 1
         counts["bad"] += not strongly_connected(w)
         return _elo(_fit(w, l2), anchor)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        low, high, _ = stratified_bootstrap([tab[m][t] for m, t in cells], stat, method, confidence_level,
-                                            n_resamples, random_state)
-    names = sorted(tab)
-    return BTIntervals(ratings, dict(zip(names, np.atleast_1d(low).tolist(), strict=True)),
-                       dict(zip(names, np.atleast_1d(high).tolist(), strict=True)), method, n_resamples,
+        low, high, _ = stratified_bootstrap(samples, stat, method, confidence_level, n_resamples, random_state)
+    return BTIntervals(ratings, dict(zip(methods, np.atleast_1d(low).tolist(), strict=True)),
+                       dict(zip(methods, np.atleast_1d(high).tolist(), strict=True)), method, n_resamples,
                        counts["bad"], counts["fits"])

@@ -3,6 +3,7 @@ from the data, and the notes say why. Figures use matplotlib's object API (no py
 
 from __future__ import annotations
 
+import textwrap
 import warnings
 
 import numpy as np
@@ -21,13 +22,23 @@ __all__ = ["plot_bradley_terry", "plot_curves", "plot_epic", "plot_method_compar
 Result = tuple[Figure | None, list[str]]
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def _suptitle(fig: Figure, text: str) -> None:
+    """A figure title wrapped to the figure's width."""
+    width = int(fig.get_figwidth() * 14)
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=9)
+
+
 def _range(counts: list[int] | np.ndarray) -> str:
     c = np.asarray(counts)
     return f"{c.min()}" if c.min() == c.max() else f"{c.min()}–{c.max()}"
 
 
 def _n_label(n_tasks: int, seeds: list[int] | np.ndarray, unit: str = "seeds") -> str:
-    return f"n = {n_tasks} task{'s' * (n_tasks != 1)}, {_range(seeds)} {unit} per task"
+    return f"n = {_plural(n_tasks, 'task')}, {_range(seeds)} {unit} per task"
 
 
 def _quiet_interval(scores: dict[str, np.ndarray], **kw: object):
@@ -66,8 +77,8 @@ def plot_method_comparison(runs: pd.DataFrame, n_resamples: int = 10_000, random
         ax.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
         ax.set_title(f"{b}\n{_n_label(n_tasks, seeds)}", fontsize=9)
         ax.set_ylabel("returned score")
-    fig.suptitle("Method comparison: dots = runs, ticks = mean over tasks of per-task means,\n"
-                 "bars = 95% BCa (seeds resampled within tasks, tasks fixed)", fontsize=9)
+    _suptitle(fig, "Method comparison: dots = runs, ticks = mean over tasks of per-task means,\n"
+                 "bars = 95% BCa (seeds resampled within tasks, tasks fixed)")
     return fig, notes
 
 
@@ -90,14 +101,14 @@ def plot_bradley_terry(fits: dict[str, BTIntervals], n_tasks: dict[str, int], l2
         ax.set_yticks(range(len(methods)), methods)
         ax.set_xlabel("Elo (Bradley–Terry)")
         bad = f"\n{fit.n_not_connected}/{fit.n_fits} fits not connected" if fit.n_not_connected else ""
-        ax.set_title(f"{name}\nn = {n_tasks[name]} tasks; {fit.method} B={fit.n_resamples}{bad}", fontsize=9)
+        ax.set_title(f"{name}\nn = {_plural(n_tasks[name], 'task')}; {fit.method} B={fit.n_resamples}{bad}", fontsize=9)
         if not fit.ratings.strongly_connected:
             notes.append(f"{name}: win graph not strongly connected; open markers are set by l2={l2:g}")
         if fit.n_fits and fit.n_not_connected / fit.n_fits > 0.01:
             notes.append(f"{name}: {fit.n_not_connected} of {fit.n_fits} bootstrap fits not strongly connected; "
                          "bounds of the separated methods are not trustworthy")
-    fig.suptitle(f"Bradley–Terry ratings (l2={l2:g}; open marker = not identifiable): seeds compared all-vs-all "
-                 "within tasks, ties half;\nintervals resample seeds with tasks fixed", fontsize=9)
+    _suptitle(fig, f"Bradley–Terry ratings (l2={l2:g}; open marker = not identifiable): seeds compared all-vs-all "
+                 "within tasks, ties half;\nintervals resample seeds with tasks fixed")
     return fig, notes
 
 
@@ -116,8 +127,9 @@ def _band(ax, x: np.ndarray, by_task: list[dict[str, np.ndarray]], color: str, l
 
 def plot_curves(iterations: pd.DataFrame, x: str = "iteration", n_resamples: int = 2_000,
                 random_state: int = 0) -> Result:
-    """Per task: incumbent in-loop score (best fitness so far) after each iteration, mean over seeds with 95%
-    BCa bands over seeds; x = "iteration" or "env_steps_cum" (mean over seeds at each iteration)."""
+    """Per task: in-loop score of the incumbent (the engine's `returned_so_far`, else the best fitness so far)
+    after each iteration, mean over seeds with 95% BCa bands over seeds; x = "iteration" or "env_steps_cum"
+    (mean over seeds at each iteration)."""
     if x not in ("iteration", "env_steps_cum"):
         raise ValueError(f"x={x!r}; expected 'iteration' or 'env_steps_cum'")
     df = iterations.dropna(subset=["incumbent_score"])
@@ -150,8 +162,8 @@ def plot_curves(iterations: pd.DataFrame, x: str = "iteration", n_resamples: int
     for ax in axes[len(tasks):]:
         ax.set_axis_off()
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"Per-task curves, n = {len(tasks)} tasks: in-loop score of the best-fitness candidate so far;\n"
-                 "mean over seeds, 95% BCa bands over seeds", fontsize=9)
+    _suptitle(fig, f"Per-task curves, n = {_plural(len(tasks), 'task')}: in-loop score of the reward that would be "
+                   "returned after each iteration;\nmean over seeds, 95% BCa bands over seeds")
     return fig, []
 
 
@@ -234,5 +246,5 @@ def plot_profiles(runs: pd.DataFrame) -> Result:
         seeds = [v.size for t in table.values() for v in t.values()]
         ax.set_title(f"{b} ({_n_label(len(set().union(*table.values())), seeds)})", fontsize=8)
         ax.legend(fontsize=7)
-    fig.suptitle("Performance profiles (no intervals)", fontsize=9)
+    _suptitle(fig, "Performance profiles (no intervals)")
     return fig, []

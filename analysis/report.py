@@ -62,8 +62,8 @@ def _table(runs: pd.DataFrame, bench: str, fit: BTIntervals | None, n_resamples:
     for m in sorted(table):
         cells = table[m]
         g = sub[sub["method"] == m]
-        row = {"method": m, "tasks": len(cells), "seeds": f"{min(map(len, cells.values()))}–"
-               f"{max(map(len, cells.values()))}"}
+        lo, hi = min(map(len, cells.values())), max(map(len, cells.values()))
+        row = {"method": m, "tasks": len(cells), "seeds": f"{lo}" if lo == hi else f"{lo}–{hi}"}
         if m in lacking:
             row["mean [95% BCa]"] = "n/a (lacks tasks)"
             notes.append(f"{bench}: {m} lacks tasks {lacking[m]}; no aggregate over a different task set")
@@ -110,10 +110,16 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     """
     coll = source if isinstance(source, RunCollection) else read_runs(source)
     runs, notes = coll.runs, []
-    header = [f"{len(runs)} runs; {runs['method'].nunique() if len(runs) else 0} methods; "
-              f"{runs.groupby(['benchmark', 'task']).ngroups if len(runs) else 0} tasks."]
+    n_methods = runs["method"].nunique() if len(runs) else 0
+    n_tasks = runs.groupby(["benchmark", "task"]).ngroups if len(runs) else 0
+    header = [f"{len(runs)} run{'s' * (len(runs) != 1)}; {n_methods} method{'s' * (n_methods != 1)}; "
+              f"{n_tasks} task{'s' * (n_tasks != 1)}."]
     if len(runs):
         header.append("Generators: " + "; ".join(sorted({str(g) for g in runs["generator"].fillna("unknown")})))
+    no_score = int(runs["returned_score"].isna().sum()) if len(runs) else 0
+    if no_score:
+        header.append(f"{no_score} completed runs returned no reward (returned_score null); they are left out "
+                      "of every score statistic below.")
     if coll.skipped:
         header.append(f"Skipped {len(coll.skipped)} run directories (not counted): " + "; ".join(
             f"`{s.path}`: {s.reason}" for s in coll.skipped))

@@ -17,7 +17,7 @@ __all__ = ["RunCollection", "Skipped", "find_run_dirs", "load_runs", "read_runs"
 
 SCHEMA_VERSION = 1
 RUN_KEYS = ["benchmark", "task", "method", "seed"]
-_REQUIRED = {"method": str, "suite": str, "task": str, "seed": int, "returned_score": float}
+_REQUIRED = {"method": str, "suite": str, "task": str, "seed": int}
 LEVELS = ("candidate", "iteration", "run", "epic")
 _REPEATED = ["returned_score", "env_steps", "llm_calls", "cost_usd"]  # run fields repeated on candidate rows
 
@@ -99,23 +99,31 @@ def _check_result(result: dict) -> None:
         raise _Corrupt(f"result.json schema_version={result.get('schema_version')!r}, expected {SCHEMA_VERSION}")
     if result.get("status") != "completed":
         raise _Corrupt(f"result.json status={result.get('status')!r}, expected 'completed'")
-    missing = [k for k in _REQUIRED if result.get(k) is None]
+    missing = [k for k in [*_REQUIRED, "returned_score"] if k not in result or (k in _REQUIRED and result[k] is None)]
     if missing:
         raise _Corrupt(f"result.json lacks {missing}")
     for k, typ in _REQUIRED.items():
-        v = result[k]
-        ok = isinstance(v, int | float) and not isinstance(v, bool) if typ is float else isinstance(v, typ)
-        if not ok or (typ is float and not math.isfinite(v)):
-            raise _Corrupt(f"result.json {k}={v!r} is not a valid {typ.__name__}")
+        if not isinstance(result[k], typ) or isinstance(result[k], bool):
+            raise _Corrupt(f"result.json {k}={result[k]!r} is not a {typ.__name__}")
+    score = _num(result["returned_score"])  # null is legal: the run returned no reward
+    if math.isinf(score):
+        raise _Corrupt(f"result.json returned_score={score!r} is not finite")
+
+
+def _label(result: dict) -> str:
+    """The configuration label: the method, plus any design-choice flips (`eureka+four_turn_history`)."""
+    choices = result.get("choices") or []
+    return "+".join([result["method"], *map(str, choices)])
 
 
 def _run_row(path: Path, status: dict, result: dict) -> dict:
     tokens = result.get("tokens") or {}
     per_seed = result.get("returned_score_per_seed") or []
     return {
-        "benchmark": result["suite"], "task": result["task"], "method": result["method"],
-        "seed": int(result["seed"]), "env": result.get("env", f"{result['suite']}/{result['task']}"),
-        "returned_score": float(result["returned_score"]),
+        "benchmark": result["suite"], "task": result["task"], "method": _label(result),
+        "seed": int(result["seed"]), "base_method": result["method"],
+        "env": result.get("env", f"{result['suite']}/{result['task']}"),
+        "returned_score": _num(result["returned_score"]),
         "returned_candidate": (result.get("returned") or {}).get("candidate_id"),
         "n_final_seeds": len(per_seed),
         "n_iterations": len(result.get("iterations") or []),
@@ -129,15 +137,20 @@ def _run_row(path: Path, status: dict, result: dict) -> dict:
     }
 
 
-def _iteration_rows(result: dict) -> list[dict]:
+def _iteration_rows(result: dict, scores: dict[str, float]) -> list[dict]:
+    """Per iteration; the incumbent is `returned_so_far` when the engine records it, else the best fitness so far."""
     rows, inc_fit, inc_score, inc_id = [], -math.inf, math.nan, None
     for it in result.get("iterations") or []:
         if not isinstance(it, dict) or "iteration" not in it:
             raise _Corrupt(f"result.json iteration entry {it!r} lacks 'iteration'")
         fit, score = _num(it.get("best_fitness")), _num(it.get("best_score"))
-        rank = fit if not math.isnan(fit) else score  # unsupervised methods have no fitness
-        if not math.isnan(rank) and rank > inc_fit:
-            inc_fit, inc_score, inc_id = rank, score, it.get("best_candidate")
+        if "returned_so_far" in it:
+            inc_id = it["returned_so_far"]
+            inc_score = scores.get(inc_id, math.nan) if inc_id else math.nan
+        else:
+            rank = fit if not math.isnan(fit) else score  # unsupervised methods have no fitness
+            if not math.isnan(rank) and rank > inc_fit:
+                inc_fit, inc_score, inc_id = rank, score, it.get("best_candidate")
         rows.append({
             "iteration": int(it["iteration"]), "best_candidate": it.get("best_candidate"),
             "best_fitness": fit, "best_score": score,
@@ -196,7 +209,9 @@ def _read_one(path: Path) -> tuple[dict, list[dict], list[dict], list[dict]]:
     result = _read_json(path / "result.json")
     _check_result(result)
     run = _run_row(path, status, result)
-    return run, _iteration_rows(result), _candidate_rows(path, run["returned_candidate"]), _epic_rows(path)
+    cands = _candidate_rows(path, run["returned_candidate"])
+    scores = {c["candidate"]: c["score"] for c in cands}
+    return run, _iteration_rows(result, scores), cands, _epic_rows(path)
 
 
 def _attach(per_run: list[list[dict]], keys: dict[int, dict], keep: list[int], columns: list[str]) -> pd.DataFrame:
@@ -225,7 +240,9 @@ def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, warn: bool
 
     A directory whose status is not `completed`, whose result.json is missing, invalid or lacks a required
     field (method, suite, task, seed, returned_score), or whose candidate/epic files are corrupt is skipped,
-    listed in `skipped` with the reason, and reported in one warning.
+    listed in `skipped` with the reason, and reported in one warning. A completed run whose returned_score is
+    null (no reward returned) is kept with NaN and warned about. The `method` column is the configuration
+    label: the method name plus any `choices` (`eureka+four_turn_history`); `base_method` is the bare name.
 
     Args:
         paths: run directories, sweep folders, or a mix.
@@ -253,6 +270,10 @@ def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, warn: bool
     it_df = _attach(its, keys, keep, [*key_cols, "iteration"])
     c_df = _attach(cands, shared, keep, [*key_cols, *_REPEATED, "iteration", "candidate", "score"])
     e_df = _attach(epics, keys, keep, [*key_cols, "iteration", "distance"])
+    no_score = [runs[i]["run_dir"] for i in keep if math.isnan(runs[i]["returned_score"])]
+    if no_score and warn:
+        warnings.warn(f"{len(no_score)} completed run(s) returned no reward (returned_score null); they are in the "
+                      f"tables with NaN and left out of score statistics: {no_score}", UserWarning, stacklevel=2)
     if skipped and warn:
         lines = "\n".join(f"  {s.path}: {s.reason}" for s in skipped)
         warnings.warn(f"skipped {len(skipped)} run director{'y' if len(skipped) == 1 else 'ies'} "

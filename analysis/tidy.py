@@ -38,7 +38,7 @@ def shared_tasks(table: dict[str, dict[str, np.ndarray]]) -> tuple[list[str], di
 
 def paired_differences(runs: pd.DataFrame, method_a: str, method_b: str,
                        value: str = "returned_score") -> pd.DataFrame:
-    """Per (benchmark, task, seed) difference a - b over the cells both methods ran.
+    """Per (benchmark, task, seed) difference a - b over the cells both methods ran with a returned score.
 
     Returns:
         DataFrame with columns benchmark, task, seed, a, b, diff (one row per pair).
@@ -49,6 +49,6 @@ def paired_differences(runs: pd.DataFrame, method_a: str, method_b: str,
     keys = ["benchmark", "task", "seed"]
     a = runs.loc[runs["method"] == method_a, [*keys, value]].rename(columns={value: "a"})
     b = runs.loc[runs["method"] == method_b, [*keys, value]].rename(columns={value: "b"})
-    out = a.merge(b, on=keys, how="inner").sort_values(keys).reset_index(drop=True)
+    out = a.merge(b, on=keys, how="inner").dropna(subset=["a", "b"]).sort_values(keys).reset_index(drop=True)
     out["diff"] = out["a"] - out["b"]
     return out

@@ -24,9 +24,14 @@ def main(cfg: DictConfig) -> None:
     choice = HydraConfig.get().runtime.choices.get("choice")
     if choice and choice not in bcfg.choices:
         bcfg.choices.append(choice)
+    from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
 
-    search(bcfg, Path(HydraConfig.get().runtime.output_dir))
+    try:
+        search(bcfg, Path(HydraConfig.get().runtime.output_dir))
+    except MissingAPIKeyError as exc:
+        print(f"bird: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

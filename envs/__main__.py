@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from bird.envs.demos import CONF_DIR, demo_path, env_config, load_demos
+from bird.envs.demos import available_envs, demo_path, env_config, load_demos
 
 __all__ = ["main"]
 
@@ -35,14 +35,12 @@ def _list() -> None:
     from bird.envs.registry import make_adapter
 
     print(f"{'env':34} {'suite':10} {'horizon':>7}  score")
-    for path in sorted(CONF_DIR.glob("*/*.yaml")):
-        if "-" in path.stem:
-            continue  # hyphenated aliases
-        cfg = env_config(f"{path.parent.name}/{path.stem}")
+    for env_id in available_envs():
+        cfg = env_config(env_id)
         adapter = make_adapter(cfg)
         defn = getattr(adapter, "defn", None)
         score = getattr(defn, "score_definition", None) or adapter.spec.score_definition
-        print(f"{cfg.id:34} {path.parent.name:10} {cfg.horizon:>7}  {score}")
+        print(f"{cfg.id:34} {env_id.split('/')[0]:10} {cfg.horizon:>7}  {score}")
 
 
 def _demos(a: dict[str, Any]) -> None:

@@ -19,10 +19,11 @@ from omegaconf import OmegaConf
 
 from bird.config.schema import EnvConfig
 
-__all__ = ["Demos", "cache_dir", "demo_path", "env_config", "generate_demos", "load_demos", "record_episode"]
+__all__ = [
+    "Demos", "available_envs", "cache_dir", "demo_path", "env_config", "generate_demos", "load_demos", "record_episode",
+]
 
 KINDS = ("expert", "random")
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "env"
 Policy = Callable[[np.ndarray], np.ndarray]
 
 
@@ -56,13 +57,22 @@ def cache_dir() -> Path:
     return (Path(root) if root else Path.home() / ".cache" / "bird") / "demos"
 
 
+def available_envs(suite: str = "*") -> list[str]:
+    """Canonical env ids with an option file under conf/env/ (hyphenated aliases left out)."""
+    from bird.config.load import CONF_DIR
+
+    paths = (CONF_DIR / "env").glob(f"{suite}/*.yaml")
+    return sorted(f"{p.parent.name}/{p.stem}" for p in paths if "-" not in p.stem)
+
+
 def env_config(env_id: str) -> EnvConfig:
     """EnvConfig from conf/env/<suite>/<task>.yaml (hyphens in the task name read as underscores)."""
+    from bird.config.load import CONF_DIR
+
     suite, _, task = env_id.partition("/")
-    path = CONF_DIR / suite / f"{task.replace('-', '_')}.yaml"
-    if not path.exists():
-        names = sorted(f"{suite}/{p.stem}" for p in (CONF_DIR / suite).glob("*.yaml") if "-" not in p.stem)
-        raise ValueError(f"unknown env {env_id!r}; available: {names}")
+    path = CONF_DIR / "env" / suite / f"{task.replace('-', '_')}.yaml"
+    if not suite or not task or not path.exists():
+        raise ValueError(f"unknown env {env_id!r}; available: {available_envs(suite) or available_envs()}")
     return EnvConfig(**OmegaConf.to_container(OmegaConf.load(path)))
 
 
@@ -79,7 +89,8 @@ def record_episode(env: gym.Env, policy: Policy | None, seed: int) -> dict[str, 
     while True:
         action = env.action_space.sample() if policy is None else policy(obs)
         next_obs, reward, terminated, truncated, info = env.step(action)
-        for key, value in zip(rows, (obs, action, next_obs, bool(info.get("success", 0.0)), float(reward))):
+        step = (obs, action, next_obs, bool(info.get("success", 0.0)), float(reward))
+        for key, value in zip(rows, step, strict=True):
             rows[key].append(value)
         obs = next_obs
         if terminated or truncated:

@@ -52,7 +52,15 @@ def compose(overrides: list[str] | None = None) -> BirdConfig:
     return load_config(cfg)
 
 
+# Execution-only keys: they change how a run is carried out, never what it computes.
+_EXECUTION_KEYS = {"llm": ("cache", "cache_dir", "max_concurrency", "timeout_s", "max_retries", "retry_base_s",
+                           "retry_max_s"), "train": ("workers",), "run": ("progress", "save_policies")}
+
+
 def config_hash(cfg: BirdConfig) -> str:
-    """Short content hash of the resolved config (names the run in result.json)."""
+    """Short content hash of the resolved config, execution-only keys left out (recorded in result.json)."""
     data: Any = OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
+    for section, keys in _EXECUTION_KEYS.items():
+        for key in keys:
+            data.get(section, {}).pop(key, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]

@@ -61,14 +61,15 @@ def _assigned_name(node: ast.AST) -> str | None:
 
 def _self_attr_target(node: ast.AST) -> str | None:
     """Attribute X of a statement `self.X = ...` (single target), else None."""
-    targets = (
-        node.targets if isinstance(node, ast.Assign) else [node.target]
-        if isinstance(node, ast.AnnAssign | ast.AugAssign) else []
-    )
-    if len(targets) == 1 and isinstance(t := targets[0], ast.Attribute):
-        if isinstance(t.value, ast.Name) and t.value.id == "self":
-            return t.attr
-    return None
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+        targets = [node.target]
+    else:
+        return None
+    t = targets[0]
+    is_self = isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    return t.attr if len(targets) == 1 and is_self else None
 
 
 def _self_reads(node: ast.AST) -> set[str]:

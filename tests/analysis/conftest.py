@@ -1,6 +1,9 @@
-"""Fixtures for the analysis tests. The run collections here are SYNTHETIC (tests/analysis/synthetic_runs.py):
-they follow docs/rundir.md but no policy was trained and no LLM called. Real smoke-run fixtures come from the
-engine's tests."""
+"""Fixtures for the analysis tests.
+
+- `smoke_runs`: four REAL smoke searches recorded from the engine (fixtures/smoke_runs/README.md).
+- `synthetic_sweep`, `make_run`: SYNTHETIC runs (tests/analysis/synthetic_runs.py) in the docs/rundir.md layout,
+  with made-up scores (no training, no LLM), for edge cases and the figures real smoke runs lack (EPIC).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,15 @@ from synthetic_runs import corrupt, write_run, write_sweep  # noqa: E402
 
 METHODS = {"eureka": 0.6, "card": 0.0, "grace": -0.4}
 TASKS = [("mujoco", "hopper"), ("mujoco", "ant"), ("metaworld", "push"), ("metaworld", "reach")]
+
+
+SMOKE_RUNS = Path(__file__).parent / "fixtures" / "smoke_runs"
+
+
+@pytest.fixture(scope="session")
+def smoke_runs() -> Path:
+    """Recorded real smoke runs: eureka and zeroshot on mujoco/inverted_pendulum, seeds 0 and 1."""
+    return SMOKE_RUNS
 
 
 @pytest.fixture(scope="session")

@@ -25,14 +25,14 @@ def _dump(path: Path, obj: object) -> None:
 
 def write_run(root: Path, method: str, suite: str, task: str, seed: int, *, effect: float = 0.0,
               iterations: int = 3, candidates: int = 3, epic: bool = False, minimal: bool = False,
-              stamp: str = "2025-01-01T00:00:00") -> Path:
+              stamp: str = "2025-01-01T00:00:00", choices: Sequence[str] = ()) -> Path:
     """Write one completed synthetic run at root/<method>/<suite>-<task>/seed<seed>/<stamp>; returns it.
 
     Scores lie in [0, 1] and improve over iterations; `effect` shifts the method's level. `minimal` writes
     only the files the analysis reads (for large benches). `epic` adds an epic.csv with distances.
     """
     rng = np.random.default_rng(zlib.crc32(f"{method}|{suite}|{task}|{seed}".encode()))
-    run = root / method / f"{suite}-{task}" / f"seed{seed}" / stamp.replace(":", "")
+    run = root / "+".join([method, *choices]) / f"{suite}-{task}" / f"seed{seed}" / stamp.replace(":", "")
     (run / "candidates").mkdir(parents=True, exist_ok=True)
     _dump(run / "status.json", {"state": "completed", "started": stamp, "updated": stamp, "pid": 1,
                                 "error": None, "synthetic": True})
@@ -65,11 +65,13 @@ def write_run(root: Path, method: str, suite: str, task: str, seed: int, *, effe
         top = max(ok, key=lambda r: r["fitness"]) if ok else None
         its.append({"iteration": it, "best_candidate": top and top["id"],
                     "best_fitness": top and top["fitness"], "best_score": top and top["score"],
-                    "n_candidates": candidates, "n_failed": candidates - len(ok), "env_steps_cum": env_steps})
+                    "returned_so_far": best[1], "n_candidates": candidates, "n_failed": candidates - len(ok),
+                    "env_steps_cum": env_steps})
     returned = best[2] if best[1] else 0.0
     final = round(float(np.clip(returned + rng.normal(0, 0.03), 0, 1)), 3)
     result = {"schema_version": 1, "status": "completed", "method": method, "env": f"{suite}/{task}",
               "suite": suite, "task": task, "seed": seed, "budget": "synthetic", "config_hash": "000000000000",
+              "choices": list(choices),
               "generator": {"provider": "synthetic", "model": "none", "label": SYNTHETIC_LABEL},
               "synthetic": True, "substitutes": [],
               "returned": {"candidate_id": best[1], "code_path": f"candidates/{best[1]}/reward.py",

@@ -3,7 +3,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from bird.analysis import bradley_terry, bradley_terry_intervals, strongly_connected, win_matrix
+from bird.analysis import (
+    bradley_terry,
+    bradley_terry_intervals,
+    l2_from_prior_sd_elo,
+    strongly_connected,
+    win_matrix,
+)
 from scipy import optimize
 
 ELO = 400 / math.log(10)
@@ -130,3 +136,12 @@ def test_interval_replicates_that_separate_a_method_are_counted():
     table = {"A": {"t": [1.0, 2.0, 3.0]}, "B": {"t": [0.5, 1.5, 2.5]}}
     fit = bradley_terry_intervals(table, n_resamples=100, method="percentile", random_state=0)
     assert fit.n_not_connected > 0
+
+
+def test_prior_sd_elo_maps_to_l2_and_keeps_a_separated_gap_readable():
+    sd = 400.0
+    assert l2_from_prior_sd_elo(sd) == pytest.approx(1 / (2 * (sd / ELO) ** 2))
+    table = {"A": {"t": [9.0, 9.5]}, "B": {"t": [0.0, 1.0]}}
+    with pytest.warns(UserWarning):
+        r = bradley_terry(table, l2=l2_from_prior_sd_elo(sd))
+    assert 0 < r["A"] - r["B"] < 1000

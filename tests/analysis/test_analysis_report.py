@@ -36,6 +36,17 @@ def test_leaderboard_command_writes_markdown_html_and_every_figure(synthetic_swe
     assert "wrote" in capsys.readouterr().out
 
 
+def test_leaderboard_from_recorded_smoke_runs_has_every_figure_but_epic(smoke_runs, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["leaderboard", str(smoke_runs), "--out", str(tmp_path), *FAST]) == 0
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "4 runs; 2 methods; 1 task." in md and "offline synthesiser" in md
+    drawn = {p.stem for p in tmp_path.glob("*.png")}
+    assert drawn == set(FIGURES) - {"epic"}
+    assert "no EPIC data" in md
+
+
 def test_one_method_one_seed_without_epic_reports_instead_of_crashing(tmp_path):
     write_run(tmp_path / "runs", "eureka", "mujoco", "hopper", 0)
     lb = _build(tmp_path / "runs")

@@ -116,3 +116,31 @@ def test_run_without_candidates_folder_still_loads(tmp_path):
     shutil.rmtree(run / "candidates")
     coll = read_runs(tmp_path)
     assert len(coll.runs) == 1 and coll.candidates.empty
+
+
+def test_incumbent_is_the_recorded_returned_so_far_candidate(make_run):
+    run = make_run(iterations=3)
+    cands = load_runs(run).set_index("candidate")
+    it = load_runs(run, level="iteration")
+    result = json.loads((run / "result.json").read_text())
+    for row, logged in zip(it.itertuples(), result["iterations"], strict=True):
+        assert row.incumbent_candidate == logged["returned_so_far"]
+        assert row.incumbent_score == cands.loc[logged["returned_so_far"], "score"]
+
+
+def test_design_choices_make_a_separate_configuration_label(tmp_path):
+    write_run(tmp_path, "eureka", "mujoco", "hopper", 0)
+    write_run(tmp_path, "eureka", "mujoco", "hopper", 0, choices=["four_turn_history"])
+    runs = read_runs(tmp_path).runs
+    assert sorted(runs["method"]) == ["eureka", "eureka+four_turn_history"]
+    assert set(runs["base_method"]) == {"eureka"}
+
+
+def test_completed_run_without_a_returned_reward_is_kept_as_nan_and_warned(make_run):
+    run = make_run()
+    result = json.loads((run / "result.json").read_text())
+    result["returned_score"] = None
+    (run / "result.json").write_text(json.dumps(result))
+    with pytest.warns(UserWarning, match="returned no reward"):
+        coll = read_runs(run)
+    assert len(coll.runs) == 1 and np.isnan(coll.runs["returned_score"].iloc[0]) and not coll.skipped

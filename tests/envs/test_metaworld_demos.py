@@ -8,12 +8,12 @@ import sys
 
 import numpy as np
 import pytest
-
-from bird.config.schema import EnvConfig
 from bird.envs.demos import demo_path, env_config, load_demos, record_episode
 from bird.envs.metaworld.adapter import load_measurements
 from bird.envs.metaworld.tasks import TASKS
 from bird.envs.registry import make_adapter
+
+from bird.config.schema import EnvConfig
 
 
 @pytest.fixture()
@@ -61,10 +61,10 @@ def test_scripted_success_rates_are_measured_and_stored_with_seeds():
 
 @pytest.mark.slow
 def test_scripted_expert_scores_high_and_random_policy_scores_low():
-    """One 200-step episode per task and policy; the measured rates (measurements.json) say why this holds."""
+    """One 150-step episode per task and policy; the measured rates (measurements.json) say why this holds."""
     expert, random = [], []
     for task in sorted(TASKS):
-        adapter = make_adapter(EnvConfig(id=f"metaworld/{task}", description="x", horizon=200))
+        adapter = make_adapter(EnvConfig(id=f"metaworld/{task}", description="x", horizon=150))
         env = adapter.make_env(seed=0)
         expert.append(record_episode(env, adapter.expert_policy(), seed=0)["quantity"])
         random.append(record_episode(env, None, seed=0)["quantity"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-
-from bird.config.schema import EnvConfig
 from bird.envs.metaworld.tasks import TASKS
 from bird.envs.registry import make_adapter
+
+from bird.config.schema import EnvConfig
 
 # Where each task's first object lives in the simulator, written out here independently of the adapter.
 _OBJECT_POS = {
@@ -114,11 +114,11 @@ def test_horizon_truncates_and_the_episode_reports_the_success_score():
     env = adapter.make_env(seed=0)
     policy = adapter.expert_policy()
     obs, _ = env.reset(seed=0)
-    for t in range(1, 121):
+    steps, terminated, truncated = 0, False, False
+    while not (terminated or truncated):
         obs, _, terminated, truncated, info = env.step(policy(obs))
-        if terminated or truncated:
-            break
-    assert t == 120 and truncated
+        steps += 1
+    assert steps == 120 and truncated
     assert info["bird_episode"] == {"quantity": 1.0, "score": 1.0}
     env.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 import time
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def test_backend_returns_text_tokens_and_cost_when_server_answers(wire, with_key
     assert body["model"] == "test-model"
     if wire == "anthropic":  # system prompt goes to the `system` parameter
         assert body["system"] == "You write reward functions."
+        assert "temperature" not in body  # 1.0 is the API default; recent models refuse it being sent
         assert [m["role"] for m in body["messages"]] == ["user"]
     else:
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
@@ -127,6 +129,15 @@ def test_llm_temperature_overrides_the_request(wire, with_key, server, tmp_path)
     assert server.requests[0]["temperature"] == 0.25
 
 
+def test_openai_api_gets_max_completion_tokens_and_no_default_temperature(tmp_path):
+    from bird.llm.openai_backend import OpenAIBackend
+
+    backend = OpenAIBackend(llm_cfg("openai", None, tmp_path), connect=False)  # api.openai.com: no base_url
+    assert backend._params(_req())["max_completion_tokens"] == 4096
+    assert "temperature" not in backend._params(_req()) and "max_tokens" not in backend._params(_req())
+    assert backend._params(_req(temperature=0.5))["temperature"] == 0.5
+
+
 # keys
 
 
@@ -153,8 +164,9 @@ def test_replay_mode_needs_no_key(wire, tmp_path):
     assert gen.provider == wire
 
 
-def test_key_never_reaches_errors_journal_or_cache(wire, with_key, tmp_path, capfd):
+def test_key_never_reaches_errors_journal_cache_or_logs(wire, with_key, tmp_path, capfd, caplog):
     """A server that echoes the credentials it received in its error body; the key must not come back out."""
+    caplog.set_level(logging.DEBUG)  # SDK and HTTP client debug logs included
     received: list[str] = []
 
     class EchoServer(FakeLLMServer):
@@ -175,4 +187,5 @@ def test_key_never_reaches_errors_journal_or_cache(wire, with_key, tmp_path, cap
         if path.is_file():
             assert with_key not in path.read_text(errors="replace"), path
     out, errs = capfd.readouterr()
-    assert with_key not in out + errs
+    assert with_key not in out + errs + caplog.text
+    assert "HTTP Request" in caplog.text or caplog.records  # the logs were really captured

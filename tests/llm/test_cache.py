@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bird.config.schema import LLMConfig
-from bird.llm.base import Message, Request
+from bird.llm.base import LLMError, Message, Request
 from bird.llm.cache import CachingGenerator, ReplayMissError, ResponseCache
 from bird.llm.factory import make_generator
 
@@ -107,7 +107,7 @@ def test_replay_miss_is_not_swallowed_by_complete_many(wire, with_key, counting_
 def test_failed_calls_are_not_cached(wire, with_key, tmp_path):
     with FakeLLMServer(wire, "ok", faults=["400"]) as srv:
         gen = _gen(wire, srv, tmp_path, "readwrite")
-        with pytest.raises(Exception):  # noqa: B017
+        with pytest.raises(LLMError):
             gen.complete(_req())
         assert not gen.complete(_req()).cached
 

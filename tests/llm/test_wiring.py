@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -74,3 +75,13 @@ def test_call_with_retry_sleeps_between_attempts_then_raises():
     with pytest.raises(LLMError, match=r"thing failed after 3 attempt\(s\): HTTP 503"):
         call_with_retry(fail, RetryPolicy(max_retries=2), "thing", sleep=slept.append)
     assert slept == [0.5, 0.5]
+
+
+def test_cli_without_key_fails_fast_naming_the_variable(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    cmd = [sys.executable, "-m", "bird", "llm=openai", "budget=smoke", "run.progress=false",
+           f"hydra.run.dir={tmp_path / 'run'}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode != 0
+    assert "set the environment variable OPENAI_API_KEY" in proc.stderr
+    assert not (tmp_path / "run" / "candidates").exists()  # nothing was generated or trained
