@@ -1,4 +1,4 @@
-"""`python -m bird.analysis leaderboard RUNS... --out DIR` (and `export` to Parquet)."""
+"""`python -m bird.analysis leaderboard RUNS... --out DIR` (and `export` to Parquet, `epic` to write epic.csv)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,37 @@ def _parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("export", help="read runs and write runs/iterations/candidates/epic.parquet")
     ex.add_argument("runs", nargs="+")
     ex.add_argument("--out", required=True)
+    ep = sub.add_parser("epic", help="write epic.csv (EPIC of each iteration's best reward) into each run directory")
+    ep.add_argument("runs", nargs="+", help="run directories or folders holding them")
+    ep.add_argument("--policy-steps", type=int, default=100_000, help="PPO steps of the competent policy")
+    ep.add_argument("--n-transitions", type=int, default=4096, help="N_V: transitions the Pearson is taken over")
+    ep.add_argument("--n-mean", type=int, default=1024, help="N_M: paired canonicalisation samples")
+    ep.add_argument("--n-random", type=int, default=32, help="random rewards for the baseline")
+    ep.add_argument("--discount", type=float, default=0.99, help="gamma of the canonicalisation")
+    ep.add_argument("--seed", type=int, default=0, help="seed of the policy, rollouts and random rewards")
     return p
+
+
+def _epic(args: argparse.Namespace) -> int:
+    from .epic_bench import EpicSettings, evaluate_run, write_epic_csv
+    from .rundir import find_run_dirs
+
+    s = EpicSettings(policy_steps=args.policy_steps, n_transitions=args.n_transitions, n_mean=args.n_mean,
+                     seed=args.seed, discount=args.discount, n_random=args.n_random)
+    refs: dict = {}
+    dirs = [d for d in find_run_dirs(args.runs) if (d / "result.json").is_file()]
+    if not dirs:
+        print("no run directories with result.json found", file=sys.stderr)
+        return 1
+    for d in dirs:
+        rows = evaluate_run(d, s, refs)
+        path = write_epic_csv(d, rows)
+        print(f"{path}")
+        for r in rows:
+            reason = f"  ({r['reason']})" if r["reason"] else ""
+            print(f"  it{r['iteration']} {r['candidate'] or '-':8s} distance {r['distance']:.4f}  "
+                  f"random median {r['random_median']:.4f}{reason}")
+    return 0
 
 
 def _source(paths: Sequence[str]):
@@ -39,6 +69,8 @@ def _source(paths: Sequence[str]):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "epic":
+        return _epic(args)
     if args.command == "export":
         from .store import save_parquet
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "analysis"))
 
+from synthetic_runs import write_run  # noqa: E402
+
 from bird.analysis import (  # noqa: E402
     bca_interval,
     bradley_terry,
@@ -29,7 +31,6 @@ from bird.analysis import (  # noqa: E402
     save_parquet,
     score_table,
 )
-from synthetic_runs import write_run  # noqa: E402
 
 AGG_SQL = """
 SELECT benchmark, method, count(*) AS runs, count(DISTINCT task) AS tasks, avg(returned_score) AS mean_score,

@@ -11,11 +11,11 @@ import statistics
 import time
 
 import torch
-from bird.envs.registry import make_adapter
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from bird.config.schema import EnvConfig, TrainConfig
+from bird.envs.registry import make_adapter
 from bird.learners.job import TrainJob
 from bird.learners.sb3_ppo import _BirdCallback, _build, train_ppo
 from bird.reward.sandbox import SandboxedReward

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ def make_plan(cfg: BirdConfig) -> Plan:
     k = min(cfg.generate.n_candidates, b.max_candidates or cfg.generate.n_candidates)
     t = min(cfg.loop.iterations, b.max_iterations or cfg.loop.iterations)
     return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
-                final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k))
+                final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k),
+                population_size=cfg.select.population_size or k)
 
 
 def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir,
@@ -42,16 +44,28 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainP
         state.candidates[c.id] = c
         run.write_generated(c)
         run.event("candidate_generated", id=c.id, failure=c.failure.to_json() if c.failure else None)
-    for cid, vr in verify(cfg, state, cands).items():
+    last_unjudged = state.iteration == state.plan.iterations and not cfg.loop.feedback_on_last
+    screened_cfg = replace(cfg, verify=replace(cfg.verify, screens=[])) if last_unjudged else cfg
+    for cid, vr in verify(screened_cfg, state, cands).items():
         run.write_verified(cid, vr)
         run.event("candidate_verified", id=cid, ok=vr.ok, failure=vr.failure.to_json() if vr.failure else None)
+        for name, verdict in state.screens.get(cid, {}).items():
+            run.write_screen(cid, name, verdict, trained=vr.ok)
     n_live = sum(c.alive for c in cands)
     ui.log(f"[bold]iteration {state.iteration}/{state.plan.iterations}[/]: {len(cands)} generated, {n_live} passed verify")
-    results = train(cfg, state, cands, pool, run.candidate_dir)
+    results = {} if last_unjudged else train(cfg, state, cands, pool, run.candidate_dir)
     state.results.update(results)
-    reports = feedback(cfg, state, cands, results)
+    reports = {} if last_unjudged else feedback(cfg, state, cands, results)
     state.reports.update(reports)
     select(cfg, state, cands, reports)
+    if state.demos is not None:
+        run.write_demo_scores(state, cands)
+    if state.population:
+        run.write_population(state)
+    if cfg.demos.rl_every and state.iteration % cfg.demos.rl_every == 0 and state.iteration < state.plan.iterations:
+        from bird.components.demos import expand_negatives
+
+        expand_negatives(cfg, state, pool, run)
     for c in cands:
         res = results.get(c.id)
         score = cfg_score(cfg, res)
@@ -81,12 +95,13 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: TrainPool, run: Ru
     if cand is None:
         return []
     if not cfg.final.retrain:
-        return [cfg_score(cfg, state.results[cand.id])]
+        score = cfg_score(cfg, state.results.get(cand.id))
+        return [] if score is None else [score]
     code = None if cfg.train.reward_source == "reference" else cand.code
     seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
     jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}")
             for s in seeds]
-    results = pool.run(cfg.train.learner, jobs)
+    results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
     state.env_steps += sum(r.env_steps for r in results)
     scores = [r.curve[-1].score for r in results if r.ok]
     write_json(run.root / "final" / "final.json", {
@@ -135,6 +150,11 @@ def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
         generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
         plan = make_plan(cfg)
         state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
+        if cfg.demos.enabled:
+            from bird.components.demos import load_demo_set
+
+            state.demos = load_demo_set(cfg, adapter.spec, generator)
+            write_json(run.root / "demos.json", state.demos.describe())
         run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
         ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
                f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")

@@ -45,6 +45,9 @@ class TrainPool:
 
     def __init__(self, workers: int, on_progress: Callable[[str, int, int, float | None], None] | None = None) -> None:
         self.workers = workers
+        if mp.get_start_method(allow_none=True) not in (None, *mp.get_all_start_methods()):
+            # e.g. inside a joblib/loky sweep worker: spawned children could not restore "loky"
+            mp.set_start_method("spawn", force=True)
         self._ctx = mp.get_context("spawn")
         self._queue = self._ctx.Queue()
         self._on_progress = on_progress

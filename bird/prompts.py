@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from bird.config.validate import PROMPTS_DIR
 from bird.envs.base import TaskSpec
@@ -50,15 +51,31 @@ def obs_index(spec: TaskSpec) -> str:
     return f"(environment code not shown) A {spec.suite} task with a {spec.obs_index.dim}-dimensional observation."
 
 
-def initial_user_message(template_set: str, representation: str, spec: TaskSpec) -> str:
+def initial_user_message(template_set: str, representation: str, state: Any) -> tuple[str, dict[str, Any]]:
+    """The first user message and the structured context of what it shows (slots the template does not use are
+    neither rendered nor put in the context). Demonstrations fill {expert_trajectories} when the search has them."""
     from bird import registry
 
-    t = templates(template_set)
-    return t["initial_user"].format(
-        env_repr=registry.get("env_representation", representation)(spec),
-        obs_index=render_obs_index(spec),
-        action_dim=spec.action_dim,
-        action_low=min(spec.action_low),
-        action_high=max(spec.action_high),
-        task=spec.description,
-    )
+    t = templates(template_set)["initial_user"]
+    spec: TaskSpec = state.spec
+    slots: dict[str, Any] = {
+        "env_repr": lambda: registry.get("env_representation", representation)(spec),
+        "obs_index": lambda: render_obs_index(spec),
+        "state_description": lambda: render_obs_index(spec),
+        "action_dim": lambda: spec.action_dim,
+        "action_low": lambda: min(spec.action_low),
+        "action_high": lambda: max(spec.action_high),
+        "task": lambda: spec.description,
+        "import_instructions": lambda: IMPORT_INSTRUCTIONS,
+    }
+    values = {k: f() for k, f in slots.items() if "{" + k + "}" in t}
+    context: dict[str, Any] = {"task": spec.description} if "task" in values else {}
+    if "{expert_trajectories}" in t:
+        from bird.components.demo_views import shown_expert_trajectories
+
+        values["expert_trajectories"], context["expert_trajectories"] = shown_expert_trajectories(state)
+    return t.format(**values), context
+
+
+IMPORT_INSTRUCTIONS = ("You may import only math and numpy (as np). The code must not read files, the network or "
+                       "the environment; it is executed in a sandbox.")

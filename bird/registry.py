@@ -24,6 +24,8 @@ _BUILTIN_MODULES = (
     "bird.envs.registry",
     "bird.envs.metaworld.representations",
     "bird.learners",
+    "bird.reward.contracts",
+    "bird.components",
 )
 
 
@@ -68,10 +70,6 @@ def load_builtin_components() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
     for mod in _BUILTIN_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:  # a module not written yet must not hide the others
-            if exc.name != mod:
-                raise
+        importlib.import_module(mod)
+    _loaded = True

@@ -73,4 +73,31 @@ class RunDir:
             "env_steps": result.env_steps if result else 0,
             "wall_s": round(result.wall_s, 3) if result else 0.0,
             "llm": cand.llm,
+            "attempts": cand.attempts,
+            "metrics": report.stats.get("metrics") if report else None,
         })
+
+    def _append(self, name: str, record: dict[str, Any]) -> None:
+        with open(self.root / name, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=str) + "\n")
+
+    def write_screen(self, cid: str, screen: str, verdict: dict[str, Any], trained: bool) -> None:
+        """One line per screen verdict in screens.jsonl; `training` says whether the candidate went on to train."""
+        summary = {k: v for k, v in verdict.items() if k not in ("worst_success", "best_failure")}
+        self._append("screens.jsonl", {"id": cid, "screen": screen, **summary,
+                                       "training": "attempted" if trained else "skipped"})
+        self.event("candidate_screened", id=cid, screen=screen, ok=verdict.get("ok"))
+
+    def write_population(self, state: Any) -> None:
+        """One line per generation in population.jsonl: the surviving members with their fitness and metrics."""
+        members = [{"id": cid, "fitness": state.fitness(cid),
+                    "metrics": state.reports[cid].stats.get("metrics") if cid in state.reports else None}
+                   for cid in state.population]
+        self._append("population.jsonl", {"iteration": state.iteration, "members": members})
+
+    def write_demo_scores(self, state: Any, cands: list[Candidate]) -> None:
+        """candidates/<id>/demo_fitness.json: the candidate's fitness metrics on the demonstrations."""
+        for cand in cands:
+            report = state.reports.get(cand.id)
+            if report is not None and "metrics" in report.stats:
+                write_json(self.candidate_dir(cand.id) / "demo_fitness.json", report.stats["metrics"])

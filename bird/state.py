@@ -23,6 +23,7 @@ class Plan:
     final_env_steps: int
     final_seeds: int
     workers: int
+    population_size: int = 0  # survivors of select.rule=mu_plus_lambda (select.population_size or K)
 
 
 @dataclass
@@ -41,6 +42,11 @@ class SearchState:
     env_steps: int = 0
     stop_reason: str | None = None  # set when generation must stop (LLM budget exhausted)
     iterations_log: list[dict[str, Any]] = field(default_factory=list)
+    population: list[str] = field(default_factory=list)  # candidate ids alive in the population store
+    demos: Any = None  # bird.components.demos.DemoSet when demos.enabled
+    demo_scores: dict[str, Any] = field(default_factory=dict)  # candidate id -> DemoScores
+    trajectories: Any = None  # bird.components.trajectories.TrajectoryStore (grows from collected rollouts)
+    screens: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> {screen: verdict}
 
     def fitness(self, cid: str | None) -> float | None:
         if cid is None or cid not in self.reports:

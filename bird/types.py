@@ -57,6 +57,13 @@ class Candidate:
     parent_id: str | None = None
     failure: Failure | None = None
     llm: dict[str, Any] = field(default_factory=dict)  # model, tokens, cost, latency, cached
+    attempts: int = 1  # answers requested for this candidate (1 + blind resamples)
+    request: Any = field(default=None, repr=False, compare=False)  # the Request it answers (not saved)
+    verified: VerifyResult | None = field(default=None, repr=False, compare=False)  # checks already run
+
+    @property
+    def screened(self) -> bool:
+        return self.failure is not None and self.failure.kind == FailureKind.SCREENED
 
     @property
     def alive(self) -> bool:
@@ -93,6 +100,7 @@ class TrainResult:
     wall_s: float
     failure: Failure | None = None
     policy_path: str | None = None
+    rollouts_path: str | None = None  # rollouts.npz of the trained policy (train.collect_episodes)
 
     @property
     def ok(self) -> bool:

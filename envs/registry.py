@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from bird.envs.base import TaskAdapter
-
 from bird.config.schema import EnvConfig
+from bird.envs.base import TaskAdapter
 from bird.registry import get, register
 
 __all__ = ["make_adapter", "split_env_id"]

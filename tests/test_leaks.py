@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from bird.envs.registry import make_adapter
 
+from bird.envs.registry import make_adapter
 from bird.stages.feedback import feedback
 from bird.stages.generate import build_request
 from bird.state import Plan, SearchState

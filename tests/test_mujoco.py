@@ -4,11 +4,11 @@ import json
 
 import numpy as np
 import pytest
+
+from bird.config.schema import EnvConfig
 from bird.envs.mujoco.adapter import BASELINES_PATH
 from bird.envs.mujoco.tasks import TASKS
 from bird.envs.registry import make_adapter
-
-from bird.config.schema import EnvConfig
 
 
 def _adapter(task: str):

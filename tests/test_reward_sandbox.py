@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bird.envs.registry import make_adapter
 
 from bird.config.schema import EnvConfig
+from bird.envs.registry import make_adapter
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.reward.static import check_source
 from bird.types import FailureKind
@@ -87,7 +87,7 @@ def test_worker_refuses_imports_outside_the_allowlist_even_without_static_checks
     import bird.reward.sandbox as sandbox
 
     original = sandbox.check_source
-    sandbox.check_source = lambda code, entry: None  # simulate a static-check bypass
+    sandbox.check_source = lambda code, entry, **kw: None  # simulate a static-check bypass
     try:
         with pytest.raises(RewardProgramError) as err:
             SandboxedReward("import os\n" + HEAD + "    return 0, {}\n", obs_index)

@@ -15,6 +15,8 @@ __all__ = [
     "FeedbackConfig",
     "SelectConfig",
     "LoopConfig",
+    "DemosConfig",
+    "RewardConfig",
     "FinalConfig",
     "LLMConfig",
     "JudgeConfig",
@@ -51,14 +53,26 @@ class GenerateConfig:
     temperature: float = 1.0
     # max tokens per answer
     max_tokens: int = 4096
-    # extra answers requested when an answer has no code (0 = record the failure)
+    # blind resamples of the same prompt for an answer that fails as `resample_on` says (0 = record the failure)
     parse_retries: int = 0
+    # failure kinds that trigger a blind resample (verify-check kinds make generate run the checks itself)
+    resample_on: list[str] = field(default_factory=lambda: ["parse_error"])
+    # softmax temperature of generate.parent=softmax_fitness (p ∝ exp(fitness / T))
+    parent_temperature: float = 1.0
+    # how a mutation prompt shows the parent's feedback: registry family mutation_view
+    mutation_view: str = "feedback_text"
 
 
 @dataclass
 class VerifyConfig:
     # checks in order; registry family check
     checks: list[str] = field(default_factory=lambda: ["static", "smoke"])
+    # screens after the checks, in order; registry family screen (a screen failure = kind screened, no training)
+    screens: list[str] = field(default_factory=list)
+    # TPE screen: pass when at least this fraction of successful stored trajectories outscore the best failed one
+    tpe_threshold: float = 0.8
+    # TPE screen: an episode counts as successful when its benchmark score is at least this
+    tpe_success_score: float = 1.0
     # transitions in the smoke run
     smoke_steps: int = 64
     # wall-clock limit for one reward-program call in the sandbox (s)
@@ -77,6 +91,8 @@ class TrainConfig:
     workers: int = 0
     # wall-clock limit for one training (s); 0 = none
     timeout_s: float = 0.0
+    # deterministic episodes of the trained policy recorded after training (rollouts.npz; the trajectory store)
+    collect_episodes: int = 0
     # PPO hyper-parameters (SB3 names); None keeps SB3's default
     learning_rate: float = 3e-4
     n_steps: int = 256
@@ -104,6 +120,20 @@ class FeedbackConfig:
     curve_points: int = 10
     # show the benchmark score (task_score) in the feedback; only methods whose paper does so may set this
     show_score: bool = False
+    # feedback text for a screened (untrained) candidate: registry family feedback_format; None = no feedback
+    screened_format: str | None = None
+    # extra fitness components computed and recorded, never ranked on: registry family fitness
+    report_metrics: list[str] = field(default_factory=list)
+    # trajectory feedback: one row every this many steps
+    trajectory_stride: int = 100
+    # misscored-demos feedback: wrong examples shown per prompt
+    n_wrong_examples: int = 8
+    # misscored-demos view: chance to append a whole expert trajectory (GRACE Table 6)
+    p_expert_trajectory: float = 0.25
+    # misscored-demos view: chance to show only the misscored states instead of their whole trajectories
+    p_incorrect_state_only: float = 0.5
+    # misscored-demos view: chance to show only an expert trajectory's goal states (when one is appended)
+    p_expert_state_only: float = 0.75
 
 
 @dataclass
@@ -112,12 +142,48 @@ class SelectConfig:
     rule: str = "argmax"
     # which candidate the search returns: registry family returned
     returned: str = "global_best"
+    # survivors kept by select.rule=mu_plus_lambda (None = the plan's K)
+    population_size: int | None = None
 
 
 @dataclass
 class LoopConfig:
     # iterations (T)
     iterations: int = 5
+    # the last iteration's candidates are screened, trained and given feedback (False: only generated and checked)
+    feedback_on_last: bool = True
+
+
+@dataclass
+class DemosConfig:
+    """Demonstrations as a search input (loaded at init when enabled)."""
+
+    enabled: bool = False
+    # expert (positive) and negative trajectories
+    n_expert: int = 8
+    n_negative: int = 8
+    # where negatives come from: "random" (uniform-random policy)
+    negative_kind: str = "random"
+    # demo set seed (episode i resets with seed 1000 * seed + i)
+    seed: int = 0
+    # which expert states are positives: all | last_state (GRACE P0.1 goal-state identification is not built yet)
+    positive_states: str = "all"
+    # expert states that are not positives become negatives (else they are dropped)
+    unidentified_as_negative: bool = True
+    # expert trajectories shown in an initial prompt
+    n_shown: int = 2
+    # one row in every this many steps when a trajectory is shown
+    stride: int = 25
+    # fraction of episodes (per kind) held out as the test split
+    test_fraction: float = 0.25
+    # every this many iterations, train the global best and add its rollouts to the negatives (0 = never)
+    rl_every: int = 0
+
+
+@dataclass
+class RewardConfig:
+    # the program contract: registry family contract (compute_reward | reward_class)
+    contract: str = "compute_reward"
 
 
 @dataclass
@@ -126,6 +192,8 @@ class FinalConfig:
     retrain: bool = True
     # first seed offset (fresh seeds: never those used in the loop)
     seed_offset: int = 1000
+    # learner of the final retrain (None = train.learner)
+    learner: str | None = None
 
 
 @dataclass
@@ -223,6 +291,8 @@ class BirdConfig:
     feedback: FeedbackConfig = field(default_factory=FeedbackConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    demos: DemosConfig = field(default_factory=DemosConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
     final: FinalConfig = field(default_factory=FinalConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)

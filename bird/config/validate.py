@@ -6,6 +6,7 @@ from pathlib import Path
 
 from bird import registry
 from bird.config.schema import BirdConfig
+from bird.types import FailureKind
 
 __all__ = ["validate", "REGISTRY_KEYS", "PROMPTS_DIR"]
 
@@ -23,12 +24,32 @@ REGISTRY_KEYS: dict[str, str] = {
     "select.rule": "select",
     "select.returned": "returned",
     "llm.backend": "llm",
+    "generate.mutation_view": "mutation_view",
+    "reward.contract": "contract",
+}
+
+# config key -> registry family, for keys that may also be null
+OPTIONAL_REGISTRY_KEYS: dict[str, str] = {
+    "feedback.screened_format": "feedback_format",
+    "final.learner": "learner",
+}
+
+# config list key -> registry family of its items
+LIST_REGISTRY_KEYS: dict[str, str] = {
+    "verify.checks": "check",
+    "verify.screens": "screen",
+    "feedback.report_metrics": "fitness",
 }
 
 _ENUMS: dict[str, tuple[str, ...]] = {
     "train.reward_source": ("candidate", "reference"),
     "llm.cache": ("off", "readwrite", "record", "replay"),
+    "demos.positive_states": ("all", "last_state"),
+    "demos.negative_kind": ("random",),
 }
+
+_PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
+                  "feedback.p_expert_state_only")
 
 _POSITIVE_INTS = (
     "generate.n_candidates",
@@ -47,6 +68,12 @@ _POSITIVE_INTS = (
     "budget.n_checkpoints",
     "budget.eval_episodes",
     "budget.final_seeds",
+    "feedback.trajectory_stride",
+    "feedback.n_wrong_examples",
+    "demos.n_expert",
+    "demos.n_negative",
+    "demos.n_shown",
+    "demos.stride",
 )
 
 
@@ -60,10 +87,12 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
     for key in _POSITIVE_INTS:
         if _get(cfg, key) < 1:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 1")
-    for key in ("generate.parse_retries", "train.workers", "train.timeout_s", "llm.max_retries"):
+    for key in ("generate.parse_retries", "train.workers", "train.timeout_s", "llm.max_retries",
+                "train.collect_episodes", "demos.rl_every"):
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
-    for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls"):
+    for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
+                "select.population_size"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
             problems.append(f"{key}={value}: must be >= 1 or null")
@@ -75,6 +104,13 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         problems.append(f"train.gamma={cfg.train.gamma}: must be in (0, 1]")
     if cfg.env.horizon < 1:
         problems.append(f"env.horizon={cfg.env.horizon}: must be >= 1")
+    for key in _PROBABILITIES:
+        if not 0.0 <= _get(cfg, key) <= 1.0:  # type: ignore[operator]
+            problems.append(f"{key}={_get(cfg, key)}: must be in [0, 1]")
+    if not 0.0 <= cfg.demos.test_fraction < 1.0:
+        problems.append(f"demos.test_fraction={cfg.demos.test_fraction}: must be in [0, 1)")
+    if cfg.generate.parent_temperature <= 0:
+        problems.append(f"generate.parent_temperature={cfg.generate.parent_temperature}: must be > 0")
 
 
 def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
@@ -83,10 +119,21 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
         allowed = registry.names(family)
         if value not in allowed:
             problems.append(f"{key}={value!r}: not a registered {family}; allowed: {allowed}")
-    checks = registry.names("check")
-    for item in cfg.verify.checks:
-        if item not in checks:
-            problems.append(f"verify.checks: {item!r} is not a registered check; allowed: {checks}")
+    for key, family in OPTIONAL_REGISTRY_KEYS.items():
+        value = _get(cfg, key)
+        if value is not None and value not in registry.names(family):
+            problems.append(f"{key}={value!r}: not a registered {family}; allowed: {registry.names(family)} or null")
+    for key, family in LIST_REGISTRY_KEYS.items():
+        allowed = registry.names(family)
+        for item in _get(cfg, key):  # type: ignore[attr-defined]
+            if item not in allowed:
+                problems.append(f"{key}: {item!r} is not a registered {family}; allowed: {allowed}")
+    kinds = [str(k) for k in FailureKind]
+    for item in cfg.generate.resample_on:
+        if item not in kinds:
+            problems.append(f"generate.resample_on: {item!r} is not a failure kind; allowed: {kinds}")
+    if cfg.final.retrain and (cfg.final.learner or cfg.train.learner) == "none":
+        problems.append("final.learner: the final retrain needs a learner other than 'none' (set final.learner)")
     for key, allowed in _ENUMS.items():
         if _get(cfg, key) not in allowed:
             problems.append(f"{key}={_get(cfg, key)!r}: allowed: {list(allowed)}")

@@ -14,3 +14,14 @@ def sb3_ppo(job: Any, progress: Any = None) -> Any:
     from bird.learners.sb3_ppo import train_ppo
 
     return train_ppo(job, progress)
+
+
+@register("learner", "none")
+def no_learner(job: Any, progress: Any = None) -> Any:
+    """No RL training: the candidate is judged without a policy (e.g. demo fitness). Never sent to the pool."""
+    from bird.types import TrainResult
+
+    return TrainResult(job.candidate_id, job.seed, (), 0, 0.0)
+
+
+no_learner.trains = False  # type: ignore[attr-defined]

@@ -24,6 +24,8 @@ class TrainJob:
     memory_mb: int
     out_dir: str  # where curve.csv (and the policy) go
     save_policy: bool = False
+    contract: str = "compute_reward"  # reward-program contract (registry family contract)
+    collect_episodes: int = 0  # deterministic episodes of the trained policy saved as rollouts.npz
 
     @property
     def n_steps(self) -> int:

@@ -18,6 +18,7 @@ from bird.envs.registry import make_adapter
 from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder
+from bird.learners.rollouts import collect_rollouts, save_rollouts
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
@@ -55,7 +56,8 @@ class _BirdCallback(BaseCallback):
             own, comps = data["ref_rewards"], {}
         else:
             flat = self.reward(
-                data["obs"].reshape(t * n, -1), data["actions"].reshape(t * n, -1), data["next_obs"].reshape(t * n, -1)
+                data["obs"].reshape(t * n, -1), data["actions"].reshape(t * n, -1), data["next_obs"].reshape(t * n, -1),
+                dones=data["dones"].reshape(t * n), n_envs=n,
             )
             own, comps = flat[0].reshape(t, n), flat[1]
         self.stats.add(own, data["ref_rewards"], data["dones"], comps)
@@ -113,10 +115,12 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     torch.set_num_threads(1)
     start = time.monotonic()
     reward: SandboxedReward | None = None
+    rollouts_path: str | None = None
     try:
         if job.code is not None:
             adapter_spec = make_adapter(job.env).spec
-            reward = SandboxedReward(job.code, adapter_spec.obs_index, job.call_timeout_s, job.memory_mb)
+            reward = SandboxedReward(job.code, adapter_spec.obs_index, job.call_timeout_s, job.memory_mb,
+                                     contract=job.contract)
         adapter, recorder, vecnorm, model = _build(job)
     except RewardProgramError as exc:
         return TrainResult(job.candidate_id, job.seed, (), 0, time.monotonic() - start, exc.failure)
@@ -136,6 +140,11 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         model.learn(total_timesteps=job.env_steps, callback=cb)
         if cb.failure is None:
             cb.curve.append(evaluate())
+        if cb.failure is None and job.collect_episodes:
+            rollouts_path = str(Path(job.out_dir) / "rollouts.npz")
+            save_rollouts(rollouts_path, collect_rollouts(adapter, act, job.collect_episodes, job.seed, reward))
+    except RewardProgramError as exc:
+        cb.failure = exc.failure
     except Exception as exc:  # noqa: BLE001 - a learner crash is recorded for this candidate, the search goes on
         cb.failure = Failure(FailureKind.TRAIN_ERROR, f"{type(exc).__name__}: {exc}"[:500])
     finally:
@@ -150,4 +159,4 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         model.save(policy_path)
         vecnorm.save(str(out / "vecnormalize.pkl"))
     return TrainResult(job.candidate_id, job.seed, tuple(cb.curve), int(model.num_timesteps),
-                       time.monotonic() - start, cb.failure, policy_path)
+                       time.monotonic() - start, cb.failure, policy_path, rollouts_path if cb.failure is None else None)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from bird.envs.base import ObsIndex
-from bird.reward.static import ENTRY_POINT, check_source
+from bird.reward.static import CONTRACT_ENTRIES, check_source
 from bird.types import Failure, FailureKind
 
 __all__ = ["SandboxedReward", "RewardProgramError"]
@@ -44,12 +44,15 @@ class SandboxedReward:
         obs_index: ObsIndex,
         call_timeout_s: float = 5.0,
         memory_mb: int = 2048,
-        entry: str = ENTRY_POINT,
+        entry: str | None = None,
+        contract: str = "compute_reward",
     ) -> None:
         self.obs_index = obs_index
         self.call_timeout_s = call_timeout_s
         self.component_names: tuple[str, ...] = ()
-        static = check_source(code, entry)  # always enforced, whoever builds the sandbox
+        self.last_debug: dict[int, str] = {}  # debug_fn output of the last call's debug rows (reward_class)
+        entry = entry or CONTRACT_ENTRIES[contract]
+        static = check_source(code, entry, contract=contract)  # always enforced, whoever builds the sandbox
         if static is not None:
             raise RewardProgramError(static)
         self._proc = subprocess.Popen(
@@ -62,7 +65,7 @@ class SandboxedReward:
             cwd="/",
         )
         fields = [[f.name, f.start, f.size] for f in obs_index.fields]
-        init = {"code": code, "entry": entry, "fields": fields, "memory_mb": memory_mb}
+        init = {"code": code, "entry": entry, "fields": fields, "memory_mb": memory_mb, "contract": contract}
         reply, _ = self._roundtrip(init, b"", _STARTUP_TIMEOUT_S)
         if not reply.get("ok"):
             self.close()
@@ -110,17 +113,25 @@ class SandboxedReward:
 
     # -- public -------------------------------------------------------------------------------------------
     def __call__(
-        self, obs: np.ndarray, action: np.ndarray, next_obs: np.ndarray
+        self, obs: np.ndarray, action: np.ndarray, next_obs: np.ndarray, dones: np.ndarray | None = None,
+        n_envs: int = 1, reset: bool = False, debug_rows: list[int] | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Rows are (T, n_envs) flattened time-major; `dones` (rows,) ends an episode after its row (stateful
+        contracts start a fresh instance there); `reset` starts every env slot afresh; `debug_rows` asks a
+        reward_class program for debug_fn output on those rows (in `last_debug`)."""
         obs = np.ascontiguousarray(obs, dtype=np.float64)
         action = np.ascontiguousarray(action, dtype=np.float64).reshape(len(obs), -1)
         next_obs = np.ascontiguousarray(next_obs, dtype=np.float64)
         b, d = obs.shape
-        header = {"batch": b, "obs_dim": d, "act_dim": action.shape[1]}
+        header = {"batch": b, "obs_dim": d, "act_dim": action.shape[1], "n_envs": int(n_envs), "reset": bool(reset),
+                  "has_dones": dones is not None, "debug_rows": [int(r) for r in debug_rows or []]}
         payload = obs.tobytes() + action.tobytes() + next_obs.tobytes()
+        if dones is not None:
+            payload += np.ascontiguousarray(np.asarray(dones).reshape(b), dtype=np.float64).tobytes()
         reply, data = self._roundtrip(header, payload, self.call_timeout_s)
         if not reply.get("ok"):
             raise RewardProgramError(_failure_from(reply))
+        self.last_debug = {int(k): str(v) for k, v in reply.get("debug", {}).items()}
         names = [str(n) for n in reply.get("names", [])]
         values = np.frombuffer(data, dtype=np.float64)
         if values.size != b * (1 + len(names)):

@@ -6,9 +6,11 @@ import ast
 
 from bird.types import Failure, FailureKind
 
-__all__ = ["check_source", "ALLOWED_IMPORTS", "ENTRY_POINT"]
+__all__ = ["check_source", "ALLOWED_IMPORTS", "ENTRY_POINT", "CONTRACT_ENTRIES"]
 
 ENTRY_POINT = "compute_reward"
+# contract -> the top-level name a program must define (a function, or GRACE's state-only class)
+CONTRACT_ENTRIES = {"compute_reward": ENTRY_POINT, "reward_class": "Reward"}
 ENTRY_ARGS = ("obs", "action", "next_obs", "info")
 ALLOWED_IMPORTS = frozenset({"math", "numpy", "typing"})
 
@@ -108,8 +110,23 @@ def _entry_failure(tree: ast.Module, entry: str, n_args: int) -> Failure | None:
     return None
 
 
-def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_ARGS)) -> Failure | None:
-    """Return the first reason to reject `code`, or None when the static checks pass."""
+def _class_failure(tree: ast.Module, entry: str) -> Failure | None:
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == entry]
+    if not classes:
+        return Failure(FailureKind.BAD_SIGNATURE, f"no top-level class {entry!r}")
+    methods = {n.name: n for n in classes[0].body if isinstance(n, ast.FunctionDef)}
+    fn = methods.get("reward_fn")
+    if fn is None or len(fn.args.args) < 2:
+        return Failure(FailureKind.BAD_SIGNATURE, f"class {entry} needs a method reward_fn(self, state)")
+    return None
+
+
+def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_ARGS),
+                 contract: str = "compute_reward") -> Failure | None:
+    """Return the first reason to reject `code`, or None when the static checks pass.
+
+    :param contract: "compute_reward" (a function `entry`) or "reward_class" (a class `entry` with reward_fn).
+    """
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
@@ -117,4 +134,6 @@ def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_AR
     for node in ast.walk(tree):
         if (failure := _node_failure(node)) is not None:
             return failure
+    if contract == "reward_class":
+        return _class_failure(tree, entry)
     return _entry_failure(tree, entry, n_args)

@@ -84,17 +84,52 @@ def _as_batch(name, value, batch):
     return arr
 
 
+def _split(fields, x):
+    return {n: (x[:, s].copy() if k == 1 else x[:, s : s + k].copy()) for n, s, k in fields}
+
+
+class _ClassAdapter:
+    """GRACE's state-only `Reward` class as a batch program: one instance per env slot, carried across calls
+    within an episode and re-created after a step whose done flag is set. reward_fn(next state) -> float."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        self.instances = {}
+        self.debug = {}
+
+    def __call__(self, fields, nxt, dones, n_envs, reset, debug_rows):
+        if reset:
+            self.instances = {}
+        self.debug = {}
+        cols = _split(fields, nxt)
+        b = len(nxt)
+        reward = np.empty(b)
+        for row in range(b):
+            env = row % n_envs
+            inst = self.instances.get(env)
+            if inst is None:
+                inst = self.instances[env] = self.cls(None)
+            state = {n: v[row] for n, v in cols.items()}
+            reward[row] = float(inst.reward_fn(state))
+            if row in debug_rows:
+                self.debug[str(row)] = str(inst.debug_fn(state))[:600] if hasattr(inst, "debug_fn") else ""
+            if dones[row]:
+                self.instances.pop(env, None)
+        return reward, {}
+
+
 def _call(fn, fields, header, payload):
     b, d, a = header["batch"], header["obs_dim"], header["act_dim"]
     flat = np.frombuffer(payload, dtype=np.float64)
     obs = flat[: b * d].reshape(b, d)
     act = flat[b * d : b * d + b * a].reshape(b, a)
-    nxt = flat[b * d + b * a :].reshape(b, d)
-
-    def split(x):
-        return {n: (x[:, s].copy() if k == 1 else x[:, s : s + k].copy()) for n, s, k in fields}
-
-    out = fn(split(obs), act.copy(), split(nxt), {})
+    nxt = flat[b * d + b * a : 2 * b * d + b * a].reshape(b, d)
+    dones = flat[2 * b * d + b * a :] if header.get("has_dones") else np.zeros(b)
+    if isinstance(fn, _ClassAdapter):
+        out = fn(fields, nxt, dones != 0, int(header.get("n_envs", 1)), bool(header.get("reset")),
+                 set(header.get("debug_rows", [])))
+    else:
+        out = fn(_split(fields, obs), act.copy(), _split(fields, nxt), {})
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
         return {"ok": False, "kind": "bad_output", "reason": "must return (reward, components_dict)"}, b""
     try:
@@ -104,7 +139,10 @@ def _call(fn, fields, header, payload):
     except (ValueError, TypeError) as exc:
         return {"ok": False, "kind": "bad_output", "reason": str(exc)[:500]}, b""
     data = np.stack([reward, *comps], axis=1) if comps else reward[:, None]
-    return {"ok": True, "names": names, "batch": b}, np.ascontiguousarray(data).tobytes()
+    reply = {"ok": True, "names": names, "batch": b}
+    if isinstance(fn, _ClassAdapter):
+        reply["debug"] = fn.debug
+    return reply, np.ascontiguousarray(data).tobytes()
 
 
 def main():
@@ -117,6 +155,8 @@ def main():
     try:
         exec(compile(header["code"], "<reward>", "exec"), ns)
         fn = ns[header["entry"]]
+        if header.get("contract") == "reward_class":
+            fn = _ClassAdapter(fn)
     except Exception as exc:  # noqa: BLE001 - every failure is reported to the parent
         _write_msg(stdout, _error("runtime_error", exc))
         return

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +15,7 @@ from bird.registry import get, register
 from bird.state import SearchState
 from bird.types import Candidate, Checkpoint, Report, TrainResult
 
-__all__ = ["feedback", "subsample"]
+__all__ = ["feedback", "subsample", "Evidence"]
 
 
 @register("aggregate", "max")
@@ -31,19 +33,29 @@ def _mean(values: Sequence[float]) -> float:
     return float(np.nanmean(values))
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What fitness components may read about one candidate."""
+
+    curve: Sequence[Checkpoint]  # empty when the candidate trained no policy
+    aggregate: str
+    demo: Any = None  # DemoScores on the demonstrations' train split, when the search has demos
+    demo_test: Any = None  # ... and on the held-out split
+
+
 @register("fitness", "benchmark_score")
-def _benchmark(curve: Sequence[Checkpoint], aggregate: str) -> float | None:
-    return get("aggregate", aggregate)([c.score for c in curve])
+def _benchmark(ev: Evidence) -> float | None:
+    return get("aggregate", ev.aggregate)([c.score for c in ev.curve]) if ev.curve else None
 
 
 @register("fitness", "reference_return")
-def _reference(curve: Sequence[Checkpoint], aggregate: str) -> float | None:
-    vals = [c.reference_return for c in curve if not math.isnan(c.reference_return)]
-    return get("aggregate", aggregate)(vals) if vals else None
+def _reference(ev: Evidence) -> float | None:
+    vals = [c.reference_return for c in ev.curve if not math.isnan(c.reference_return)]
+    return get("aggregate", ev.aggregate)(vals) if vals else None
 
 
 @register("fitness", "none")
-def _none(curve: Sequence[Checkpoint], aggregate: str) -> float | None:
+def _none(ev: Evidence) -> float | None:
     return None
 
 
@@ -63,8 +75,11 @@ def _line(name: str, values: list[float]) -> str:
 
 
 @register("feedback_format", "eureka")
-def _eureka(cfg: BirdConfig, curve: Sequence[Checkpoint]) -> tuple[str, dict]:
+def _eureka(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult | None) -> tuple[str, dict]:
     """Per-component curves with Max/Mean/Min, plus task_score (when shown) and episode length."""
+    curve = res.curve if res is not None else ()
+    if not curve:
+        return "The reward was not used to train a policy.", {}
     idx = subsample(len(curve), cfg.feedback.curve_points)
     pts = [curve[i] for i in idx]
     stats: dict = {"components": {}, "episode_length": [c.episode_length for c in pts]}
@@ -81,15 +96,46 @@ def _eureka(cfg: BirdConfig, curve: Sequence[Checkpoint]) -> tuple[str, dict]:
     return text, stats
 
 
+def _evidence(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult) -> Evidence | None:
+    """The candidate's evidence; scores the demonstrations first when the search has them (None: it failed)."""
+    demo = demo_test = None
+    if state.demos is not None:
+        from bird.components.demos import score_candidate
+
+        demo, demo_test = score_candidate(cfg, state, cand)
+        if demo is None:
+            return None
+    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test)
+
+
+def _metrics(cfg: BirdConfig, ev: Evidence) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for name in dict.fromkeys([cfg.feedback.fitness, *cfg.feedback.report_metrics]):
+        out[name] = get("fitness", name)(ev)
+        if ev.demo_test is not None and name.startswith("demo_"):
+            out[f"{name}_test"] = get("fitness", name)(replace(ev, demo=ev.demo_test))
+    return out
+
+
 def feedback(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
              results: dict[str, TrainResult]) -> dict[str, Report]:
-    """A report per trained candidate; failed candidates get no fitness."""
+    """A report per trained (or, with learner none, verified) candidate, and per screened candidate when
+    feedback.screened_format names a format; failed candidates get none."""
     reports: dict[str, Report] = {}
     for cand in cands:
-        res = results.get(cand.id)
-        if res is None or not res.ok or not cand.alive:
+        if cand.screened and cfg.feedback.screened_format:
+            text, stats = get("feedback_format", cfg.feedback.screened_format)(cfg, state, cand, None)
+            reports[cand.id] = Report(cand.id, None, text, stats)
             continue
-        fitness = get("fitness", cfg.feedback.fitness)(res.curve, cfg.feedback.aggregate)
-        text, stats = get("feedback_format", cfg.feedback.format)(cfg, res.curve)
-        reports[cand.id] = Report(cand.id, fitness, text, stats)
+        res = results.get(cand.id)
+        if res is None or res.failure is not None or not cand.alive:
+            continue
+        ev = _evidence(cfg, state, cand, res)
+        if ev is None:
+            continue
+        metrics = _metrics(cfg, ev)
+        text, stats = get("feedback_format", cfg.feedback.format)(cfg, state, cand, res)
+        if len(metrics) > 1 or state.demos is not None:
+            stats = {**stats, "metrics": metrics}
+        reports[cand.id] = Report(cand.id, metrics[cfg.feedback.fitness], text, stats)
     return reports

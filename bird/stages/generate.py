@@ -2,34 +2,43 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
 from dataclasses import replace
 from typing import Any
 
 from bird.config.schema import BirdConfig
 from bird.llm.base import BudgetExhausted, Generator, LLMError, Message, Request, Response
 from bird.prompts import initial_user_message, obs_fields_context, templates
-from bird.registry import register
-from bird.stages.extract import extract_code
+from bird.registry import get, register
 from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
-__all__ = ["generate", "build_request"]
+__all__ = ["generate", "build_request", "choose_parent"]
+
+_GENERATE_KINDS = {FailureKind.PARSE_ERROR, FailureKind.LLM_ERROR, FailureKind.SKIPPED}
 
 
-# -- parent: which earlier candidate the next prompt builds on ------------------------------------------------
+# -- parent: which earlier candidate a sample builds on (chosen per sample) ----------------------------------
 @register("parent", "iteration_best")
-def _iteration_best(state: SearchState) -> str | None:
+def _iteration_best(state: SearchState, rng: random.Random, temperature: float) -> str | None:
     return state.iteration_best
 
 
 @register("parent", "global_best")
-def _global_best(state: SearchState) -> str | None:
+def _global_best(state: SearchState, rng: random.Random, temperature: float) -> str | None:
     return state.global_best
 
 
 @register("parent", "none")
-def _no_parent(state: SearchState) -> str | None:
+def _no_parent(state: SearchState, rng: random.Random, temperature: float) -> str | None:
     return None
+
+
+@register("parent", "latest")
+def _latest(state: SearchState, rng: random.Random, temperature: float) -> str | None:
+    """The most recent candidate that received feedback (a single refinement chain)."""
+    return next(reversed(state.reports), None)
 
 
 # -- history: which (answer, feedback) turns the prompt carries -------------------------------------------------
@@ -48,31 +57,66 @@ def _history_lineage(state: SearchState, parent: str | None, turns: int) -> list
     return chain[::-1]
 
 
+@register("history", "full_dialogue")
+def _history_full(state: SearchState, parent: str | None, turns: int) -> list[str]:
+    """Every turn of the parent's lineage, oldest first (an append-only dialogue; `turns` is ignored)."""
+    return _history_lineage(state, parent, len(state.candidates) + 1)
+
+
+def _rng(state: SearchState, sample_index: int, salt: str) -> random.Random:
+    digest = hashlib.sha256(f"{state.seed}/{state.iteration}/{sample_index}/{salt}".encode()).hexdigest()
+    return random.Random(int(digest[:16], 16))
+
+
+def choose_parent(cfg: BirdConfig, state: SearchState, sample_index: int) -> str | None:
+    """The parent of one sample (deterministic in seed, iteration and sample index)."""
+    fn = get("parent", cfg.generate.parent)
+    return fn(state, _rng(state, sample_index, "parent"), cfg.generate.parent_temperature)
+
+
+def _dialogue(cfg: BirdConfig, state: SearchState, chain: list[str], t: dict[str, str]) -> list[Message]:
+    user = t.get("feedback_user", "{feedback}\n{code_feedback}\n{code_output_tip}")
+    out: list[Message] = []
+    for cid in chain:
+        report = state.reports[cid]
+        out.append(Message("assistant", state.candidates[cid].response))
+        out.append(Message("user", user.format(feedback=report.feedback, code_feedback=t.get("code_feedback", ""),
+                                               code_output_tip=t.get("code_output_tip", "")).strip()))
+    return out
+
+
 def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Request:
     """The prompt for one sample of this iteration, with the structured context of exactly what it shows."""
     t = templates(cfg.generate.prompt)
-    from bird import registry
-
-    parent = registry.get("parent", cfg.generate.parent)(state)
-    chain = registry.get("history", cfg.generate.history)(state, parent, cfg.generate.history_turns)
-    system = t["system"].format(signature=t["signature"], code_output_tip=t["code_output_tip"])
-    messages = [Message("system", system),
-                Message("user", initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state.spec))]
-    for cid in chain:
-        report = state.reports[cid]
-        messages.append(Message("assistant", state.candidates[cid].response))
-        messages.append(Message("user", "\n".join([report.feedback, t["code_feedback"], t["code_output_tip"]])))
+    parent = choose_parent(cfg, state, sample_index)
+    chain = get("history", cfg.generate.history)(state, parent, cfg.generate.history_turns)
+    system = t["system"].format(signature=t.get("signature", ""), code_output_tip=t.get("code_output_tip", ""),
+                                action_dim=state.spec.action_dim)
     context: dict[str, Any] = {
-        "task": state.spec.description,
         "obs_fields": obs_fields_context(state.spec),
         "action_dim": state.spec.action_dim,
         "iteration": state.iteration,
+        "contract": cfg.reward.contract,
     }
+    mutation = parent is not None and not chain and "mutation_user" in t and parent in state.reports
+    if mutation:  # one self-contained mutation prompt (parent code + its feedback view), no dialogue
+        fields, extra = get("mutation_view", cfg.generate.mutation_view)(cfg, state, parent,
+                                                                          _rng(state, sample_index, "view"))
+        user = t["mutation_user"].format(code=state.candidates[parent].code, **fields)
+        messages = [Message("system", system), Message("user", user)]
+        context.update(parent_code=state.candidates[parent].code, **extra)
+    else:
+        first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state)
+        messages = [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, t)]
+        context.update(shown)
     if chain:
         context["parent_code"] = state.candidates[chain[-1]].code
         context["feedback"] = state.reports[chain[-1]].stats
+        if len(chain) > 1:
+            context["history"] = [{"code": state.candidates[c].code, "feedback": state.reports[c].stats}
+                                  for c in chain[:-1]]
     return Request(
-        purpose="mutation" if chain else "reward",
+        purpose="mutation" if (chain or mutation) else "reward",
         messages=tuple(messages),
         context=context,
         temperature=cfg.generate.temperature,
@@ -84,44 +128,65 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
 
 def _candidate(state: SearchState, index: int, request: Request, parent: str | None) -> Candidate:
     return Candidate(id=f"it{state.iteration}-c{index}", iteration=state.iteration, index=index,
-                     messages=request.messages_json(), parent_id=parent)
+                     messages=request.messages_json(), parent_id=parent, request=request)
 
 
-def _fill(cand: Candidate, answer: Response | LLMError) -> None:
+def _fill(cfg: BirdConfig, cand: Candidate, answer: Response | LLMError) -> None:
     if isinstance(answer, LLMError):
         kind = FailureKind.SKIPPED if isinstance(answer, BudgetExhausted) else FailureKind.LLM_ERROR
         cand.failure = Failure(kind, str(answer)[:500])
         return
     cand.response = answer.text
     cand.llm = answer.to_json()
-    cand.code = extract_code(answer.text)
+    cand.code = get("contract", cfg.reward.contract).extract(answer.text)
     if cand.code is None:
-        cand.failure = Failure(FailureKind.PARSE_ERROR, "no code block in the answer")
+        cand.failure = Failure(FailureKind.PARSE_ERROR, f"no {cfg.reward.contract} program in the answer")
+
+
+def _check(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> None:
+    """Run verify's checks now (when a check failure triggers a resample); the verify stage reuses the result."""
+    from bird.stages.verify import verify_code
+
+    if not set(cfg.generate.resample_on) - {str(k) for k in _GENERATE_KINDS}:
+        return
+    for cand in cands:
+        if cand.alive and cand.code is not None and cand.verified is None:
+            cand.verified = verify_code(cand.code, cfg, state.smoke_batch, state.spec)
+            cand.failure = cand.verified.failure
+
+
+def _resample(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate]) -> None:
+    """Blind resamples of the same prompt (no error shown) while an answer fails as generate.resample_on says."""
+    k = state.plan.n_candidates
+    _check(cfg, state, cands)
+    for retry in range(1, cfg.generate.parse_retries + 1):
+        bad = [c for c in cands if c.failure is not None and str(c.failure.kind) in cfg.generate.resample_on]
+        if not bad or state.stop_reason:
+            break
+        again = [replace(c.request, sample_index=c.index + retry * k) for c in bad]
+        for cand, answer in zip(bad, generator.complete_many(again), strict=True):
+            cand.failure, cand.verified, cand.code = None, None, None
+            cand.attempts += 1
+            _fill(cfg, cand, answer)
+            if isinstance(answer, BudgetExhausted):
+                state.stop_reason = str(answer)
+        _check(cfg, state, bad)
 
 
 def generate(cfg: BirdConfig, state: SearchState, generator: Generator) -> list[Candidate]:
     """K candidates for this iteration; a failed request or parse is recorded on the candidate."""
-    from bird import registry
-
     k = state.plan.n_candidates
     if cfg.train.reward_source == "reference":  # oracle: train the env's own reward, nothing to generate
         return [Candidate(id=f"it{state.iteration}-c{i}", iteration=state.iteration, index=i, messages=[],
                           response="(reference reward)") for i in range(k)]
-    parent = registry.get("parent", cfg.generate.parent)(state)
     requests = [build_request(cfg, state, i) for i in range(k)]
-    cands = [_candidate(state, i, r, parent if r.purpose == "mutation" else None) for i, r in enumerate(requests)]
+    cands = [_candidate(state, i, r, choose_parent(cfg, state, i) if r.purpose == "mutation" else None)
+             for i, r in enumerate(requests)]
     for cand, answer in zip(cands, generator.complete_many(requests), strict=True):
-        _fill(cand, answer)
+        _fill(cfg, cand, answer)
         if isinstance(answer, BudgetExhausted):
             state.stop_reason = str(answer)
-    for retry in range(1, cfg.generate.parse_retries + 1):  # resample unparseable answers
-        bad = [c for c in cands if c.failure is not None and c.failure.kind == FailureKind.PARSE_ERROR]
-        if not bad or state.stop_reason:
-            break
-        again = [replace(requests[c.index], sample_index=c.index + retry * k) for c in bad]
-        for cand, answer in zip(bad, generator.complete_many(again), strict=True):
-            cand.failure = None
-            _fill(cand, answer)
+    _resample(cfg, state, generator, cands)
     if cfg.llm.abort_on_error and any(c.failure and c.failure.kind == FailureKind.LLM_ERROR for c in cands):
         raise LLMError("llm.abort_on_error: a request failed after all retries")
     return cands

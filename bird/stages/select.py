@@ -19,6 +19,24 @@ def _argmax(state: SearchState, cands: list[Candidate], reports: dict[str, Repor
     return max(ranked, key=lambda cid: (reports[cid].fitness, -ranked.index(cid)))
 
 
+@register("select", "none")
+def _no_selection(state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> str | None:
+    """Nothing is ranked (a single refinement chain)."""
+    return None
+
+
+@register("select", "mu_plus_lambda")
+def _mu_plus_lambda(state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> str | None:
+    """(μ+λ) truncation: the population store becomes the best `plan.population_size` of parents ∪ children
+    by fitness (ties keep the older member); returns the best member."""
+    children = [c.id for c in cands if c.id in reports and reports[c.id].fitness is not None]
+    pool = state.population + [c for c in children if c not in state.population]
+    order = {cid: i for i, cid in enumerate(pool)}
+    pool.sort(key=lambda cid: (-(state.reports.get(cid, reports.get(cid)).fitness), order[cid]))  # type: ignore[union-attr]
+    state.population = pool[: state.plan.population_size]
+    return state.population[0] if state.population else None
+
+
 @register("returned", "global_best")
 def _returned_global_best(state: SearchState, best: str | None, cands: list[Candidate]) -> str | None:
     """The strictly improving best over the whole search (ties keep the earlier one)."""
@@ -33,6 +51,13 @@ def _returned_chain_end(state: SearchState, best: str | None, cands: list[Candid
     """The latest candidate that trained successfully (the end of the chain)."""
     trained = [c.id for c in cands if c.alive and c.id in state.results]
     return trained[-1] if trained else state.returned
+
+
+@register("returned", "final_incumbent")
+def _returned_final_incumbent(state: SearchState, best: str | None, cands: list[Candidate]) -> str | None:
+    """The latest generated candidate whose code passed the checks, trained or not (CARD's r_N)."""
+    valid = [c.id for c in cands if c.code is not None and (c.alive or c.screened)]
+    return valid[-1] if valid else state.returned
 
 
 def select(cfg: BirdConfig, state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> None:

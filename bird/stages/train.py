@@ -8,30 +8,47 @@ from pathlib import Path
 from bird.config.schema import BirdConfig
 from bird.learners.job import TrainJob
 from bird.pool import TrainPool
+from bird.registry import get
 from bird.state import SearchState
 from bird.types import Candidate, TrainResult
 
-__all__ = ["train", "make_job"]
+__all__ = ["train", "make_job", "learner_trains"]
 
 
-def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: int, out_dir: Path) -> TrainJob:
+def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: int, out_dir: Path,
+             collect_episodes: int = 0) -> TrainJob:
     return TrainJob(
         candidate_id=cid, code=code, env=cfg.env, train=cfg.train, seed=seed, env_steps=env_steps,
         n_envs=cfg.budget.n_envs, n_checkpoints=cfg.budget.n_checkpoints, eval_episodes=cfg.budget.eval_episodes,
         call_timeout_s=cfg.verify.call_timeout_s, memory_mb=cfg.verify.memory_mb, out_dir=str(out_dir),
-        save_policy=cfg.run.save_policies,
+        save_policy=cfg.run.save_policies, contract=cfg.reward.contract, collect_episodes=collect_episodes,
     )
+
+
+def learner_trains(name: str) -> bool:
+    """False for a learner that trains no policy (`none`): its jobs never go to the pool."""
+    return getattr(get("learner", name), "trains", True)
 
 
 def train(cfg: BirdConfig, state: SearchState, cands: list[Candidate], pool: TrainPool,
           cand_dir: Callable[[str], Path]) -> dict[str, TrainResult]:
-    """Train the candidates that passed verification; a failed training is recorded on the candidate."""
+    """Train the candidates that passed verification; a failed training is recorded on the candidate.
+
+    Rollouts collected after training (train.collect_episodes) go to the trajectory store."""
     live = [c for c in cands if c.alive]
     code_of = (lambda c: None) if cfg.train.reward_source == "reference" else (lambda c: c.code)
-    jobs = [make_job(cfg, c.id, code_of(c), state.seed, state.plan.env_steps, cand_dir(c.id)) for c in live]
-    results = pool.run(cfg.train.learner, jobs)
+    jobs = [make_job(cfg, c.id, code_of(c), state.seed, state.plan.env_steps, cand_dir(c.id),
+                     cfg.train.collect_episodes) for c in live]
+    if learner_trains(cfg.train.learner):
+        results = pool.run(cfg.train.learner, jobs)
+    else:
+        results = [get("learner", cfg.train.learner)(job) for job in jobs]
     for cand, res in zip(live, results, strict=True):
         state.env_steps += res.env_steps
         if res.failure is not None:
             cand.failure = res.failure
+        elif res.rollouts_path:
+            from bird.components.trajectories import add_rollouts
+
+            add_rollouts(state, cand.id, res.rollouts_path, cfg.verify.tpe_success_score)
     return {r.candidate_id: r for r in results}

@@ -19,14 +19,19 @@ __all__ = ["verify", "verify_code", "random_transitions"]
 
 @register("check", "static")
 def _static(code: str, cfg: BirdConfig, batch: dict[str, np.ndarray], spec: Any) -> tuple[Failure | None, dict]:
-    return check_source(code), {}
+    from bird.reward.static import CONTRACT_ENTRIES
+
+    contract = cfg.reward.contract
+    return check_source(code, CONTRACT_ENTRIES[contract], contract=contract), {}
 
 
 @register("check", "smoke")
 def _smoke(code: str, cfg: BirdConfig, batch: dict[str, np.ndarray], spec: Any) -> tuple[Failure | None, dict]:
     try:
-        with SandboxedReward(code, spec.obs_index, cfg.verify.call_timeout_s, cfg.verify.memory_mb) as program:
-            reward, comps = program(batch["obs"], batch["actions"], batch["next_obs"])
+        with SandboxedReward(code, spec.obs_index, cfg.verify.call_timeout_s, cfg.verify.memory_mb,
+                             contract=cfg.reward.contract) as program:
+            reward, comps = program(batch["obs"], batch["actions"], batch["next_obs"], dones=batch.get("dones"),
+                                    reset=True)
     except RewardProgramError as exc:
         return exc.failure, {}
     stats = {name: {"mean": float(v.mean()), "std": float(v.std())} for name, v in {"reward": reward, **comps}.items()}
@@ -38,13 +43,14 @@ def random_transitions(adapter: TaskAdapter, steps: int, seed: int) -> dict[str,
     env = adapter.make_env()
     env.action_space.seed(seed)
     obs, _ = env.reset(seed=seed)
-    rows: dict[str, list] = {"obs": [], "actions": [], "next_obs": []}
+    rows: dict[str, list] = {"obs": [], "actions": [], "next_obs": [], "dones": []}
     for _ in range(steps):
         action = env.action_space.sample()
         nxt, _, term, trunc, _ = env.step(action)
         rows["obs"].append(obs)
         rows["actions"].append(action)
         rows["next_obs"].append(nxt)
+        rows["dones"].append(float(term or trunc))
         obs = env.reset()[0] if term or trunc else nxt
     env.close()
     return {k: np.asarray(v, dtype=np.float64) for k, v in rows.items()}
@@ -63,13 +69,27 @@ def verify_code(code: str, cfg: BirdConfig, batch: dict[str, np.ndarray], spec: 
     return VerifyResult(True, None, components, checks)
 
 
+def _screen(cfg: BirdConfig, state: SearchState, cand: Candidate, result: VerifyResult) -> VerifyResult:
+    """Run verify.screens in order; the first that fails screens the candidate out (no training)."""
+    checks = dict(result.checks)
+    for name in cfg.verify.screens:
+        failure, verdict = get("screen", name)(cand, cfg, state)
+        checks[name] = {"ok": failure is None, **verdict}
+        state.screens.setdefault(cand.id, {})[name] = {"ok": failure is None, **verdict}
+        if failure is not None:
+            return VerifyResult(False, failure, result.components, checks)
+    return VerifyResult(result.ok, result.failure, result.components, checks)
+
+
 def verify(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> dict[str, VerifyResult]:
-    """Verify every live candidate; a failed one gets its failure recorded."""
+    """Verify every candidate with code (checks run during generate are reused), then screen the ones that pass."""
     out: dict[str, VerifyResult] = {}
     for cand in cands:
-        if not cand.alive or cand.code is None:
+        if cand.code is None or not (cand.alive or cand.verified is not None):
             continue
-        result = verify_code(cand.code, cfg, state.smoke_batch, state.spec)
+        result = cand.verified or verify_code(cand.code, cfg, state.smoke_batch, state.spec)
+        if result.ok:
+            result = _screen(cfg, state, cand, result)
         out[cand.id] = result
         if not result.ok:
             cand.failure = result.failure

@@ -13,14 +13,14 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.utils import seeding
+
+from bird.config.schema import EnvConfig
 from bird.envs.base import BenchmarkScoreWrapper, ScoreTracker, TaskAdapter, TaskSpec
 from bird.envs.metaworld.abstraction import class_abstraction
 from bird.envs.metaworld.obs_index import derive_obs_index
 from bird.envs.metaworld.source import base_class_excerpt, check_no_leak, task_source
 from bird.envs.metaworld.tasks import HORIZON, SCORE_DEFINITION, TASKS, MetaWorldTask, canonical_task
-from gymnasium.utils import seeding
-
-from bird.config.schema import EnvConfig
 
 __all__ = ["MetaWorldAdapter", "make_task", "MEASUREMENTS_PATH", "load_measurements"]
 

@@ -11,11 +11,11 @@ import json
 from importlib.metadata import version
 
 import numpy as np
+
+from bird.config.schema import EnvConfig
 from bird.envs.demos import record_episode
 from bird.envs.metaworld.adapter import MEASUREMENTS_PATH, MetaWorldAdapter, load_measurements
 from bird.envs.metaworld.tasks import HORIZON, TASKS
-
-from bird.config.schema import EnvConfig
 
 __all__ = ["measure_task"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from bird.envs.base import ObsField, ObsIndex
 from bird.envs.metaworld.tasks import MetaWorldTask
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bird.envs.base import TaskSpec
-
 from bird.registry import register
 
 __all__ = ["full_source", "abstraction"]

@@ -11,11 +11,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from bird.config.schema import EnvConfig
 from bird.envs.base import BenchmarkScoreWrapper, ScoreTracker, TaskAdapter, TaskSpec
 from bird.envs.mujoco.obs_index import derive_obs_index
 from bird.envs.mujoco.tasks import TASKS, MujocoTask
-
-from bird.config.schema import EnvConfig
 
 __all__ = ["MujocoAdapter", "make_task", "BASELINES_PATH"]
 

@@ -7,10 +7,10 @@ import datetime as dt
 import json
 
 import numpy as np
-from bird.envs.mujoco.adapter import BASELINES_PATH, MujocoAdapter
-from bird.envs.mujoco.tasks import TASKS
 
 from bird.config.schema import EnvConfig
+from bird.envs.mujoco.adapter import BASELINES_PATH, MujocoAdapter
+from bird.envs.mujoco.tasks import TASKS
 
 __all__ = ["measure_random_quantity"]
 

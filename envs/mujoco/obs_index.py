@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
+
 from bird.envs.base import ObsField, ObsIndex
 
 __all__ = ["derive_obs_index"]

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
-from bird.analysis import bca_interval, interval, stratified_bootstrap
 from scipy import stats
+
+from bird.analysis import bca_interval, interval, stratified_bootstrap
 
 
 def test_bca_on_one_array_equals_scipy_bca_of_the_mean():

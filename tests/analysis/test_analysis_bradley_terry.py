@@ -3,6 +3,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import optimize
+
 from bird.analysis import (
     bradley_terry,
     bradley_terry_intervals,
@@ -10,7 +12,6 @@ from bird.analysis import (
     strongly_connected,
     win_matrix,
 )
-from scipy import optimize
 
 ELO = 400 / math.log(10)
 

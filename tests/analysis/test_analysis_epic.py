@@ -3,6 +3,7 @@ import warnings
 
 import numpy as np
 import pytest
+
 from bird.analysis import (
     ZeroVarianceWarning,
     canonicalize_samples,

@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from scipy import stats
+
 from bird.analysis import (
     aggregate_iqm,
     aggregate_mean,
@@ -9,7 +11,6 @@ from bird.analysis import (
     performance_profile,
     probability_of_improvement,
 )
-from scipy import stats
 
 # Hand-worked: per-task means are 1.5 and 1.5; sorted pooled scores [1,1,1,1,2,2,2,2] -> IQM of [1,1,2,2] = 1.5.
 X = np.array([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0], [2.0, 1.0]])  # (runs x tasks)

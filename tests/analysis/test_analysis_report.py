@@ -3,9 +3,10 @@ import sys
 import warnings
 from pathlib import Path
 
+from synthetic_runs import write_run
+
 from bird.analysis import build_leaderboard, read_runs, write_leaderboard
 from bird.analysis.__main__ import _source, main
-from synthetic_runs import write_run
 
 FAST = ["--n-resamples", "300", "--bt-resamples", "30", "--curve-resamples", "100"]
 FIGURES = ["method_comparison", "bradley_terry", "curves_iteration", "curves_env_steps", "epic", "paired",

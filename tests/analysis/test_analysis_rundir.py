@@ -5,8 +5,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from bird.analysis import find_run_dirs, load_parquet, load_runs, query, read_runs, save_parquet
 from synthetic_runs import CORRUPTIONS, corrupt, write_run
+
+from bird.analysis import find_run_dirs, load_parquet, load_runs, query, read_runs, save_parquet
 
 
 def _read(path):

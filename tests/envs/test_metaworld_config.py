@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from bird.envs.__main__ import main
-from bird.envs.metaworld.tasks import TASKS
 
 from bird.config.load import compose
+from bird.envs.__main__ import main
+from bird.envs.metaworld.tasks import TASKS
 
 NAMES = [(t, t) for t in sorted(TASKS)] + [(t.replace("_", "-"), t) for t in sorted(TASKS) if "_" in t]
 

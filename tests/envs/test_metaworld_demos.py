@@ -8,12 +8,12 @@ import sys
 
 import numpy as np
 import pytest
+
+from bird.config.schema import EnvConfig
 from bird.envs.demos import demo_path, env_config, load_demos, record_episode
 from bird.envs.metaworld.adapter import load_measurements
 from bird.envs.metaworld.tasks import TASKS
 from bird.envs.registry import make_adapter
-
-from bird.config.schema import EnvConfig
 
 
 @pytest.fixture()

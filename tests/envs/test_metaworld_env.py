@@ -5,10 +5,10 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-from bird.envs.metaworld.tasks import TASKS
-from bird.envs.registry import make_adapter
 
 from bird.config.schema import EnvConfig
+from bird.envs.metaworld.tasks import TASKS
+from bird.envs.registry import make_adapter
 
 # Where each task's first object lives in the simulator, written out here independently of the adapter.
 _OBJECT_POS = {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bird.envs.frames import RenderingUnavailable, gl_backend, render_episode, write_video
-from bird.envs.registry import make_adapter
 
 from bird.config.schema import EnvConfig
+from bird.envs.frames import RenderingUnavailable, gl_backend, render_episode, write_video
+from bird.envs.registry import make_adapter
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ import inspect
 import re
 
 import pytest
+
+from bird.config.schema import EnvConfig
 from bird.envs.metaworld.source import strip_reward_code
 from bird.envs.metaworld.tasks import TASKS
 from bird.envs.registry import make_adapter
-
-from bird.config.schema import EnvConfig
 from bird.registry import get, names
 
 REPRESENTATIONS = ["full_source", "abstraction", "obs_code", "obs_index"]

@@ -115,7 +115,7 @@ def mutate(ctx: dict[str, Any], parent: list[Term], rng: random.Random) -> list[
     comps: dict[str, list[float]] = fb.get("components", {})
     scores = [s for s in fb.get("task_score", []) if s == s]
     terms = list(parent)
-    if scores and max(scores) <= 0.05:  # (1) task score near zero: restructure
+    if (scores and max(scores) <= 0.05) or "preference" in fb:  # (1) near-zero score or misranked prefs: restructure
         extra = _optional_terms(ctx, terms)
         if extra and rng.random() < 0.6:
             terms.append(rng.choice(extra))
@@ -158,15 +158,25 @@ class OfflineSynthesiser(Generator):
     provider = "offline"
     label = LABEL
 
-    def complete(self, request: Request) -> Response:
+    @staticmethod
+    def _rng(request: Request) -> random.Random:
         ctx = request.context
-        if "obs_fields" not in ctx or "task" not in ctx:
-            raise LLMError(f"offline synthesiser cannot answer a {request.purpose!r} request without obs_fields/task")
         digest = hashlib.sha256(
             json.dumps([request.seed, request.sample_index, request.purpose, ctx.get("parent_code"),
                         ctx.get("iteration")], sort_keys=True, default=str).encode()
         ).hexdigest()
-        rng = random.Random(int(digest[:16], 16))
+        return random.Random(int(digest[:16], 16))
+
+    def complete(self, request: Request) -> Response:
+        ctx = request.context
+        if ctx.get("contract") == "reward_class" and "obs_fields" in ctx:
+            from bird.llm.offline.demo_synth import answer_demo_request
+
+            text = answer_demo_request(ctx, request.purpose, self._rng(request), LABEL)
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+        if "obs_fields" not in ctx or "task" not in ctx:
+            raise LLMError(f"offline synthesiser cannot answer a {request.purpose!r} request without obs_fields/task")
+        rng = self._rng(request)
         parent = _parent_terms(ctx.get("parent_code"))
         if request.purpose == "mutation" and parent and not ctx.get("error"):
             terms, how = mutate(ctx, parent, rng), "mutated from the parent using the feedback shown"

@@ -1,0 +1,165 @@
+"""Demonstrations as a search input: expert (positive) and negative states with their episode structure, a
+train/test split, scoring a candidate's reward on them in the sandbox, and learner rollouts as new negatives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bird.config.schema import BirdConfig
+from bird.envs.base import TaskSpec
+from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.types import Candidate
+
+__all__ = ["Episodes", "DemoSet", "DemoScores", "load_demo_set", "score_candidate", "expand_negatives"]
+
+
+@dataclass
+class Episodes:
+    """States of several episodes, flattened episode-major. The state of a row is the observation reached."""
+
+    states: np.ndarray  # (N, obs_dim)
+    episode: np.ndarray  # (N,) episode number within this set
+    step: np.ndarray  # (N,) step within its episode (0-based)
+    label: np.ndarray  # (N,) +1 positive, -1 negative, 0 dropped (not scored into fitness)
+    source: list[str]  # per episode: "expert" | "random" | "learner:<candidate id>"
+
+    @property
+    def dones(self) -> np.ndarray:
+        out = np.zeros(len(self.episode), dtype=bool)
+        out[:-1] = self.episode[1:] != self.episode[:-1]
+        out[-1:] = True
+        return out
+
+    def extend(self, other: Episodes) -> Episodes:
+        shift = int(self.episode.max()) + 1 if len(self.episode) else 0
+        return Episodes(np.concatenate([self.states, other.states]), np.concatenate([self.episode, other.episode + shift]),
+                        np.concatenate([self.step, other.step]), np.concatenate([self.label, other.label]),
+                        self.source + other.source)
+
+
+@dataclass
+class DemoSet:
+    train: Episodes
+    test: Episodes | None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        def count(e: Episodes | None) -> dict[str, int]:
+            if e is None:
+                return {}
+            return {"episodes": len(e.source), "positive_states": int((e.label > 0).sum()),
+                    "negative_states": int((e.label < 0).sum()), "dropped_states": int((e.label == 0).sum())}
+
+        return {**self.meta, "train": count(self.train), "test": count(self.test),
+                "sources": sorted(set(self.train.source))}
+
+
+@dataclass(frozen=True)
+class DemoScores:
+    """A reward's value on every state of one split, with the split and the debug_fn output of asked rows."""
+
+    episodes: Episodes
+    reward: np.ndarray  # (N,)
+    debug: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def positives(self) -> np.ndarray:
+        return self.reward[self.episodes.label > 0]
+
+    @property
+    def negatives(self) -> np.ndarray:
+        return self.reward[self.episodes.label < 0]
+
+
+def _episodes(states: np.ndarray, positive: bool, rule: str, as_negative: bool, source: str) -> Episodes:
+    n, t, _ = states.shape
+    label = np.full((n, t), 1 if positive else -1)
+    if positive and rule == "last_state":
+        label[:, :-1] = -1 if as_negative else 0
+    return Episodes(states.reshape(n * t, -1).astype(np.float64), np.repeat(np.arange(n), t), np.tile(np.arange(t), n),
+                    label.reshape(-1), [source] * n)
+
+
+def _split(e: Episodes, test_fraction: float) -> tuple[Episodes, Episodes | None]:
+    n = len(e.source)
+    n_test = int(n * test_fraction)
+    if n_test == 0:
+        return e, None
+    cut = n - n_test
+    tr, te = e.episode < cut, e.episode >= cut
+    return (Episodes(e.states[tr], e.episode[tr], e.step[tr], e.label[tr], e.source[:cut]),
+            Episodes(e.states[te], e.episode[te] - cut, e.step[te], e.label[te], e.source[cut:]))
+
+
+def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Any = None) -> DemoSet:
+    """Expert and negative demonstrations (envs/demos.py), labelled by demos.positive_states, split by episode."""
+    from bird.envs.demos import load_demos
+
+    d = cfg.demos
+    expert = load_demos(cfg.env.id, d.n_expert, d.seed, "expert")
+    negative = load_demos(cfg.env.id, d.n_negative, d.seed, d.negative_kind)
+    pos = _episodes(expert.next_obs, True, d.positive_states, d.unidentified_as_negative, "expert")
+    neg = _episodes(negative.next_obs, False, d.positive_states, d.unidentified_as_negative, d.negative_kind)
+    (pos_tr, pos_te), (neg_tr, neg_te) = _split(pos, d.test_fraction), _split(neg, d.test_fraction)
+    test = pos_te.extend(neg_te) if pos_te is not None and neg_te is not None else None
+    meta = {"env": cfg.env.id, "n_expert": d.n_expert, "n_negative": d.n_negative, "seed": d.seed,
+            "negative_kind": d.negative_kind, "positive_states": d.positive_states, "stride": d.stride, "n_shown": d.n_shown,
+            "expert_success_rate": expert.success_rate, "negative_success_rate": negative.success_rate}
+    return DemoSet(pos_tr.extend(neg_tr), test, meta)
+
+
+def score_episodes(code: str, cfg: BirdConfig, spec: TaskSpec, eps: Episodes,
+                   debug_rows: list[int] | None = None) -> DemoScores:
+    """Run the program over every episode in order (stateful contracts restart at each episode's first state)."""
+    states = eps.states
+    with SandboxedReward(code, spec.obs_index, max(cfg.verify.call_timeout_s, 30.0), cfg.verify.memory_mb,
+                         contract=cfg.reward.contract) as program:
+        reward, _ = program(states, np.zeros((len(states), spec.action_dim)), states, dones=eps.dones, reset=True,
+                            debug_rows=debug_rows)
+        debug = dict(program.last_debug)
+    return DemoScores(eps, reward, debug)
+
+
+def score_candidate(cfg: BirdConfig, state: Any, cand: Candidate) -> tuple[DemoScores | None, DemoScores | None]:
+    """(train, test) scores of a candidate; the train pass is rerun with debug_fn on the worst-scored states.
+    A program that fails on the demonstrations gets its failure recorded and (None, None)."""
+    from bird.components.demo_fitness import worst_rows
+
+    assert cand.code is not None
+    demos = state.demos
+    try:
+        first = score_episodes(cand.code, cfg, state.spec, demos.train)
+        rows = worst_rows(first, cfg.feedback.n_wrong_examples, cand.id)
+        train = score_episodes(cand.code, cfg, state.spec, demos.train, rows) if rows else first
+        test = score_episodes(cand.code, cfg, state.spec, demos.test) if demos.test is not None else None
+    except RewardProgramError as exc:
+        cand.failure = exc.failure
+        return None, None
+    state.demo_scores[cand.id] = train
+    return train, test
+
+
+def expand_negatives(cfg: BirdConfig, state: Any, pool: Any, run: Any) -> None:
+    """GRACE's DataExpandRL: train the global best with final.learner and add its rollouts to the negatives."""
+    from bird.learners.rollouts import load_rollouts
+    from bird.stages.train import make_job
+
+    best = state.global_best
+    if best is None:
+        return
+    job = make_job(cfg, f"expand-it{state.iteration}", state.candidates[best].code, state.seed, state.plan.env_steps,
+                   run.root / "expand" / f"it{state.iteration}", collect_episodes=max(cfg.train.collect_episodes, 2))
+    result = pool.run(cfg.final.learner or cfg.train.learner, [job])[0]
+    state.env_steps += result.env_steps
+    if result.failure is not None or not result.rollouts_path:
+        run.event("negatives_expanded", candidate=best, added=0, failure=result.failure.to_json() if result.failure else None)
+        return
+    data = load_rollouts(result.rollouts_path)
+    ep = data["episode"]
+    step = np.concatenate([np.arange(n) for n in data["length"]])
+    new = Episodes(data["next_obs"].astype(np.float64), ep, step, np.full(len(ep), -1), [f"learner:{best}"] * len(data["length"]))
+    state.demos.train = state.demos.train.extend(new)
+    run.event("negatives_expanded", candidate=best, added=int(len(ep)), episodes=int(len(data["length"])))

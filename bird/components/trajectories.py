@@ -1,0 +1,115 @@
+"""The trajectory store (rollouts of policies whose reward passed the screens) and the TPE screen (CARD's
+Trajectory Preference Evaluation): a new reward must rank stored successful trajectories above failed ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bird.config.schema import BirdConfig
+from bird.registry import register
+from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.types import Candidate, Failure, FailureKind
+
+__all__ = ["TrajectoryStore", "add_rollouts", "tpe_rule"]
+
+
+@dataclass
+class TrajectoryStore:
+    """Episodes flattened episode-major: obs/actions/next_obs (N, ·), episode (N,), and per episode a success label."""
+
+    obs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    actions: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    next_obs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    episode: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    success: list[bool] = field(default_factory=list)
+    source: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.success)
+
+    def add(self, data: dict[str, np.ndarray], success: np.ndarray, source: str) -> None:
+        shift = len(self.success)
+        parts = {k: data[k].astype(np.float64) for k in ("obs", "actions", "next_obs")}
+        if shift == 0:
+            self.obs, self.actions, self.next_obs = parts["obs"], parts["actions"], parts["next_obs"]
+            self.episode = data["episode"].astype(int)
+        else:
+            self.obs = np.concatenate([self.obs, parts["obs"]])
+            self.actions = np.concatenate([self.actions, parts["actions"]])
+            self.next_obs = np.concatenate([self.next_obs, parts["next_obs"]])
+            self.episode = np.concatenate([self.episode, data["episode"].astype(int) + shift])
+        self.success += [bool(s) for s in success]
+        self.source += [source] * len(success)
+
+    @property
+    def dones(self) -> np.ndarray:
+        out = np.zeros(len(self.episode), dtype=bool)
+        out[:-1] = self.episode[1:] != self.episode[:-1]
+        out[-1:] = True
+        return out
+
+
+def add_rollouts(state: Any, cid: str, path: str, success_score: float) -> None:
+    """Append a trained candidate's collected rollouts; an episode succeeded when its score >= success_score."""
+    from bird.learners.rollouts import load_rollouts
+
+    data = load_rollouts(path)
+    if state.trajectories is None:
+        state.trajectories = TrajectoryStore()
+    state.trajectories.add(data, data["score"] >= success_score, cid)
+
+
+def tpe_rule(success_scores: np.ndarray, failure_scores: np.ndarray, threshold: float) -> dict[str, Any]:
+    """CARD's released rule (utils.py trajectories_return_check): the fraction of successful trajectories whose
+    per-step score is strictly above the best failed one; pass iff >= threshold. An empty or one-sided store
+    passes vacuously (rate 1.0)."""
+    n_s, n_f = len(success_scores), len(failure_scores)
+    if n_s == 0 or n_f == 0:
+        return {"pass": True, "vacuous": True, "rate": 1.0, "n_success": n_s, "n_failure": n_f, "n_below": 0,
+                "threshold": threshold}
+    best_failure = float(np.max(failure_scores))
+    above = int((success_scores > best_failure).sum())
+    rate = above / n_s
+    return {"pass": rate >= threshold, "vacuous": False, "rate": rate, "n_success": n_s, "n_failure": n_f,
+            "n_below": n_s - above, "threshold": threshold}
+
+
+def _episode_view(cfg: BirdConfig, state: Any, store: TrajectoryStore, reward: np.ndarray, ep: int) -> dict[str, Any]:
+    from bird.components.demo_views import state_dict
+
+    idx = np.flatnonzero(store.episode == ep)
+    stride = cfg.feedback.trajectory_stride
+    rows = [{"step": k + 1, "reward": round(float(reward[i]), 2), "state": state_dict(state.spec, store.next_obs[i])}
+            for k, i in enumerate(idx) if k % stride == 0 or k == len(idx) - 1]
+    total = float(reward[idx].sum())
+    return {"return": total, "length": int(len(idx)), "per_step": total / len(idx), "solved": store.success[ep],
+            "rows": rows}
+
+
+@register("screen", "tpe")
+def _tpe(cand: Candidate, cfg: BirdConfig, state: Any) -> tuple[Failure | None, dict[str, Any]]:
+    """Re-score the stored trajectories with the candidate's reward (undiscounted mean per step) and apply tpe_rule."""
+    store: TrajectoryStore | None = state.trajectories
+    if store is None or len(store) == 0:
+        return None, tpe_rule(np.zeros(0), np.zeros(0), cfg.verify.tpe_threshold)
+    try:
+        with SandboxedReward(cand.code or "", state.spec.obs_index, max(cfg.verify.call_timeout_s, 30.0),
+                             cfg.verify.memory_mb, contract=cfg.reward.contract) as program:
+            reward, _ = program(store.obs, store.actions, store.next_obs, dones=store.dones, reset=True)
+    except RewardProgramError as exc:
+        return exc.failure, {"pass": False, "error": exc.failure.reason}
+    per_step = np.array([reward[store.episode == e].mean() for e in range(len(store))])
+    ok = np.array(store.success)
+    verdict = tpe_rule(per_step[ok], per_step[~ok], cfg.verify.tpe_threshold)
+    verdict["store_episodes"] = len(store)
+    if not verdict["vacuous"]:
+        succ, fail = np.flatnonzero(ok), np.flatnonzero(~ok)
+        verdict["worst_success"] = _episode_view(cfg, state, store, reward, int(succ[np.argmin(per_step[succ])]))
+        verdict["best_failure"] = _episode_view(cfg, state, store, reward, int(fail[np.argmax(per_step[fail])]))
+    if verdict["pass"]:
+        return None, verdict
+    return Failure(FailureKind.SCREENED, f"TPE: {verdict['rate']:.2f} of successful trajectories outscore the best "
+                                         f"failed one (threshold {verdict['threshold']:g})"), verdict

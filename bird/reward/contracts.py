@@ -1,0 +1,44 @@
+"""Reward-program contracts (registry family contract): the entry point a program defines and how its code is
+read from an answer. `compute_reward` is bird's batch function; `reward_class` is GRACE's state-only class, which
+the worker adapts to the same batch call (bird/reward/worker.py::_ClassAdapter)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bird.llm.parsing import AnswerParseError, parse_json_answer
+from bird.registry import register
+from bird.reward.static import CONTRACT_ENTRIES
+from bird.stages.extract import extract_code
+
+__all__ = ["Contract"]
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    entry: str  # top-level name the program must define
+    json_key: str | None = None  # answers are JSON objects with the code under this key
+
+    def extract(self, text: str) -> str | None:
+        """The program in an answer, or None when there is none."""
+        if self.json_key is not None:
+            try:
+                answer: dict[str, Any] = parse_json_answer(text)
+            except AnswerParseError:
+                answer = {}
+            code = answer.get(self.json_key)
+            if isinstance(code, str) and code.strip():
+                return code.strip() + "\n"
+        code = extract_code(text, self.entry)
+        if code is not None and self.json_key is not None and f"class {self.entry}" not in code:
+            return None
+        return code
+
+
+for _name, _contract in {
+    "compute_reward": Contract("compute_reward", CONTRACT_ENTRIES["compute_reward"]),
+    "reward_class": Contract("reward_class", CONTRACT_ENTRIES["reward_class"], json_key="reward_class_code"),
+}.items():
+    register("contract", _name)(_contract)
