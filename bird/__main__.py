@@ -24,11 +24,21 @@ def main(cfg: DictConfig) -> None:
     choice = HydraConfig.get().runtime.choices.get("choice")
     if choice and choice not in bcfg.choices:
         bcfg.choices.append(choice)
+    from bird.completed import completed_result
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
 
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        search(bcfg, Path(HydraConfig.get().runtime.output_dir))
+        done = completed_result(run_dir, bcfg) if bcfg.run.skip_completed else None
+    except ConfigError as exc:
+        print(f"bird: {exc}", file=sys.stderr)
+        sys.exit(2)
+    if done is not None:
+        print(f"bird: {run_dir} already completed (returned_score {done.get('returned_score')}); skipped")
+        return
+    try:
+        search(bcfg, run_dir)
     except MissingAPIKeyError as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)

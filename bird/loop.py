@@ -70,6 +70,8 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainP
         res = results.get(c.id)
         score = cfg_score(cfg, res)
         run.write_candidate(c, res, reports.get(c.id), score)
+        if c.id in reports and "judge" in reports[c.id].stats:
+            write_json(run.candidate_dir(c.id) / "judge.json", reports[c.id].stats)
         run.event("candidate_trained", id=c.id, failure=c.failure.to_json() if c.failure else None,
                   fitness=reports[c.id].fitness if c.id in reports else None, score=score)
     best = state.iteration_best if state.iteration_best in reports else None
@@ -111,6 +113,38 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: TrainPool, run: Ru
     return scores
 
 
+def _substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
+    """The config's substitutes, those of the components it names (attribute `substitute`), and run-time ones."""
+    from bird.config.validate import REGISTRY_KEYS, _get
+    from bird.registry import get
+
+    out = list(cfg.substitutes)
+    for key, family in REGISTRY_KEYS.items():
+        label = getattr(get(family, _get(cfg, key)), "substitute", None)
+        out += [label] if label else []
+    out += state.substitutes
+    return list(dict.fromkeys(out))
+
+
+def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> None:
+    """Inputs some methods need before the first generation: demos, the task decomposition, a judge."""
+    from bird.components.decompose import decompose
+    from bird.llm.factory import make_judge
+    from bird.registry import get
+
+    if cfg.demos.enabled:
+        from bird.components.demos import load_demo_set
+
+        state.demos = load_demo_set(cfg, state.spec, generator)
+        write_json(run.root / "demos.json", state.demos.describe())
+    state.decomposition = decompose(cfg, state, generator)
+    if state.decomposition is not None:
+        write_json(run.root / "decomposition.json", state.decomposition)
+        run.event("decomposed", kind=state.decomposition["kind"], valid=state.decomposition["valid"])
+    if getattr(get("feedback_format", cfg.feedback.format), "needs_judge", False):
+        state.judge = make_judge(cfg.llm, cfg.judge, generator)
+
+
 def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[float], wall: float) -> dict[str, Any]:
     totals = generator.totals()
     cand = state.candidates.get(state.returned or "")
@@ -119,7 +153,7 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
         "schema_version": SCHEMA_VERSION, "status": "completed",
         "method": cfg.method, "env": cfg.env.id, "suite": state.spec.suite, "task": state.spec.task,
         "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
-        "generator": generator.describe(), "substitutes": list(cfg.substitutes),
+        "generator": generator.describe(), "substitutes": _substitutes(cfg, state),
         "plan": state.plan.__dict__, "score_definition": state.spec.score_definition,
         "returned": None if cand is None else {
             "candidate_id": cand.id, "code_path": f"candidates/{cand.id}/reward.py" if cand.code else None,
@@ -150,11 +184,7 @@ def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
         generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
         plan = make_plan(cfg)
         state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
-        if cfg.demos.enabled:
-            from bird.components.demos import load_demo_set
-
-            state.demos = load_demo_set(cfg, adapter.spec, generator)
-            write_json(run.root / "demos.json", state.demos.describe())
+        _setup(cfg, state, generator, run)
         run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
         ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
                f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")

@@ -70,6 +70,13 @@ def initial_user_message(template_set: str, representation: str, state: Any) -> 
     }
     values = {k: f() for k, f in slots.items() if "{" + k + "}" in t}
     context: dict[str, Any] = {"task": spec.description} if "task" in values else {}
+    if "{task_graph}" in t:  # the decomposition's graph, when there is a valid one (else the slot stays empty)
+        graph = (getattr(state, "decomposition", None) or {}).get("graph")
+        from bird.components.decompose import render_graph
+
+        values["task_graph"] = "\n" + render_graph(graph) + "\n" if graph else ""
+        if graph:
+            context["task_graph"] = graph
     if "{expert_trajectories}" in t:
         from bird.components.demo_views import shown_expert_trajectories
 

@@ -26,6 +26,7 @@ _BUILTIN_MODULES = (
     "bird.learners",
     "bird.reward.contracts",
     "bird.components",
+    "bird.reward.shaping",
 )
 
 

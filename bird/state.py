@@ -47,6 +47,9 @@ class SearchState:
     demo_scores: dict[str, Any] = field(default_factory=dict)  # candidate id -> DemoScores
     trajectories: Any = None  # bird.components.trajectories.TrajectoryStore (grows from collected rollouts)
     screens: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> {screen: verdict}
+    decomposition: dict[str, Any] | None = None  # decompose.kind's record (graph, validity, attempts)
+    judge: Any = None  # the judge generator, when the feedback format asks for one
+    substitutes: list[str] = field(default_factory=list)  # substitutes a component had to use at run time
 
     def fitness(self, cid: str | None) -> float | None:
         if cid is None or cid not in self.reports:

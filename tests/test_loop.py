@@ -79,7 +79,8 @@ def test_smoke_search_cli_writes_a_complete_run_directory(tmp_path):
 @pytest.mark.parametrize("method", sorted(p.stem for p in (ROOT / "conf" / "method").glob("*.yaml")))
 def test_every_method_config_runs_end_to_end(compose_cfg, tmp_path, method):
     # methods that need demonstrations or a Pythonic class abstraction run on Meta-World (MuJoCo has neither)
-    env = {"grace": "metaworld/reach", "card": "metaworld/reach"}.get(method, "mujoco/inverted_pendulum")
+    env = {"grace": "metaworld/reach", "card": "metaworld/reach", "regot": "metaworld/drawer_open",
+           "prm4rl": "metaworld/drawer_open"}.get(method, "mujoco/inverted_pendulum")
     extra = ["demos.n_expert=2", "demos.n_negative=2", "train.collect_episodes=1"] if env.startswith("metaworld") else []
     cfg = compose_cfg(f"method={method}", f"env={env}", "budget.max_iterations=2", *extra)
     result = search(cfg, tmp_path)
@@ -114,3 +115,18 @@ def test_joblib_multirun_sweep_runs_every_cell(tmp_path):
     results = [json.loads(p.read_text()) for p in sweep.rglob("result.json")]
     assert sorted(r["method"] for r in results) == ["eureka", "zeroshot"]
     assert all(math.isfinite(r["returned_score"]) and not r["failures"] for r in results)
+
+
+@pytest.mark.slow
+def test_rerunning_a_completed_run_directory_skips_it_and_a_different_config_is_refused(tmp_path):
+    run = tmp_path / "run"
+    base = [sys.executable, "-m", "bird", "budget=smoke", "budget.max_iterations=1", "method=zeroshot",
+            "env=mujoco/inverted_pendulum", "run.progress=false", f"hydra.run.dir={run}"]
+    first = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = (run / "result.json").read_text()
+    again = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert again.returncode == 0 and "skipped" in again.stdout
+    assert (run / "result.json").read_text() == before
+    other = subprocess.run([*base, "seed=1"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert other.returncode == 2 and "another config" in other.stderr

@@ -77,3 +77,14 @@ def test_answer_depends_only_on_the_request():
     gen2 = OfflineSynthesiser("offline")
     assert gen2.complete(_request()).text == a
     assert json.dumps(_request().context)  # the context is plain data
+
+
+def test_position_pairs_match_whole_words_not_substrings():
+    from bird.llm.offline.synth import _position_pairs
+
+    fields = [
+        {"name": "hand_pos", "size": 3, "kind": "position"},
+        {"name": "drawer_handle_pos", "size": 3, "kind": "position"},
+        {"name": "goal_pos", "size": 3, "kind": "goal"},
+    ]
+    assert _position_pairs(fields) == [("hand_pos", "drawer_handle_pos"), ("drawer_handle_pos", "goal_pos")]

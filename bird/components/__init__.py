@@ -1,6 +1,17 @@
 """Generic search components any method may switch on by config: demonstrations as a search input, demo fitness,
-softmax parent sampling, the trajectory store and its TPE screen, and the feedback formats built on them."""
+softmax parent sampling, the trajectory store and its TPE screen, the feedback formats built on them, task
+decomposition, the judge feedback format, subtask-prior encoders and the progress screen."""
 
-from bird.components import demo_fitness, demo_views, formats, parents, trajectories  # noqa: F401  (registers)
+from bird.components import (  # noqa: F401  (registers)
+    decompose,
+    demo_fitness,
+    demo_views,
+    formats,
+    judge,
+    parents,
+    priors,
+    progress_screen,
+    trajectories,
+)
 
 __all__: list[str] = []

@@ -16,6 +16,7 @@ __all__ = [
     "SelectConfig",
     "LoopConfig",
     "DemosConfig",
+    "DecomposeConfig",
     "RewardConfig",
     "FinalConfig",
     "LLMConfig",
@@ -79,6 +80,12 @@ class VerifyConfig:
     call_timeout_s: float = 5.0
     # address-space limit of the sandbox worker (MiB)
     memory_mb: int = 2048
+    # progress screen (progress_program contract): |Φ| must stay below this on the smoke batch and expert rollout
+    progress_bound: float = 100.0
+    # progress screen: largest downward share of Φ's variation along the expert ("roughly non-decreasing")
+    progress_max_drop_fraction: float = 0.1
+    # progress screen: scripted-expert episodes replayed (suites without a scripted expert skip this part)
+    progress_expert_episodes: int = 1
 
 
 @dataclass
@@ -106,6 +113,8 @@ class TrainConfig:
     # normalise observations / rewards with VecNormalize
     normalize_obs: bool = True
     normalize_reward: bool = True
+    # what is appended to the policy's observation: registry family obs_augment (needs the progress_program contract)
+    obs_augment: str = "none"
 
 
 @dataclass
@@ -134,6 +143,8 @@ class FeedbackConfig:
     p_incorrect_state_only: float = 0.5
     # misscored-demos view: chance to show only an expert trajectory's goal states (when one is appended)
     p_expert_state_only: float = 0.75
+    # judge format, mode vlm: keyframes rendered from the first collected rollout
+    judge_keyframes: int = 8
 
 
 @dataclass
@@ -181,9 +192,25 @@ class DemosConfig:
 
 
 @dataclass
+class DecomposeConfig:
+    """Task decomposition asked once before the first generation (registry family decompose)."""
+
+    # none | tag_graph
+    kind: str = "none"
+    # few-shot (task -> graph) examples shown, from methods/prompts/<generate.prompt>/decompose_example_*.txt (0 = zero-shot)
+    n_examples: int = 2
+    # blind re-asks when the answer is not a valid graph (then the search goes on without one, recorded)
+    retries: int = 1
+
+
+@dataclass
 class RewardConfig:
-    # the program contract: registry family contract (compute_reward | reward_class)
+    # the program contract: registry family contract (compute_reward | reward_class | progress_program)
     contract: str = "compute_reward"
+    # how the harness turns the program's output into the training reward: registry family reward_form
+    form: str = "direct"
+    # r_bonus of the success indicator in reward forms that use it (the flag comes from the env, never the program)
+    success_bonus: float = 1.0
 
 
 @dataclass
@@ -241,6 +268,8 @@ class JudgeConfig:
     temperature: float | None = None
     max_concurrency: int | None = None
     price_per_mtok: dict[str, float] | None = None
+    # what the judge reads: vlm (keyframes as images) | state_text (per-step state summaries; a labelled substitute)
+    mode: str = "state_text"
 
 
 @dataclass
@@ -273,6 +302,8 @@ class RunConfig:
     progress: bool = True
     # save the final policy of every candidate
     save_policies: bool = False
+    # skip the search when its run directory already holds a completed result of the same config (sweep re-runs)
+    skip_completed: bool = True
 
 
 @dataclass
@@ -292,6 +323,7 @@ class BirdConfig:
     select: SelectConfig = field(default_factory=SelectConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
     demos: DemosConfig = field(default_factory=DemosConfig)
+    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     final: FinalConfig = field(default_factory=FinalConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)

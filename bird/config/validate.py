@@ -26,6 +26,9 @@ REGISTRY_KEYS: dict[str, str] = {
     "llm.backend": "llm",
     "generate.mutation_view": "mutation_view",
     "reward.contract": "contract",
+    "reward.form": "reward_form",
+    "train.obs_augment": "obs_augment",
+    "decompose.kind": "decompose",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -46,6 +49,7 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "llm.cache": ("off", "readwrite", "record", "replay"),
     "demos.positive_states": ("all", "last_state"),
     "demos.negative_kind": ("random",),
+    "judge.mode": ("vlm", "state_text"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -74,6 +78,8 @@ _POSITIVE_INTS = (
     "demos.n_negative",
     "demos.n_shown",
     "demos.stride",
+    "feedback.judge_keyframes",
+    "verify.progress_expert_episodes",
 )
 
 
@@ -88,7 +94,7 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 1:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 1")
     for key in ("generate.parse_retries", "train.workers", "train.timeout_s", "llm.max_retries",
-                "train.collect_episodes", "demos.rl_every"):
+                "train.collect_episodes", "demos.rl_every", "decompose.n_examples", "decompose.retries"):
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
@@ -145,9 +151,28 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
         problems.append(f"generate.prompt={cfg.generate.prompt!r}: no template set; allowed: {known}")
 
 
+def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
+    """Components that need another key set a certain way declare it (attribute `needs`)."""
+    for key in ("reward.form", "train.obs_augment", "feedback.format"):
+        family = REGISTRY_KEYS[key]
+        if _get(cfg, key) not in registry.names(family):
+            continue
+        for need, allowed in getattr(registry.get(family, _get(cfg, key)), "needs", {}).items():
+            value = _get(cfg, need)
+            ok = value in allowed if isinstance(allowed, tuple) else value >= allowed  # type: ignore[operator]
+            if not ok:
+                problems.append(f"{key}={_get(cfg, key)!r} needs {need} "
+                                f"{'in ' + str(list(allowed)) if isinstance(allowed, tuple) else '>= ' + str(allowed)}, "
+                                f"got {value!r}")
+    for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
+        if _get(cfg, key) <= 0:  # type: ignore[operator]
+            problems.append(f"{key}={_get(cfg, key)}: must be > 0")
+
+
 def validate(cfg: BirdConfig) -> list[str]:
     """Return every problem found in `cfg` (empty when valid)."""
     problems: list[str] = []
     _check_numbers(cfg, problems)
     _check_names(cfg, problems)
+    _check_couplings(cfg, problems)
     return problems

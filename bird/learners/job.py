@@ -26,6 +26,8 @@ class TrainJob:
     save_policy: bool = False
     contract: str = "compute_reward"  # reward-program contract (registry family contract)
     collect_episodes: int = 0  # deterministic episodes of the trained policy saved as rollouts.npz
+    reward_form: str = "direct"  # registry family reward_form (harness-side shaping of the program's output)
+    success_bonus: float = 1.0  # r_bonus of reward forms that add the env's success indicator
 
     @property
     def n_steps(self) -> int:

@@ -15,9 +15,12 @@ RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, dict
 
 
 class TransitionRecorder(VecEnvWrapper):
-    """Passes steps through, but returns zero rewards and keeps (obs, action, next_obs, reference reward, done).
+    """Passes steps through, but returns zero rewards and keeps (obs, action, next_obs, reference reward, done,
+    terminal, success).
 
-    `next_obs` is the true successor: the terminal observation for a step that ended an episode.
+    `next_obs` is the true successor: the terminal observation for a step that ended an episode. `terminals` marks a
+    done that is a true terminal state (not SB3's `TimeLimit.truncated`); `success` is the env's info["success"]
+    at next_obs (False where the suite has none). Both stay harness-side: programs never see them.
     """
 
     def __init__(self, venv: VecEnv) -> None:
@@ -28,6 +31,8 @@ class TransitionRecorder(VecEnvWrapper):
 
     def clear(self) -> None:
         self.obs, self.actions, self.next_obs, self.ref_rewards, self.dones = [], [], [], [], []
+        self.terminals: list[np.ndarray] = []
+        self.success: list[np.ndarray] = []
 
     def reset(self) -> np.ndarray:
         self._last_obs = self.venv.reset()
@@ -48,6 +53,9 @@ class TransitionRecorder(VecEnvWrapper):
         self.next_obs.append(nxt)
         self.ref_rewards.append(np.asarray(rewards, dtype=np.float64))
         self.dones.append(np.asarray(dones, dtype=bool))
+        self.terminals.append(np.array([bool(d) and not infos[i].get("TimeLimit.truncated", False)
+                                        for i, d in enumerate(dones)]))
+        self.success.append(np.array([bool(info.get("success", 0.0)) for info in infos]))
         self._last_obs = obs
         return obs, np.zeros_like(rewards), dones, infos
 
@@ -59,6 +67,8 @@ class TransitionRecorder(VecEnvWrapper):
             "next_obs": np.stack(self.next_obs),
             "ref_rewards": np.stack(self.ref_rewards),
             "dones": np.stack(self.dones),
+            "terminals": np.stack(self.terminals),
+            "success": np.stack(self.success),
         }
         self.clear()
         return out

@@ -59,12 +59,22 @@ class _BirdCallback(BaseCallback):
                 data["obs"].reshape(t * n, -1), data["actions"].reshape(t * n, -1), data["next_obs"].reshape(t * n, -1),
                 dones=data["dones"].reshape(t * n), n_envs=n,
             )
-            own, comps = flat[0].reshape(t, n), flat[1]
+            shaped, comps = self._form(flat[0], flat[1], data, t * n)
+            own = shaped.reshape(t, n)
         self.stats.add(own, data["ref_rewards"], data["dones"], comps)
         scaled = self.normalizer(own, data["dones"]) if self.normalizer else own
         buf = self.model.rollout_buffer
         buf.rewards += scaled.astype(np.float32)
         buf.compute_returns_and_advantage(last_values=self.locals["values"], dones=self.locals["dones"])
+
+    def _form(self, reward: np.ndarray, comps: dict, data: dict, rows: int) -> tuple[np.ndarray, dict]:
+        """The harness-side reward form (bird/reward/shaping.py), with γ tied to the learner's γ."""
+        from bird.registry import get
+        from bird.reward.shaping import Transitions
+
+        tr = Transitions(data["ref_rewards"].reshape(rows), data["terminals"].reshape(rows),
+                         data["success"].reshape(rows), self.job.train.gamma, self.job.success_bonus)
+        return get("reward_form", self.job.reward_form)(reward, comps, tr)
 
     def _on_rollout_end(self) -> None:
         if self.failure is not None:
@@ -94,12 +104,31 @@ def _write_curve(path: Path, curve: list[Checkpoint]) -> None:
                         *[c.components.get(k, "") for k in comps]])
 
 
-def _build(job: TrainJob) -> tuple[Any, TransitionRecorder, VecNormalize, PPO]:
+def _prior(job: TrainJob, reward: SandboxedReward | None) -> Any:
+    """The subtask prior (train.obs_augment) over the candidate's Ψ, or None."""
+    from bird.registry import get
+
+    table = get("obs_augment", job.train.obs_augment)(reward.plan_list if reward is not None else [])
+    if table is None:
+        return None
+    if reward is None or not reward.plan_list:
+        raise ValueError(f"train.obs_augment={job.train.obs_augment!r} needs a progress_program candidate")
+    from bird.learners.augment import SubtaskPrior
+
+    return SubtaskPrior(reward, table)
+
+
+def _build(job: TrainJob, prior: Any = None) -> tuple[Any, TransitionRecorder, VecNormalize, PPO]:
     adapter = make_adapter(job.env)
     venv = DummyVecEnv([lambda: adapter.make_env() for _ in range(job.n_envs)])
     venv.seed(job.seed)
     recorder = TransitionRecorder(venv)
-    vecnorm = VecNormalize(recorder, norm_obs=job.train.normalize_obs, norm_reward=False, gamma=job.train.gamma)
+    outer: Any = recorder
+    if prior is not None:
+        from bird.learners.augment import PriorWrapper
+
+        outer = PriorWrapper(recorder, prior)
+    vecnorm = VecNormalize(outer, norm_obs=job.train.normalize_obs, norm_reward=False, gamma=job.train.gamma)
     model = PPO(
         "MlpPolicy", vecnorm, seed=job.seed, device="cpu", verbose=0,
         learning_rate=job.train.learning_rate, n_steps=job.n_steps, batch_size=job.batch_size,
@@ -121,13 +150,18 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
             adapter_spec = make_adapter(job.env).spec
             reward = SandboxedReward(job.code, adapter_spec.obs_index, job.call_timeout_s, job.memory_mb,
                                      contract=job.contract)
-        adapter, recorder, vecnorm, model = _build(job)
+        prior = _prior(job, reward)
+        adapter, recorder, vecnorm, model = _build(job, prior)
     except RewardProgramError as exc:
         return TrainResult(job.candidate_id, job.seed, (), 0, time.monotonic() - start, exc.failure)
+    except ValueError as exc:
+        return TrainResult(job.candidate_id, job.seed, (), 0, time.monotonic() - start,
+                           Failure(FailureKind.TRAIN_ERROR, str(exc)[:500]))
     evaluator = Evaluator(adapter, job.eval_episodes, job.seed)
 
     def act(obs: np.ndarray) -> np.ndarray:
-        return model.predict(vecnorm.normalize_obs(obs), deterministic=True)[0]
+        seen = prior(obs) if prior is not None else obs
+        return model.predict(vecnorm.normalize_obs(seen), deterministic=True)[0]
 
     def evaluate() -> Checkpoint:
         ev = evaluator(act)

@@ -1,6 +1,6 @@
 """Reward-program contracts (registry family contract): the entry point a program defines and how its code is
-read from an answer. `compute_reward` is bird's batch function; `reward_class` is GRACE's state-only class, which
-the worker adapts to the same batch call (bird/reward/worker.py::_ClassAdapter)."""
+read from an answer. `compute_reward` is bird's batch function; `reward_class` is GRACE's state-only class and
+`progress_program` PRM4RL's (plan_list, Ψ, Φ); the worker adapts both to the same batch call (bird/reward/worker.py)."""
 
 from __future__ import annotations
 
@@ -40,5 +40,7 @@ class Contract:
 for _name, _contract in {
     "compute_reward": Contract("compute_reward", CONTRACT_ENTRIES["compute_reward"]),
     "reward_class": Contract("reward_class", CONTRACT_ENTRIES["reward_class"], json_key="reward_class_code"),
+    # PRM4RL §4.1: plan_list, Ψ = determine_subtask(obs) -> int, Φ = progress(obs) -> float (worker _ProgressAdapter)
+    "progress_program": Contract("progress_program", CONTRACT_ENTRIES["progress_program"]),
 }.items():
     register("contract", _name)(_contract)

@@ -70,6 +70,7 @@ class SandboxedReward:
         if not reply.get("ok"):
             self.close()
             raise RewardProgramError(_failure_from(reply))
+        self.plan_list: list[str] = [str(p) for p in reply.get("plan_list", [])]  # progress_program only
 
     # -- protocol -----------------------------------------------------------------------------------------
     def _roundtrip(self, header: dict[str, Any], payload: bytes, timeout: float) -> tuple[dict[str, Any], bytes]:

@@ -10,7 +10,9 @@ __all__ = ["check_source", "ALLOWED_IMPORTS", "ENTRY_POINT", "CONTRACT_ENTRIES"]
 
 ENTRY_POINT = "compute_reward"
 # contract -> the top-level name a program must define (a function, or GRACE's state-only class)
-CONTRACT_ENTRIES = {"compute_reward": ENTRY_POINT, "reward_class": "Reward"}
+CONTRACT_ENTRIES = {"compute_reward": ENTRY_POINT, "reward_class": "Reward", "progress_program": "progress"}
+# progress_program (PRM4RL): a subtask list and two functions of one state
+PROGRESS_NAMES = ("plan_list", "determine_subtask", "progress")
 ENTRY_ARGS = ("obs", "action", "next_obs", "info")
 ALLOWED_IMPORTS = frozenset({"math", "numpy", "typing"})
 
@@ -121,11 +123,24 @@ def _class_failure(tree: ast.Module, entry: str) -> Failure | None:
     return None
 
 
+def _progress_failure(tree: ast.Module) -> Failure | None:
+    fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for name in PROGRESS_NAMES[1:]:
+        if name not in fns or len(fns[name].args.posonlyargs + fns[name].args.args) < 1:
+            return Failure(FailureKind.BAD_SIGNATURE, f"no top-level function {name}(obs)")
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assigned |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    if not assigned & {"plan_list", "PLAN_LIST"}:
+        return Failure(FailureKind.BAD_SIGNATURE, "no top-level plan_list = [...] (the subtask list)")
+    return None
+
+
 def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_ARGS),
                  contract: str = "compute_reward") -> Failure | None:
     """Return the first reason to reject `code`, or None when the static checks pass.
 
-    :param contract: "compute_reward" (a function `entry`) or "reward_class" (a class `entry` with reward_fn).
+    :param contract: "compute_reward" (a function `entry`), "reward_class" (a class `entry` with reward_fn) or
+        "progress_program" (plan_list, determine_subtask(obs), progress(obs)).
     """
     try:
         tree = ast.parse(code)
@@ -136,4 +151,6 @@ def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_AR
             return failure
     if contract == "reward_class":
         return _class_failure(tree, entry)
+    if contract == "progress_program":
+        return _progress_failure(tree)
     return _entry_failure(tree, entry, n_args)

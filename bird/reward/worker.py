@@ -118,6 +118,42 @@ class _ClassAdapter:
         return reward, {}
 
 
+class _ProgressAdapter:
+    """PRM4RL's program as a batch call: per row, Ψ(s') must be an int in [0, K) and Φ(s), Φ(s') finite floats.
+    The reward is the raw progress Φ(s'); the harness builds any shaping from the components (bird/reward/shaping.py)."""
+
+    def __init__(self, ns):
+        plan = ns.get("plan_list", ns.get("PLAN_LIST"))
+        if not isinstance(plan, (list, tuple)) or not plan or not all(isinstance(p, str) for p in plan):
+            raise ValueError(f"plan_list must be a non-empty list of strings, got {plan!r:.200}")
+        self.plan = [str(p) for p in plan]
+        self.psi, self.phi = ns["determine_subtask"], ns["progress"]
+
+    def subtask(self, state):
+        k = self.psi(state)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"determine_subtask returned {k!r} of type {type(k).__name__}; expected an int")
+        if not 0 <= int(k) < len(self.plan):
+            raise IndexError(f"determine_subtask returned {int(k)}, outside [0, {len(self.plan)})")
+        return int(k)
+
+    def potential(self, state):
+        v = float(self.phi(state))
+        if not math.isfinite(v):
+            raise FloatingPointError(f"progress returned {v}")
+        return v
+
+    def __call__(self, fields, obs, nxt):
+        cur, new = _split(fields, obs), _split(fields, nxt)
+        b = len(obs)
+        out = np.empty((3, b))
+        for row in range(b):
+            s = {n: v[row] for n, v in cur.items()}
+            s2 = {n: v[row] for n, v in new.items()}
+            out[:, row] = (self.potential(s), self.potential(s2), self.subtask(s2))
+        return out[1].copy(), {"potential_prev": out[0], "potential": out[1], "subtask": out[2]}
+
+
 def _call(fn, fields, header, payload):
     b, d, a = header["batch"], header["obs_dim"], header["act_dim"]
     flat = np.frombuffer(payload, dtype=np.float64)
@@ -128,6 +164,13 @@ def _call(fn, fields, header, payload):
     if isinstance(fn, _ClassAdapter):
         out = fn(fields, nxt, dones != 0, int(header.get("n_envs", 1)), bool(header.get("reset")),
                  set(header.get("debug_rows", [])))
+    elif isinstance(fn, _ProgressAdapter):
+        try:
+            out = fn(fields, obs, nxt)
+        except (TypeError, IndexError) as exc:
+            return {"ok": False, "kind": "bad_output", "reason": str(exc)[:500]}, b""
+        except FloatingPointError as exc:
+            return {"ok": False, "kind": "non_finite", "reason": str(exc)[:500]}, b""
     else:
         out = fn(_split(fields, obs), act.copy(), _split(fields, nxt), {})
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
@@ -155,12 +198,16 @@ def main():
     try:
         exec(compile(header["code"], "<reward>", "exec"), ns)
         fn = ns[header["entry"]]
+        meta = {}
         if header.get("contract") == "reward_class":
             fn = _ClassAdapter(fn)
+        elif header.get("contract") == "progress_program":
+            fn = _ProgressAdapter(ns)
+            meta["plan_list"] = fn.plan
     except Exception as exc:  # noqa: BLE001 - every failure is reported to the parent
         _write_msg(stdout, _error("runtime_error", exc))
         return
-    _write_msg(stdout, {"ok": True})
+    _write_msg(stdout, {"ok": True, **meta})
     while True:
         try:
             header, payload = _read_msg(stdin)

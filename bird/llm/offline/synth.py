@@ -38,12 +38,20 @@ def _pick(fields: list[dict], kind: str, axis: str | None = None) -> dict | None
     return None
 
 
+_HAND_WORDS = {"hand", "gripper", "tcp", "ee", "finger", "fingertip", "effector", "eef"}
+
+
+def _tokens(name: str) -> set[str]:
+    """Lower-case words of a field name ("drawer_handle_pos" -> {"drawer", "handle", "pos"})."""
+    return set(re.split(r"[^a-z0-9]+", name.lower()))
+
+
 def _position_pairs(fields: list[dict]) -> list[tuple[str, str]]:
     """(hand, object) and (object, goal) pairs among multi-d position/goal fields, by their names."""
     pos = [f for f in fields if f["kind"] in ("position", "goal") and f["size"] >= 2 and not f.get("always_zero")]
-    pos = [f for f in pos if not re.search(r"prev|previous|last", f["name"])]
-    hand = [f["name"] for f in pos if re.search(r"hand|gripper|tcp|ee|finger", f["name"])]
-    goal = [f["name"] for f in pos if f["kind"] == "goal" or re.search(r"goal|target", f["name"])]
+    pos = [f for f in pos if not _tokens(f["name"]) & {"prev", "previous", "last"}]
+    hand = [f["name"] for f in pos if _tokens(f["name"]) & _HAND_WORDS]
+    goal = [f["name"] for f in pos if f["kind"] == "goal" or _tokens(f["name"]) & {"goal", "target"}]
     objs = [f["name"] for f in pos if f["name"] not in hand and f["name"] not in goal]
     pairs = []
     if hand and objs:
@@ -153,10 +161,24 @@ def _parent_terms(code: str | None) -> list[Term] | None:
 
 
 class OfflineSynthesiser(Generator):
-    """Answers `reward` and `mutation` requests deterministically from (seed, sample_index, context)."""
+    """Answers `reward` and `mutation` requests deterministically from (seed, sample_index, context), and
+    `decompose`, progress-program and `judge` requests (bird/llm/offline/plan_synth.py)."""
 
     provider = "offline"
     label = LABEL
+
+    @staticmethod
+    def _special(request: Request) -> str | None:
+        from bird.llm.offline import plan_synth
+
+        ctx = request.context
+        if request.purpose == "judge":
+            return plan_synth.answer_judge(ctx, LABEL)
+        if request.purpose == "decompose" and "obs_fields" in ctx:
+            return plan_synth.answer_decompose(ctx, LABEL)
+        if ctx.get("contract") == "progress_program" and "obs_fields" in ctx:
+            return plan_synth.answer_progress(ctx, LABEL)
+        return None
 
     @staticmethod
     def _rng(request: Request) -> random.Random:
@@ -169,6 +191,9 @@ class OfflineSynthesiser(Generator):
 
     def complete(self, request: Request) -> Response:
         ctx = request.context
+        special = self._special(request)
+        if special is not None:
+            return Response(text=special, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
         if ctx.get("contract") == "reward_class" and "obs_fields" in ctx:
             from bird.llm.offline.demo_synth import answer_demo_request
 
