@@ -44,18 +44,21 @@ class TransitionRecorder(VecEnvWrapper):
 
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()
-        nxt = np.array(obs, copy=True)
-        for i, done in enumerate(dones):
-            if done and "terminal_observation" in infos[i]:
-                nxt[i] = infos[i]["terminal_observation"]
+        dones = np.asarray(dones, dtype=bool)
+        nxt, terminals = obs, np.zeros(len(dones), dtype=bool)
+        if dones.any():  # DummyVecEnv returns a fresh obs array each step, so only a done needs a copy
+            nxt = np.array(obs, copy=True)
+            for i in np.flatnonzero(dones):
+                if "terminal_observation" in infos[i]:
+                    nxt[i] = infos[i]["terminal_observation"]
+                terminals[i] = not infos[i].get("TimeLimit.truncated", False)
         self.obs.append(self._last_obs)
         self.actions.append(self._actions.reshape(len(dones), -1))
         self.next_obs.append(nxt)
         self.ref_rewards.append(np.asarray(rewards, dtype=np.float64))
-        self.dones.append(np.asarray(dones, dtype=bool))
-        self.terminals.append(np.array([bool(d) and not infos[i].get("TimeLimit.truncated", False)
-                                        for i, d in enumerate(dones)]))
-        self.success.append(np.array([bool(info.get("success", 0.0)) for info in infos]))
+        self.dones.append(dones)
+        self.terminals.append(terminals)
+        self.success.append(np.array([bool(info.get("success", False)) for info in infos]))
         self._last_obs = obs
         return obs, np.zeros_like(rewards), dones, infos
 
