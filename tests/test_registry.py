@@ -39,22 +39,35 @@ def _is_config(node: ast.Attribute) -> bool:
     return isinstance(node.value, ast.Name) and "cfg" in node.value.id or getattr(node.value, "id", "") == "config"
 
 
+def _branch_offenders(source: str, names: set[str], where: str) -> list[str]:
+    """Places in `source` whose condition compares with a method name or reads `cfg.method`."""
+    offenders = []
+    for node in ast.walk(ast.parse(source)):
+        tests = [node.test] if isinstance(node, (ast.If, ast.IfExp, ast.While)) else []
+        tests += [node.subject] if isinstance(node, ast.Match) else []
+        tests += [node] if isinstance(node, ast.Compare) else []
+        for test in tests:
+            for sub in ast.walk(test):
+                if isinstance(sub, ast.Constant) and sub.value in names:
+                    offenders.append(f"{where}:{sub.lineno} compares with {sub.value!r}")
+                if isinstance(sub, ast.Attribute) and sub.attr == "method" and _is_config(sub):
+                    offenders.append(f"{where}:{sub.lineno} branches on .method")
+    return sorted(set(offenders))
+
+
+def test_branch_detector_flags_method_name_branches():
+    source = "if cfg.method == 'x':\n    pass\ny = 1 if name == 'eureka' else 2\nwhile kind != 'grace':\n    pass\n"
+    assert _branch_offenders(source, {"eureka", "grace"}, "snippet") == [
+        "snippet:1 branches on .method", "snippet:3 compares with 'eureka'", "snippet:4 compares with 'grace'"]
+    assert _branch_offenders("if cfg.generate.parent == 'latest':\n    pass\n", {"eureka"}, "snippet") == []
+
+
 def test_no_code_branches_on_a_method_name():
     names = _method_names()
     offenders = []
     for folder in CODE_DIRS:
         for path in (ROOT / folder).rglob("*.py"):
-            tree = ast.parse(path.read_text())
-            for node in ast.walk(tree):
-                tests = [node.test] if isinstance(node, (ast.If, ast.IfExp, ast.While)) else []
-                tests += [node.subject] if isinstance(node, ast.Match) else []
-                tests += [node] if isinstance(node, ast.Compare) else []
-                for test in tests:
-                    for sub in ast.walk(test):
-                        if isinstance(sub, ast.Constant) and sub.value in names:
-                            offenders.append(f"{path.relative_to(ROOT)}:{sub.lineno} compares with {sub.value!r}")
-                        if isinstance(sub, ast.Attribute) and sub.attr == "method" and _is_config(sub):
-                            offenders.append(f"{path.relative_to(ROOT)}:{sub.lineno} branches on .method")
+            offenders += _branch_offenders(path.read_text(), names, str(path.relative_to(ROOT)))
     assert not offenders, "\n".join(offenders)
 
 
