@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -10,13 +11,16 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
+from bird import checkpoint
 from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.envs.registry import make_adapter
+from bird.executors import Executor, make_executor
 from bird.llm.factory import make_generator
-from bird.pool import TrainPool, default_workers
+from bird.pool import default_workers
 from bird.progress import ProgressDisplay, print_summary
 from bird.rundir import SCHEMA_VERSION, RunDir, write_json
+from bird.runlock import RunLock
 from bird.stages.feedback import feedback
 from bird.stages.generate import generate
 from bird.stages.select import select
@@ -32,12 +36,13 @@ def make_plan(cfg: BirdConfig) -> Plan:
     b = cfg.budget
     k = min(cfg.generate.n_candidates, b.max_candidates or cfg.generate.n_candidates)
     t = min(cfg.loop.iterations, b.max_iterations or cfg.loop.iterations)
+    per_core = max(1, int(default_workers() // cfg.train.resources.num_cpus))
     return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
-                final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k),
+                final_seeds=b.final_seeds, workers=cfg.train.workers or min(per_core, k),
                 population_size=cfg.select.population_size or k)
 
 
-def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir,
+def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir,
                ui: ProgressDisplay) -> None:
     cands = generate(cfg, state, generator)
     for c in cands:
@@ -80,7 +85,6 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainP
         "best_score": cfg_score(cfg, results.get(best)) if best else None,
         "returned_so_far": state.returned, "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
         "env_steps_cum": state.env_steps})
-    run.event("iteration_done", **state.iterations_log[-1])
 
 
 def cfg_score(cfg: BirdConfig, res: Any) -> float | None:
@@ -92,7 +96,7 @@ def cfg_score(cfg: BirdConfig, res: Any) -> float | None:
     return get("aggregate", cfg.feedback.aggregate)([c.score for c in res.curve])
 
 
-def _final_retrain(cfg: BirdConfig, state: SearchState, pool: TrainPool, run: RunDir) -> list[float]:
+def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: RunDir) -> list[float]:
     cand = state.candidates[state.returned] if state.returned else None
     if cand is None:
         return []
@@ -127,10 +131,8 @@ def _substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
 
 
 def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> None:
-    """Inputs some methods need before the first generation: demos, the task decomposition, a judge."""
+    """Inputs some methods need before the first generation: demos and the task decomposition."""
     from bird.components.decompose import decompose
-    from bird.llm.factory import make_judge
-    from bird.registry import get
 
     if cfg.demos.enabled:
         from bird.components.demos import load_demo_set
@@ -141,11 +143,19 @@ def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> 
     if state.decomposition is not None:
         write_json(run.root / "decomposition.json", state.decomposition)
         run.event("decomposed", kind=state.decomposition["kind"], valid=state.decomposition["valid"])
+
+
+def _attach_judge(cfg: BirdConfig, state: SearchState, generator: Any) -> None:
+    """The judge generator, when the feedback format asks for one (rebuilt, not checkpointed)."""
+    from bird.llm.factory import make_judge
+    from bird.registry import get
+
     if getattr(get("feedback_format", cfg.feedback.format), "needs_judge", False):
         state.judge = make_judge(cfg.llm, cfg.judge, generator)
 
 
-def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[float], wall: float) -> dict[str, Any]:
+def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[float], wall: float,
+            resumes: list[dict[str, Any]]) -> dict[str, Any]:
     totals = generator.totals()
     cand = state.candidates.get(state.returned or "")
     cands = list(state.candidates.values())
@@ -168,43 +178,65 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
         "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
         "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
+        "resumes": resumes,
     }
 
 
+def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Any) -> tuple[SearchState, float, list[dict[str, Any]]]:
+    """A fresh state after set-up (checkpointed as iteration 0), or the checkpointed one with the run directory
+    rewound to it. Returns (state, wall seconds already spent, resume records)."""
+    saved = checkpoint.load(run.root, cfg) if cfg.run.resume else None
+    if saved is None:
+        state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
+        _setup(cfg, state, generator, run)
+        run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
+        checkpoint.save(run.root, cfg, state, generator.totals(), 0.0, [])
+        return state, 0.0, []
+    record = checkpoint.rewind(run.root, saved)
+    generator.ledger.totals.update(saved.ledger)
+    run.event("search_resumed", **record)
+    print(f"bird: resuming {run.root} after iteration {saved.state.iteration} ({record['lost_llm_calls']} LLM "
+          f"calls of the interrupted iteration moved to lost_llm_calls.jsonl)", file=sys.stderr)
+    return saved.state, saved.wall_s, [*saved.resumes, record]
+
+
 def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
-    """Run one search and write its run directory; returns the result.json content."""
-    start = time.monotonic()
+    """Run one search and write its run directory, continuing from its checkpoint after a crash; returns the
+    result.json content. Raises RunLockedError when another process owns the directory."""
     run = RunDir(run_dir)
-    run.status("running")
+    with RunLock(run.root) as lock:
+        return _search(cfg, run, lock)
+
+
+def _search(cfg: BirdConfig, run: RunDir, lock: RunLock) -> dict[str, Any]:
+    start = time.monotonic()
+    run.status("running", method=cfg.method, env=cfg.env.id, seed=cfg.seed, budget=cfg.budget.name)
     ui = ProgressDisplay(cfg.run.progress)
+    if lock.takeover:
+        print(f"bird: {run.root}: {lock.takeover}", file=sys.stderr)
+        run.event("lock_taken_over", detail=lock.takeover)
     try:
         (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())
         generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
         plan = make_plan(cfg)
-        state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
-        _setup(cfg, state, generator, run)
-        run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
-        ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
-               f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
-        pool = TrainPool(plan.workers, ui.train_progress)
+        pool = make_executor(cfg, plan.workers, ui.train_progress)
         try:
-            for it in range(1, plan.iterations + 1):
-                state.iteration = it
-                ui.iteration = f"[it {it}/{plan.iterations}]"
-                _iteration(cfg, state, generator, pool, run, ui)
-                if state.stop_reason:
-                    ui.log(f"generation stopped: {state.stop_reason}")
-                    break
-            ui.iteration = "[final]"
-            scores = _final_retrain(cfg, state, pool, run)
+            state, spent, resumes = _start(cfg, plan, run, adapter, generator)
+            start -= spent
+            _attach_judge(cfg, state, generator)
+            ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
+                   f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
+            scores = _run_iterations(cfg, state, generator, pool, run, ui, start, resumes)
         finally:
             pool.close()
-        result = _result(cfg, state, generator, scores, time.monotonic() - start)
+        result = _result(cfg, state, generator, scores, time.monotonic() - start, resumes)
         write_json(run.root / "result.json", result)
         run.event("search_done", returned=state.returned, returned_score=result["returned_score"])
-        run.status("completed")
+        run.status("completed", iteration=state.iteration, env_steps=state.env_steps, llm_calls=result["llm_calls"],
+                   returned_score=result["returned_score"])
+        checkpoint.remove(run.root)
     except BaseException as exc:
         run.status("failed", error=f"{type(exc).__name__}: {exc}")
         raise
@@ -215,3 +247,27 @@ def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
                 for cid in state.candidates if (run.root / "candidates" / cid / "candidate.json").exists()]
         print_summary(result, rows)
     return result
+
+
+def _run_iterations(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir,
+                    ui: ProgressDisplay, start: float, resumes: list[dict[str, Any]]) -> list[float]:
+    """The remaining iterations, each checkpointed before it is announced (iteration_done), then the final
+    retrain. Returns the final scores."""
+    plan = state.plan
+    for it in range(state.iteration + 1, plan.iterations + 1):
+        if state.stop_reason:  # restored from a checkpoint taken after generation stopped
+            break
+        state.iteration = it
+        ui.iteration = f"[it {it}/{plan.iterations}]"
+        run.status("running", iteration=it, iterations=plan.iterations, env_steps=state.env_steps,
+                   llm_calls=generator.totals()["calls"])
+        _iteration(cfg, state, generator, pool, run, ui)
+        checkpoint.save(run.root, cfg, state, generator.totals(), time.monotonic() - start, resumes)
+        run.event("iteration_done", **state.iterations_log[-1])
+        if state.stop_reason:
+            ui.log(f"generation stopped: {state.stop_reason}")
+            break
+    ui.iteration = "[final]"
+    run.status("running", iteration="final", iterations=plan.iterations, env_steps=state.env_steps,
+               llm_calls=generator.totals()["calls"])
+    return _final_retrain(cfg, state, pool, run)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import bird.methods
 from bird import registry
 from bird.config.schema import BirdConfig
 from bird.types import FailureKind
 
 __all__ = ["validate", "REGISTRY_KEYS", "PROMPTS_DIR"]
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "methods" / "prompts"
+# bird.methods is methods/ in a checkout and bird/methods in an installed wheel
+PROMPTS_DIR = Path(bird.methods.__file__).resolve().parent / "prompts"
 
 # config key -> registry family whose names are its allowed values
 REGISTRY_KEYS: dict[str, str] = {
@@ -29,6 +31,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "reward.form": "reward_form",
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
+    "train.executor": "executor",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -164,9 +167,22 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
                 problems.append(f"{key}={_get(cfg, key)!r} needs {need} "
                                 f"{'in ' + str(list(allowed)) if isinstance(allowed, tuple) else '>= ' + str(allowed)}, "
                                 f"got {value!r}")
+    _check_executor(cfg, problems)
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")
+
+
+def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
+    """An executor that needs an optional package (attribute `needs_module`) names how to install it."""
+    import importlib.util
+
+    if cfg.train.resources.num_cpus <= 0 or cfg.train.resources.num_gpus < 0:
+        problems.append(f"train.resources: num_cpus must be > 0 and num_gpus >= 0, got {cfg.train.resources}")
+    if cfg.train.executor in registry.names("executor"):
+        module, hint = getattr(registry.get("executor", cfg.train.executor), "needs_module", (None, ""))
+        if module and importlib.util.find_spec(module) is None:
+            problems.append(f"train.executor={cfg.train.executor!r} needs the {module!r} package: {hint}")
 
 
 def validate(cfg: BirdConfig) -> list[str]:
