@@ -182,10 +182,10 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
     }
 
 
-def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Any) -> tuple[SearchState, float, list[dict[str, Any]]]:
+def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Any,
+           saved: checkpoint.SavedSearch | None) -> tuple[SearchState, float, list[dict[str, Any]]]:
     """A fresh state after set-up (checkpointed as iteration 0), or the checkpointed one with the run directory
     rewound to it. Returns (state, wall seconds already spent, resume records)."""
-    saved = checkpoint.load(run.root, cfg) if cfg.run.resume else None
     if saved is None:
         state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
         _setup(cfg, state, generator, run)
@@ -205,10 +205,11 @@ def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
     result.json content. Raises RunLockedError when another process owns the directory."""
     run = RunDir(run_dir)
     with RunLock(run.root) as lock:
-        return _search(cfg, run, lock)
+        saved = checkpoint.load(run.root, cfg) if cfg.run.resume else None  # before anything is written
+        return _search(cfg, run, lock, saved)
 
 
-def _search(cfg: BirdConfig, run: RunDir, lock: RunLock) -> dict[str, Any]:
+def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.SavedSearch | None) -> dict[str, Any]:
     start = time.monotonic()
     run.status("running", method=cfg.method, env=cfg.env.id, seed=cfg.seed, budget=cfg.budget.name)
     ui = ProgressDisplay(cfg.run.progress)
@@ -223,7 +224,7 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock) -> dict[str, Any]:
         plan = make_plan(cfg)
         pool = make_executor(cfg, plan.workers, ui.train_progress)
         try:
-            state, spent, resumes = _start(cfg, plan, run, adapter, generator)
+            state, spent, resumes = _start(cfg, plan, run, adapter, generator, saved)
             start -= spent
             _attach_judge(cfg, state, generator)
             ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "

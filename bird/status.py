@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["run_statuses", "sweep_cells", "summarise", "main"]
+__all__ = ["run_statuses", "sweep_cells", "summarise", "headline", "main"]
 
 STATES = ("completed", "running", "failed")
 
@@ -77,13 +77,17 @@ def summarise(root: Path) -> dict[str, Any]:
             "runs": [{"dir": str(p.relative_to(root)) if p != root else ".", **st} for p, st in runs]}
 
 
+def headline(summary: dict[str, Any]) -> str:
+    return (f"{summary['root']}: {summary['cells']} cells · {summary['completed']} completed · "
+            f"{summary['running']} running · {summary['failed']} failed · {summary['not_started']} not started · "
+            f"{summary['env_steps']:,} env steps · {summary['llm_calls']:,} LLM calls")
+
+
 def _table(summary: dict[str, Any], show_all: bool) -> Table:
     now = dt.datetime.now(dt.UTC)
-    table = Table(title=(f"{summary['root']}: {summary['cells']} cells · {summary['completed']} completed · "
-                         f"{summary['running']} running · {summary['failed']} failed · {summary['not_started']} not "
-                         f"started · {summary['env_steps']:,} env steps · {summary['llm_calls']:,} LLM calls"),
-                  title_justify="left")
-    for col in ("run", "state", "iteration", "env steps", "LLM calls", "updated", "note"):
+    table = Table()
+    table.add_column("run", no_wrap=True)
+    for col in ("state", "iteration", "env steps", "LLM calls", "updated", "note"):
         table.add_column(col)
     for run in summary["runs"]:
         state = run.get("state", "?")
@@ -93,7 +97,7 @@ def _table(summary: dict[str, Any], show_all: bool) -> Table:
         shown_it = f"{it}/{run.get('iterations')}" if isinstance(it, int) else str(it or "—")
         note = run.get("error") or ""
         if state == "completed" and run.get("returned_score") is not None:
-            note = f"returned_score {run['returned_score']:.3f}"
+            note = f"score {run['returned_score']:.3f}"
         table.add_row(escape(run["dir"]), state, shown_it, f"{int(run.get('env_steps') or 0):,}",
                       str(run.get("llm_calls") or 0), _age(run.get("updated"), now) + " ago", escape(note[:120]))
     return table
@@ -114,8 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps([{k: v for k, v in s.items() if args.all or k != "runs"} for s in summaries], indent=1))
         return 0
     console = Console(highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 160)
     for s in summaries:
-        console.print(_table(s, args.all))
+        print(headline(s))
+        if args.all or s["running"] or s["failed"]:
+            console.print(_table(s, args.all))
     return 0
 
 

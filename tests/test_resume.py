@@ -1,0 +1,150 @@
+"""Crash-safe resume: SIGKILL after an iteration, re-run, same result; bird.resume; rewinding; bad checkpoints."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bird import checkpoint
+from bird.config.load import ConfigError
+from bird.llm.offline.synth import OfflineSynthesiser
+from bird.loop import search
+from bird.registry import register
+from bird.resume import main as resume_main
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ["budget=smoke", "env=mujoco/hopper", "run.progress=false"]
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _events(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+def _kill_after_first_iteration(cmd: list[str], run: Path, cwd: Path) -> None:
+    """Start `cmd`, SIGKILL its whole process group right after iteration 1's iteration_done event."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            log = run / "events.jsonl"
+            if log.exists() and '"iteration_done"' in log.read_text():
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.02)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, f"the search ended by itself (rc {proc.returncode})"
+
+
+@pytest.mark.slow
+def test_a_search_killed_after_iteration_1_resumes_with_the_same_command(tmp_path):
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    cmd = [sys.executable, "-m", "bird", *SMOKE]
+    _kill_after_first_iteration([*cmd, f"hydra.run.dir={killed}"], killed, ROOT)
+    assert not (killed / "result.json").exists()
+    before = {c: _digests(killed / "candidates" / c) for c in ("it1-c0", "it1-c1")}
+    assert all("reward.py" in d and "candidate.json" in d for d in before.values())
+
+    again = subprocess.run([*cmd, f"hydra.run.dir={killed}"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming" in again.stderr and "took over the stale lock" in again.stderr
+    result = json.loads((killed / "result.json").read_text())
+    assert result["status"] == "completed" and [r["from_iteration"] for r in result["resumes"]] == [1]
+    assert {c: _digests(killed / "candidates" / c) for c in before} == before  # iteration 1 untouched
+    calls = [json.loads(line) for line in (killed / "llm_calls.jsonl").read_text().splitlines()]
+    assert [c["iteration"] for c in calls] == [1, 1, 2, 2]  # no second call for iteration 1
+    assert result["llm_calls"] == 4 and not (killed / checkpoint.CHECKPOINT_NAME).exists()
+    assert [e["event"] for e in _events(killed)].count("iteration_done") == 2
+
+    reference = subprocess.run([*cmd, f"hydra.run.dir={clean}"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    expected = json.loads((clean / "result.json").read_text())
+    assert result["returned"] == expected["returned"]
+    code = result["returned"]["code_path"]
+    assert (killed / code).read_bytes() == (clean / code).read_bytes()
+    assert result["returned_score"] == expected["returned_score"] and result["env_steps"] == expected["env_steps"]
+
+
+class _CrashOnce(OfflineSynthesiser):
+    """The offline synthesiser, except that the first iteration-2 request kills the search (once per test)."""
+
+    crash = True
+
+    def complete(self, request):  # noqa: ANN001, ANN201
+        if request.context.get("iteration") == 2 and _CrashOnce.crash:
+            _CrashOnce.crash = False
+            raise KeyboardInterrupt("simulated crash during iteration 2")
+        return super().complete(request)
+
+
+register("llm", "crash_once_test")(lambda cfg: _CrashOnce(cfg.model))
+
+
+@pytest.mark.slow
+def test_bird_resume_continues_from_the_run_directory_alone(compose_cfg, tmp_path):
+    _CrashOnce.crash = True
+    cfg = compose_cfg("env=mujoco/inverted_pendulum", "llm.backend=crash_once_test", "llm.cache=off")
+    with pytest.raises(KeyboardInterrupt):
+        search(cfg, tmp_path)
+    assert json.loads((tmp_path / "status.json").read_text())["state"] == "failed"
+    saved = (tmp_path / checkpoint.CHECKPOINT_NAME).read_bytes()
+    assert resume_main([str(tmp_path), "seed=7"]) == 2  # another config: refused, checkpoint kept
+    assert (tmp_path / checkpoint.CHECKPOINT_NAME).read_bytes() == saved
+    assert resume_main([str(tmp_path), "train.workers=1"]) == 0  # an execution-only override is fine
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert [it["iteration"] for it in result["iterations"]] == [1, 2]
+    assert result["resumes"][0]["from_iteration"] == 1 and result["llm_calls"] == 4
+    assert resume_main([str(tmp_path)]) == 0  # completed: nothing to do
+
+
+def _saved(iteration: int, sizes: dict[str, int]) -> checkpoint.SavedSearch:
+    from bird.state import Plan, SearchState
+
+    state = SearchState(spec=None, plan=Plan(2, 3, 10, 10, 1, 1), seed=0, smoke_batch={})  # type: ignore[arg-type]
+    state.iteration = iteration
+    return checkpoint.SavedSearch("h", state, {}, sizes, {}, 0.0)
+
+
+def test_rewind_removes_the_inflight_iteration_and_moves_its_llm_calls(tmp_path):
+    for cid in ("it1-c0", "it2-c0", "it2-c1", "it10-c0"):
+        (tmp_path / "candidates" / cid).mkdir(parents=True)
+    (tmp_path / "expand" / "it2").mkdir(parents=True)
+    (tmp_path / "final" / "seed1000").mkdir(parents=True)
+    kept = '{"iteration": 1, "cost_usd": 0.5}\n'
+    (tmp_path / "llm_calls.jsonl").write_text(kept + '{"iteration": 2, "cost_usd": 0.25}\n{"iteration": 2, "cos')
+    (tmp_path / "population.jsonl").write_text('{"iteration": 1}\n{"iteration": 2}\n')
+    (tmp_path / "events.jsonl").write_text('{"event": "a"}\n{"event": "b", "x"')
+    record = checkpoint.rewind(tmp_path, _saved(1, {"llm_calls.jsonl": len(kept), "population.jsonl": 17}))
+    assert sorted(p.name for p in (tmp_path / "candidates").iterdir()) == ["it1-c0"]
+    assert not (tmp_path / "expand" / "it2").exists() and not (tmp_path / "final").exists()
+    assert (tmp_path / "llm_calls.jsonl").read_text() == kept
+    assert (tmp_path / "lost_llm_calls.jsonl").read_text() == '{"iteration": 2, "cost_usd": 0.25}\n'
+    assert (record["lost_llm_calls"], record["lost_cost_usd"]) == (1, 0.25)
+    assert (tmp_path / "population.jsonl").read_text() == '{"iteration": 1}\n'
+    assert (tmp_path / "events.jsonl").read_text() == '{"event": "a"}\n'
+    assert record["removed"] == ["candidates/it10-c0", "candidates/it2-c0", "candidates/it2-c1", "expand/it2", "final"]
+
+
+def test_a_corrupt_or_foreign_checkpoint_gives_a_clear_error(compose_cfg, tmp_path):
+    cfg = compose_cfg()
+    assert checkpoint.load(tmp_path, cfg) is None
+    (tmp_path / checkpoint.CHECKPOINT_NAME).write_bytes(b"not a pickle")
+    with pytest.raises(checkpoint.CheckpointError, match="cannot be read"):
+        checkpoint.load(tmp_path, cfg)
+    checkpoint.save(tmp_path, compose_cfg("seed=5"), _saved(1, {}).state, {}, 0.0, [])
+    assert [p.name for p in tmp_path.iterdir()] == [checkpoint.CHECKPOINT_NAME]  # no temp file left
+    with pytest.raises(ConfigError, match="checkpoint of another config"):
+        checkpoint.load(tmp_path, cfg)
