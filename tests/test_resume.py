@@ -21,7 +21,8 @@ from bird.registry import register
 from bird.resume import main as resume_main
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOKE = ["budget=smoke", "env=mujoco/hopper", "run.progress=false"]
+# a generous per-call limit: under heavy machine load a sandbox timeout would make two runs differ
+SMOKE = ["budget=smoke", "env=mujoco/hopper", "run.progress=false", "verify.call_timeout_s=60"]
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -65,18 +66,18 @@ def test_a_search_killed_after_iteration_1_resumes_with_the_same_command(tmp_pat
     assert {c: _digests(killed / "candidates" / c) for c in before} == before  # iteration 1 untouched
     calls = [json.loads(line) for line in (killed / "llm_calls.jsonl").read_text().splitlines()]
     assert [c["iteration"] for c in calls] == [1, 1, 2, 2]  # no second call for iteration 1
-    assert [r["from_iteration"] for r in result["resumes"]] == [1]
-    assert "resuming" in again.stderr and "took over the stale lock" in again.stderr
+    assert [r["from_iteration"] for r in result["resumes"]] == [1], result["resumes"]
+    assert "resuming" in again.stderr and "took over the stale lock" in again.stderr, again.stderr[-2000:]
     assert result["llm_calls"] == 4 and not (killed / checkpoint.CHECKPOINT_NAME).exists()
     assert [e["event"] for e in _events(killed)].count("iteration_done") == 2
 
     reference = subprocess.run([*cmd, f"hydra.run.dir={clean}"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert reference.returncode == 0, reference.stderr[-3000:]
     expected = json.loads((clean / "result.json").read_text())
-    assert result["returned"] == expected["returned"]
+    assert result["returned"] == expected["returned"], (result["iterations"], expected["iterations"])
     code = result["returned"]["code_path"]
     assert (killed / code).read_bytes() == (clean / code).read_bytes()
-    assert result["returned_score"] == expected["returned_score"] and result["env_steps"] == expected["env_steps"]
+    assert (result["returned_score"], result["env_steps"]) == (expected["returned_score"], expected["env_steps"])
 
 
 class _CrashOnce(OfflineSynthesiser):
