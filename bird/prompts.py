@@ -1,11 +1,12 @@
-"""Prompt templates (methods/prompts/<set>/*.txt) and the env representations shown to generators."""
+"""Prompt templates (methods/<name>/*.txt, variants in methods/<name>/<variant>/) and the env representations shown
+to generators."""
 
 from __future__ import annotations
 
 from functools import cache
 from typing import Any
 
-from bird.config.validate import PROMPTS_DIR
+from bird.config.validate import METHODS_DIR
 from bird.envs.base import TaskSpec
 from bird.registry import register
 
@@ -14,9 +15,19 @@ __all__ = ["templates", "render_obs_index", "obs_fields_context", "initial_user_
 
 @cache
 def templates(name: str) -> dict[str, str]:
-    """All templates of one set, by file stem."""
-    folder = PROMPTS_DIR / name
-    return {p.stem: p.read_text() for p in sorted(folder.glob("*.txt"))}
+    """All templates of one set, by file stem. A variant "<method>/<variant>" starts from the method's templates and
+    replaces those its own folder holds (e.g. regot/no_graph: RE-GoT's prompts without the task-graph wording)."""
+    folders = [METHODS_DIR / p for p in _parents(name)]
+    missing = [str(f) for f in folders if not f.is_dir()]
+    if missing:
+        raise ValueError(f"generate.prompt={name!r}: no template folder {missing[0]}")
+    return {p.stem: p.read_text() for f in folders for p in sorted(f.glob("*.txt"))}
+
+
+def _parents(name: str) -> list[str]:
+    """"a/b/c" -> ["a", "a/b", "a/b/c"] (outermost first, so inner folders override)."""
+    parts = name.split("/")
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def obs_fields_context(spec: TaskSpec) -> list[dict]:

@@ -40,7 +40,7 @@ class EnvConfig:
 class GenerateConfig:
     # reward programs requested per iteration (K)
     n_candidates: int = 8
-    # prompt template set under methods/prompts/
+    # prompt template set: methods/<name>/ or a variant methods/<name>/<variant>/ (its files override the method's)
     prompt: str = "eureka"
     # how the env is shown: registry family env_representation
     env_representation: str = "obs_code"
@@ -197,7 +197,7 @@ class DecomposeConfig:
 
     # none | tag_graph
     kind: str = "none"
-    # few-shot (task -> graph) examples shown, from methods/prompts/<generate.prompt>/decompose_example_*.txt (0 = zero-shot)
+    # few-shot (task -> graph) examples shown, from methods/<generate.prompt>/decompose_example_*.txt (0 = zero-shot)
     n_examples: int = 2
     # blind re-asks when the answer is not a valid graph (then the search goes on without one, recorded)
     retries: int = 1

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import bird.methods
 from bird import registry
 from bird.config.schema import BirdConfig
 from bird.types import FailureKind
 
-__all__ = ["validate", "REGISTRY_KEYS", "PROMPTS_DIR"]
+__all__ = ["validate", "REGISTRY_KEYS", "METHODS_DIR", "template_sets"]
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "methods" / "prompts"
+# methods/<name>/: a method's home (README.md with its fidelity table, prompt templates *.txt, variant folders)
+METHODS_DIR = Path(bird.methods.__file__).resolve().parent
+
+
+def template_sets() -> list[str]:
+    """Names `generate.prompt` accepts: methods/<name>/ holding a system.txt, and its variant folders
+    methods/<name>/<variant>/ (a variant's templates override the method's files of the same name)."""
+    homes = [p.parent for p in METHODS_DIR.glob("*/system.txt")]
+    variants = [d for h in homes for d in h.iterdir() if d.is_dir() and any(d.glob("*.txt"))]
+    return sorted(d.relative_to(METHODS_DIR).as_posix() for d in homes + variants)
+
 
 # config key -> registry family whose names are its allowed values
 REGISTRY_KEYS: dict[str, str] = {
@@ -146,9 +157,8 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
     suite = cfg.env.id.partition("/")[0]
     if suite not in registry.names("suite"):
         problems.append(f"env.id={cfg.env.id!r}: unknown suite {suite!r}; allowed: {registry.names('suite')}")
-    if not (PROMPTS_DIR / cfg.generate.prompt).is_dir():
-        known = sorted(p.name for p in PROMPTS_DIR.iterdir() if p.is_dir()) if PROMPTS_DIR.is_dir() else []
-        problems.append(f"generate.prompt={cfg.generate.prompt!r}: no template set; allowed: {known}")
+    if cfg.generate.prompt not in template_sets():
+        problems.append(f"generate.prompt={cfg.generate.prompt!r}: no template set; allowed: {template_sets()}")
 
 
 def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
