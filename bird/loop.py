@@ -17,7 +17,7 @@ from bird.llm.factory import make_generator
 from bird.pool import TrainPool, default_workers
 from bird.progress import ProgressDisplay, print_summary
 from bird.rundir import SCHEMA_VERSION, RunDir, write_json
-from bird.stages.feedback import feedback
+from bird.stages.feedback import feedback, resolve_fitness
 from bird.stages.generate import generate
 from bird.stages.select import select
 from bird.stages.train import make_job, train
@@ -155,6 +155,7 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
         "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
         "generator": generator.describe(), "substitutes": _substitutes(cfg, state),
         "plan": state.plan.__dict__, "score_definition": state.spec.score_definition,
+        "fitness_source": resolve_fitness(cfg.feedback.fitness, state.spec.suite),
         "returned": None if cand is None else {
             "candidate_id": cand.id, "code_path": f"candidates/{cand.id}/reward.py" if cand.code else None,
             "in_loop_score": cfg_score(cfg, state.results.get(cand.id))},

@@ -115,3 +115,4 @@ class Report:
     fitness: float | None  # None when the method ranks nothing or the candidate failed
     feedback: str  # text for the next prompt
     stats: dict[str, Any] = field(default_factory=dict)
+    fitness_source: str | None = None  # the fitness that ranked it, resolved (feedback.fitness=native -> per suite)

@@ -174,6 +174,13 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
                 problems.append(f"{key}={_get(cfg, key)!r} needs {need} "
                                 f"{'in ' + str(list(allowed)) if isinstance(allowed, tuple) else '>= ' + str(allowed)}, "
                                 f"got {value!r}")
+    suite = cfg.env.id.partition("/")[0]
+    for name in dict.fromkeys([cfg.feedback.fitness, *cfg.feedback.report_metrics]):
+        resolve = getattr(registry.get("fitness", name), "resolve", None) if name in registry.names("fitness") else None
+        try:
+            _ = resolve(suite) if resolve else None
+        except ValueError as exc:
+            problems.append(str(exc))
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")
