@@ -129,8 +129,8 @@ def _misscored(cfg: BirdConfig, state: SearchState, parent: str, rng: random.Ran
     reward per step and the program's debug_fn output; sometimes an expert trajectory (GRACE Table 6 knobs)."""
     wrong_text, wrong = _wrong_block(cfg, state, parent, rng)
     expert_text, expert = _expert_block(cfg, state, parent, rng)
-    from bird.prompts import IMPORT_INSTRUCTIONS, render_obs_index
+    from bird.prompts import IMPORT_INSTRUCTIONS, render_fields
 
     fields = {"incorrect_trajectories": wrong_text, "expert_traj_str": expert_text,
-              "state_description": render_obs_index(state.spec), "import_instructions": IMPORT_INSTRUCTIONS}
+              "state_description": render_fields(state.spec, cfg.generate.field_view), "import_instructions": IMPORT_INSTRUCTIONS}
     return fields, {"wrong_examples": wrong, "expert_trajectory": expert}

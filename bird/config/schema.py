@@ -44,6 +44,8 @@ class GenerateConfig:
     prompt: str = "eureka"
     # how the env is shown: registry family env_representation
     env_representation: str = "obs_code"
+    # how observation fields are shown (prompt and context): registry family field_view (described | bare)
+    field_view: str = "described"
     # which earlier candidate the next prompt builds on: registry family parent
     parent: str = "iteration_best"
     # prompt memory: registry family history
@@ -143,7 +145,7 @@ class FeedbackConfig:
     p_incorrect_state_only: float = 0.5
     # misscored-demos view: chance to show only an expert trajectory's goal states (when one is appended)
     p_expert_state_only: float = 0.75
-    # judge format, mode vlm: keyframes rendered from the first collected rollout
+    # judge format, mode vlm: keyframes rendered from each collected rollout
     judge_keyframes: int = 8
 
 

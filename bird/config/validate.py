@@ -26,6 +26,7 @@ def template_sets() -> list[str]:
 # config key -> registry family whose names are its allowed values
 REGISTRY_KEYS: dict[str, str] = {
     "generate.env_representation": "env_representation",
+    "generate.field_view": "field_view",
     "generate.parent": "parent",
     "generate.history": "history",
     "train.learner": "learner",

@@ -93,7 +93,7 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
     system = t["system"].format(signature=t.get("signature", ""), code_output_tip=t.get("code_output_tip", ""),
                                 action_dim=state.spec.action_dim)
     context: dict[str, Any] = {
-        "obs_fields": obs_fields_context(state.spec),
+        "obs_fields": obs_fields_context(state.spec, cfg.generate.field_view),
         "action_dim": state.spec.action_dim,
         "iteration": state.iteration,
         "contract": cfg.reward.contract,
@@ -106,7 +106,8 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
         messages = [Message("system", system), Message("user", user)]
         context.update(parent_code=state.candidates[parent].code, **extra)
     else:
-        first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state)
+        first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state,
+                                            cfg.generate.field_view)
         messages = [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, t)]
         context.update(shown)
     if chain:

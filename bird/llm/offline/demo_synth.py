@@ -19,7 +19,7 @@ __all__ = ["answer_demo_request"]
 
 
 def _pairs(fields: list[dict]) -> list[tuple[str, str]]:
-    pos = [f["name"] for f in fields if f["kind"] in ("position", "goal") and f["size"] == 3
+    pos = [f["name"] for f in fields if f.get("unit") == "m" and f["size"] == 3  # 3-d positions, from units alone
            and not f.get("always_zero") and not f["name"].startswith("prev_")]
     return [(a, b) for i, a in enumerate(pos) for b in pos[i + 1 :]]
 
