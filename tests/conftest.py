@@ -55,3 +55,12 @@ def smoke_run(tmp_path_factory, compose_cfg):
 def method_smoke_run(smoke_run):
     """method_smoke_run(method) -> (run directory, result): the method's shared end-to-end smoke search."""
     return lambda method: smoke_run(*method_smoke_overrides(method))
+
+
+@pytest.fixture(scope="session")
+def rehearse_prompts():
+    """rehearse_prompts(cfg, workdir) -> Rehearsal: every prompt kind the method sends, without training
+    (tests/prompt_rehearsal.py)."""
+    from prompt_rehearsal import rehearse
+
+    return rehearse
