@@ -32,9 +32,13 @@ def make_plan(cfg: BirdConfig) -> Plan:
     b = cfg.budget
     k = min(cfg.generate.n_candidates, b.max_candidates or cfg.generate.n_candidates)
     t = min(cfg.loop.iterations, b.max_iterations or cfg.loop.iterations)
+    own = {"n_candidates": cfg.generate.n_candidates, "iterations": cfg.loop.iterations,
+           "population_size": cfg.select.population_size or cfg.generate.n_candidates}
+    planned = {"n_candidates": k, "iterations": t, "population_size": cfg.select.population_size or k}
     return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
                 final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k),
-                population_size=cfg.select.population_size or k)
+                population_size=planned["population_size"],
+                capped={key: [own[key], planned[key]] for key in own if own[key] != planned[key]})
 
 
 def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir,

@@ -87,10 +87,11 @@ def obs_index(spec: TaskSpec) -> str:
     return f"(environment code not shown) A {spec.suite} task with a {spec.obs_index.dim}-dimensional observation."
 
 
-def initial_user_message(template_set: str, representation: str, state: Any,
-                         field_view: str = "described") -> tuple[str, dict[str, Any]]:
+def initial_user_message(template_set: str, representation: str, state: Any, field_view: str = "described",
+                         rng: Any = None) -> tuple[str, dict[str, Any]]:
     """The first user message and the structured context of what it shows (slots the template does not use are
-    neither rendered nor put in the context). Demonstrations fill {expert_trajectories} when the search has them."""
+    neither rendered nor put in the context). Demonstrations fill {expert_trajectories} when the search has them (a
+    random subset drawn with `rng`)."""
     from bird import registry
 
     t = templates(template_set)["initial_user"]
@@ -117,7 +118,7 @@ def initial_user_message(template_set: str, representation: str, state: Any,
     if "{expert_trajectories}" in t:
         from bird.components.demo_views import shown_expert_trajectories
 
-        values["expert_trajectories"], context["expert_trajectories"] = shown_expert_trajectories(state)
+        values["expert_trajectories"], context["expert_trajectories"] = shown_expert_trajectories(state, rng)
     return t.format(**values), context
 
 

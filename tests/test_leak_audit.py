@@ -17,7 +17,7 @@ from bird.registry import get
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
 TASKS = available_envs()
 REHEARSAL = ["run.progress=false", "env.horizon=50", "budget.max_candidates=1", "verify.checks=[static]",
-             "judge.mode=state_text", "demos.n_expert=2", "demos.n_negative=2", "demos.test_fraction=0.5"]
+             "judge.mode=state_text", "demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2"]
 # a method that cannot run on a suite must say so before anything is sent
 REFUSALS = r"not available for suite|no scripted expert policy"
 

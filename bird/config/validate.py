@@ -41,6 +41,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "reward.form": "reward_form",
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
+    "demos.positive_states": "positive_states",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -59,9 +60,9 @@ LIST_REGISTRY_KEYS: dict[str, str] = {
 _ENUMS: dict[str, tuple[str, ...]] = {
     "train.reward_source": ("candidate", "reference"),
     "llm.cache": ("off", "readwrite", "record", "replay"),
-    "demos.positive_states": ("all", "last_state"),
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
+    "budget.protocol": ("own", "matched"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -110,7 +111,7 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
-                "select.population_size"):
+                "select.population_size", "demos.max_train"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
             problems.append(f"{key}={value}: must be >= 1 or null")

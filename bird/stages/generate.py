@@ -107,7 +107,7 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
         context.update(parent_code=state.candidates[parent].code, **extra)
     else:
         first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state,
-                                            cfg.generate.field_view)
+                                            cfg.generate.field_view, _rng(state, sample_index, "shown_demos"))
         messages = [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, t)]
         context.update(shown)
     if chain:
