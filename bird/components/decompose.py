@@ -1,7 +1,7 @@
 """Task decomposition before the first generation (registry family decompose).
 
 - none: no decomposition.
-- tag_graph: RE-GoT §IV-B, one query returns a text-attributed graph G = (V, E, T_v, T_e) of sub-goals, guided by
+- tag_graph: RE-GoT §IV-C2 (a single query, §IV-D) returns a text-attributed graph G = (V, E, T_v, T_e) of sub-goals, guided by
   rules and k few-shot (task → graph) examples (methods/<generate.prompt>/decompose_*.txt; k = 0 is the zero-shot
   ablation). The answer is validated (`graph_problems`); an invalid graph is re-asked decompose.retries times, then
   the search goes on without one, recorded in decomposition.json.

@@ -129,7 +129,7 @@ def _expert_block(cfg: BirdConfig, state: SearchState, parent: str, rng: random.
 @register("mutation_view", "misscored_demos")
 def _misscored(cfg: BirdConfig, state: SearchState, parent: str, rng: random.Random) -> tuple[dict, dict]:
     """GRACE's mutation context: misscored states (whole trajectories or the states alone) with the predicted
-    reward per step and the program's debug_fn output; sometimes an expert trajectory (GRACE Table 6 knobs)."""
+    reward per step and the program's debug_fn output; sometimes an expert trajectory (GRACE App. A.4 Table 6 knobs)."""
     wrong_text, wrong = _wrong_block(cfg, state, parent, rng)
     expert_text, expert = _expert_block(cfg, state, parent, rng)
     from bird.prompts import IMPORT_INSTRUCTIONS, render_fields

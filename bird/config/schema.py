@@ -141,7 +141,7 @@ class FeedbackConfig:
     trajectory_stride: int = 100
     # misscored-demos feedback: wrong examples shown per prompt
     n_wrong_examples: int = 8
-    # misscored-demos view: chance to append a whole expert trajectory (GRACE Table 6)
+    # misscored-demos view: chance to append a whole expert trajectory (GRACE App. A.4 Table 6)
     p_expert_trajectory: float = 0.25
     # misscored-demos view: chance to show only the misscored states instead of their whole trajectories
     p_incorrect_state_only: float = 0.5
