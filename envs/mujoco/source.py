@@ -144,7 +144,7 @@ def full_source(env_cls: type) -> str:
     left = sorted({w for w in re.findall(r"[A-Za-z_]\w*", out) if REWARD_NAME.search(w)})
     if left:
         raise ValueError(f"reward code left in the {env_cls.__name__} source: {left}")
-    return "# Gymnasium source; the reference reward is removed (`...` marks where it was returned)\n" + out + "\n"
+    return "# Gymnasium source without the env's own scoring code (`...` marks a removed return value)\n" + out + "\n"
 
 
 @cache

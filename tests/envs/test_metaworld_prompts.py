@@ -41,15 +41,24 @@ def _reward_names(task: str) -> set[str]:
     return out
 
 
+def _leaks(text: str, forbidden: set[str]) -> list[str]:
+    return sorted(n for n in forbidden if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text))
+
+
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_no_rendered_representation_contains_reward_or_success_code(task):
+    from metaworld.env_dict import ALL_V3_ENVIRONMENTS
+
     spec = _spec(task)
     forbidden = _reward_names(task)
     assert {"evaluate_state", "compute_reward", "_gripper_caging_reward", "tolerance", "'success'"} <= forbidden
+    raw = inspect.getsource(inspect.getmodule(ALL_V3_ENVIRONMENTS[TASKS[task].mw_name]))
+    caught = set(_leaks(raw, forbidden))  # positive control: Meta-World's own module shows them
+    assert {"evaluate_state", "compute_reward"} <= caught and {"'success'", '"success"'} & caught
     for rep in [r for r in REPRESENTATIONS if r in names("env_representation")]:
         text = get("env_representation", rep)(spec)
         assert text.strip(), rep
-        leaks = sorted(n for n in forbidden if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text))
+        leaks = _leaks(text, forbidden)
         assert not leaks, f"{task}/{rep} shows {leaks}"
 
 
