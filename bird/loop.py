@@ -137,7 +137,7 @@ def _substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
 
 
 def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> None:
-    """Inputs some methods need before the first generation: demos and the task decomposition."""
+    """Inputs some methods need before the first generation: demos, the task decomposition, a judge."""
     from bird.components.decompose import decompose
 
     if cfg.demos.enabled:
@@ -149,6 +149,7 @@ def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> 
     if state.decomposition is not None:
         write_json(run.root / "decomposition.json", state.decomposition)
         run.event("decomposed", kind=state.decomposition["kind"], valid=state.decomposition["valid"])
+    _attach_judge(cfg, state, generator)
 
 
 def _attach_judge(cfg: BirdConfig, state: SearchState, generator: Any) -> None:
@@ -212,6 +213,7 @@ def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: An
         return state, 0.0, []
     record = checkpoint.rewind(run.root, saved)
     generator.ledger.totals.update(saved.ledger)
+    _attach_judge(cfg, saved.state, generator)
     run.event("search_resumed", **record)
     print(f"bird: resuming {run.root} after iteration {saved.state.iteration} ({record['lost_llm_calls']} LLM "
           f"calls of the interrupted iteration moved to lost_llm_calls.jsonl)", file=sys.stderr)
@@ -244,7 +246,6 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
         try:
             state, spent, resumes = _start(cfg, plan, run, adapter, generator, saved)
             start -= spent
-            _attach_judge(cfg, state, generator)
             ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
                    f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
             scores = _run_iterations(cfg, state, generator, pool, run, ui, start, resumes)
