@@ -7,6 +7,7 @@ Every verdict names the mode that produced it; a vlm judge without rendering fal
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,8 +46,8 @@ def _state_rows(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]
     return out
 
 
-def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> list[bytes]:
-    """PNG keyframes of rollout 0, replayed from its reset seed (raises RenderingUnavailable)."""
+def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> list[tuple[int, bytes]]:
+    """(step, PNG) keyframes of rollout 0, replayed from its reset seed (raises RenderingUnavailable)."""
     import imageio.v3 as iio
 
     from bird.envs.frames import render_episode
@@ -58,16 +59,27 @@ def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray])
     steps = iter(actions)
     frames = render_episode(make_adapter(cfg.env), seed=ROLLOUT_SEED_BASE + 1000 * state.seed,
                             policy=lambda obs: next(steps), max_steps=len(actions), every=every, width=224, height=224)
-    return [iio.imwrite("<bytes>", f, extension=".png") for f in frames[: cfg.feedback.judge_keyframes]]
+    return [(min(k * every, len(actions)), iio.imwrite("<bytes>", f, extension=".png"))
+            for k, f in enumerate(frames[: cfg.feedback.judge_keyframes])]
 
 
-def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> tuple[str, dict, list[bytes]]:
+def save_keyframes(folder: Path, keyframes: list[tuple[int, bytes]]) -> None:
+    """The judge's images as keyframes/<k>_step<t>.png in the candidate folder (what the VLM was shown)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, (step, png) in enumerate(keyframes):
+        (folder / f"{k:02d}_step{step:04d}.png").write_bytes(png)
+
+
+def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray],
+              folder: Path) -> tuple[str, dict, list[bytes]]:
     mode, fallback = cfg.judge.mode, None
     if mode == "vlm":
         from bird.envs.frames import RenderingUnavailable
 
         try:
-            images = _keyframes(cfg, state, data)
+            keyframes = _keyframes(cfg, state, data)
+            save_keyframes(folder / "keyframes", keyframes)
+            images = [png for _, png in keyframes]
             return (f"{len(images)} keyframes of one rollout are attached, in time order.",
                     {"judge_mode": "vlm", "n_frames": len(images)}, images)
         except RenderingUnavailable as exc:
@@ -116,7 +128,7 @@ def _judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResul
         return "The reward was not used to train a policy.", {}
     data = load_rollouts(res.rollouts_path)
     stats = component_stats(data)
-    evidence, ctx, images = _evidence(cfg, state, data)
+    evidence, ctx, images = _evidence(cfg, state, data, Path(res.rollouts_path).parent)
     t = templates(cfg.generate.prompt)
     stat_text = "\n".join(f"- {n}: {s['max']:.3f} / {s['mean']:.3f} / {s['min']:.3f} / {s['std']:.3f}" for n, s in stats.items())
     user = t["judge_user"].format(task=state.spec.description, code=cand.code, component_stats=stat_text, evidence=evidence)

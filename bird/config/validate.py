@@ -29,6 +29,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "reward.form": "reward_form",
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
+    "tracker.backend": "tracker",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -50,6 +51,8 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "demos.positive_states": ("all", "last_state"),
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
+    "video.record": ("none", "returned", "all_candidates"),
+    "tracker.mode": ("offline", "online", "disabled"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -80,6 +83,11 @@ _POSITIVE_INTS = (
     "demos.stride",
     "feedback.judge_keyframes",
     "verify.progress_expert_episodes",
+    "video.every",
+    "video.episodes",
+    "video.width",
+    "video.height",
+    "video.frame_skip",
 )
 
 
