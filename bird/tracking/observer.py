@@ -82,6 +82,12 @@ class RunTracker:
                 if self.log_videos and path.is_file():
                     caption = f"{clip.get('description', '')} | seed {clip.get('training_seed')} | score {clip.get('score')}"
                     self._safe("log video", self.tracker.log_video, path, caption, k)
+        if self.failed is not None:  # still release what the tracker holds (files, a service process)
+            try:
+                self.tracker.close(False)
+            except Exception:  # noqa: BLE001, S110 - already recorded as tracker_error
+                pass
+            return
         self._safe("close", self.tracker.close, result is not None)
         if self.failed is None:
             self.run.event("tracker_closed", tracker=self.tracker.name, location=self.tracker.location())
