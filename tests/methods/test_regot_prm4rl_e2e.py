@@ -85,6 +85,12 @@ def test_regot_smoke_search_records_graph_and_judge_verdicts(compose_cfg, tmp_pa
     assert set(judge["verdict"]) == {"rollout_description", "motion_problems", "redesign_suggestions"}
     assert {"max", "mean", "min", "std"} == set(judge["component_stats"]["reward"])
     assert (judge["n_frames"] > 0) == (mode == "vlm")
+    keyframes = sorted((tmp_path / "candidates" / "it1-c0" / "keyframes").glob("*.png"))
+    assert len(keyframes) == judge["n_frames"]  # what the VLM was shown, saved in the candidate folder
+    if keyframes:
+        import imageio.v3 as iio
+
+        assert iio.imread(keyframes[0]).shape == (224, 224, 3) and keyframes[0].name == "00_step0000.png"
     feedback = (tmp_path / "candidates" / "it1-c0" / "feedback.txt").read_text()
     assert feedback.startswith(f"Judge ({mode}:")
     prompt = (tmp_path / "candidates" / "it2-c0" / "prompt.json").read_text()

@@ -43,7 +43,7 @@
     const pct = state.total ? (100 * state.answered) / state.total : 100;
     $("fill").style.width = pct + "%";
     $("count").textContent = state.done ? `${state.total} of ${state.total}` : `clip ${state.answered + 1} of ${state.total}`;
-    $("rater").textContent = state.rater;
+    $("rater").textContent = "Rater " + state.rater;
     if (state.done) { $("main").hidden = true; $("done").hidden = false; return; }
     $("main").hidden = false;
     const item = state.item;
