@@ -138,3 +138,35 @@ def test_trackers_and_the_web_app_stay_unimported_until_used():
             "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr[-2000:]
+
+
+class _Recorder(Tracker):
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def log_metrics(self, metrics, axis, step):
+        self.calls.append(("metrics", axis, step, metrics))
+
+    def close(self, ok):
+        self.calls.append(("close", ok))
+
+
+def test_events_become_metrics_on_their_own_step_axes_and_a_failed_search_closes_as_failed(tmp_path):
+    run = RunDir(tmp_path)
+    tracker = _Recorder()
+    observer = RunTracker(tracker, run, _Gen())
+    run.listeners.append(observer.on_event)
+    run.event("candidate_trained", id="it1-c0", fitness=0.25, score=None, failure=None)
+    run.event("candidate_trained", id="it1-c1", fitness=None, score=None, failure={"kind": "timeout"})
+    run.event("iteration_done", iteration=3, best_fitness=0.25, best_score=0.5, env_steps_cum=4096, n_failed=1)
+    run.event("final_retrain", scores=[0.1, 0.2])
+    observer.finish(None)  # the search raised
+    assert tracker.calls[0] == ("metrics", "candidate", 0, {"candidate/fitness": 0.25, "candidate/failed": 0.0})
+    assert tracker.calls[1] == ("metrics", "candidate", 1, {"candidate/failed": 1.0})
+    axis, step, it = tracker.calls[2][1:]
+    assert (axis, step) == ("iteration", 3) and it["iteration/env_steps"] == 4096 and it["iteration/llm_calls"] == 3
+    assert it["iteration/cost_usd"] == 0.5 and it["iteration/output_tokens"] == 20 and it["iteration/n_failed"] == 1
+    assert tracker.calls[3:5] == [("metrics", "final", 0, {"final/score": 0.1}), ("metrics", "final", 1, {"final/score": 0.2})]
+    assert tracker.calls[-1] == ("close", False)
