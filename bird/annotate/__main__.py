@@ -61,8 +61,9 @@ def _serve(args: argparse.Namespace) -> int:
     for name in names:
         study.add_rater(name, args.repeat_fraction, args.seed)
     print(f"study {args.db}: {new} new clips ({len(clips)} found); {study.summary()}")
-    if not study.raters() or '"clips": 0' in study.summary():
-        print("bird.annotate: nothing to rate yet (no clips or no raters)", file=sys.stderr)
+    if not study.clip_count():
+        print("bird.annotate: no clips yet: runs film their returned policy unless video.record=none "
+              "(final/seed*/episode*.mp4)", file=sys.stderr)
     print("rater links (each rater only sees their own):")
     _links(study, args.host, args.port)
     if args.no_serve:

@@ -272,6 +272,10 @@ class Study:
             writer.writerows(rows)
         return len(rows)
 
+    def clip_count(self) -> int:
+        with self._connection() as con:
+            return int(con.execute("SELECT COUNT(*) FROM clips").fetchone()[0])
+
     def summary(self) -> str:
         with self._connection() as con:
             n_clips = con.execute("SELECT COUNT(*) FROM clips").fetchone()[0]
