@@ -161,3 +161,29 @@ def test_serve_command_sets_up_the_study_and_prints_private_links(tmp_path, caps
     assert len(tokens) == 2 and "A: http://localhost:8765/r/" in out  # raters A and B by default
     assert {r.token for r in Study(db).raters()} == set(tokens)
     assert annotate_main(["serve", str(tmp_path / "nowhere"), "--db", str(db), "--no-serve"]) == 2
+
+
+def test_several_raters_answering_at_once_lose_nothing(study):
+    import threading
+
+    raters = [study.add_rater(name, 0.25) for name in ("A", "B", "C")]
+    errors: list[Exception] = []
+
+    def rate_all(rater) -> None:
+        s = Study(study.path)  # each thread its own handle, as the server's request threads are
+        try:
+            while (item := s.progress(rater)["next"]) is not None:
+                s.answer(rater, {"position": item["position"], "completion": 1 + item["position"] % 5,
+                                 "naturalness": 3 if item["ask_naturalness"] else None})
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=rate_all, args=(r,)) for r in raters]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    rows = study.rows()
+    assert len(rows) == 3 * 10 and {r["rater"] for r in rows} == {"A", "B", "C"}
+    assert all(r["completion"] == 1 + r["position"] % 5 for r in rows)
