@@ -210,9 +210,9 @@ def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
         result = _result(cfg, state, generator, scores, time.monotonic() - start)
         result["videos"] = summarise_clips(run.root, cfg.video.record)
         write_json(run.root / "result.json", result)
+        tracker.finish(result)
         run.event("search_done", returned=state.returned, returned_score=result["returned_score"])
         run.status("completed")
-        tracker.finish(result)
     except BaseException as exc:
         run.status("failed", error=f"{type(exc).__name__}: {exc}")
         if tracker is not None:

@@ -66,6 +66,8 @@ class RunTracker:
 
     def finish(self, result: dict[str, Any] | None) -> None:
         """Summary scalars, the returned reward's code, result.json, config and clips; then close the run."""
+        if isinstance(self.tracker, NullTracker):
+            return
         root = Path(self.run.root)
         if result is not None:
             summary = {k: _num(result.get(k)) for k in ("returned_score", "env_steps", "llm_calls", "llm_cached_calls",
