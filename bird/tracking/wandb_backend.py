@@ -52,3 +52,6 @@ class WandbTracker(Tracker):
 
     def close(self, ok: bool) -> None:
         self.run.finish(exit_code=0 if ok else 1)
+        # finish() can return before the offline writer has flushed the last records (seen: a summary missing from
+        # the run file); teardown waits for W&B's service to finish writing. The next wandb.init starts a new one.
+        self.wandb.teardown()
