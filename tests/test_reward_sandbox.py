@@ -103,7 +103,7 @@ def test_worker_cannot_write_files_or_see_api_keys(obs_index, tmp_path, monkeypa
     body = HEAD + "    return next_obs['rootx_vel'], {}\n"
     with SandboxedReward(body, obs_index) as program:
         program(np.zeros((2, obs_index.dim)), np.zeros((2, 3)), np.zeros((2, obs_index.dim)))
-        pid = program._proc.pid
+        pid = program._worker.proc.pid
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     assert b"sk-test-secret" not in environ
     assert not target.exists()
