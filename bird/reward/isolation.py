@@ -19,15 +19,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-__all__ = ["IsolationConfig", "Layer", "LAYERS", "SANDBOX_UID", "CPU_BUDGET_S", "apply", "arm_cpu_limit",
+from bird.reward import landlock, seccomp_policy
+
+__all__ = ["IsolationConfig", "Layer", "LAYERS", "STEPS", "SANDBOX_UID", "CPU_BUDGET_S", "apply", "arm_cpu_limit",
            "harden_host", "read_paths_for"]
 
 SANDBOX_UID = SANDBOX_GID = 65534  # nobody / nogroup: what a root host drops the worker to
 CPU_BUDGET_S = 3600  # hard RLIMIT_CPU over a worker's life; the soft limit is re-armed per call
-LAYERS = ("network_namespace", "unprivileged_user", "resource_limits", "empty_workdir", "non_dumpable",
-          "parent_death_signal", "no_new_privs", "landlock", "seccomp")
+LAYERS = ("network_namespace", "resource_limits", "empty_workdir", "unprivileged_user", "non_dumpable",
+          "parent_death_signal", "no_new_privs", "landlock", "seccomp")  # in the order they are applied
 SYSTEM_LIBRARY_PATHS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache")
 
+_STDLIB_DIRS = (os.path.dirname(os.__file__), str(sysconfig.get_config_var("DESTSHARED") or ""))  # read at import
 _CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -184,8 +187,6 @@ def _no_new_privs() -> Layer:
 
 
 def _landlock(paths: Sequence[str]) -> Layer:
-    from bird.reward import landlock
-
     if len(os.listdir("/proc/self/task")) != 1:
         raise OSError("Landlock restricts only the calling thread, and this process has several")
     res = landlock.restrict(list(paths))
@@ -196,8 +197,6 @@ def _landlock(paths: Sequence[str]) -> Layer:
 
 
 def _seccomp(cfg: IsolationConfig) -> Layer:
-    from bird.reward import seccomp_policy
-
     n = seccomp_policy.install(cfg.threads, cfg.extra_syscalls)
     threads = "threads allowed (clone with CLONE_THREAD only)" if cfg.threads else "no clone"
     return Layer("seccomp", True, f"allowlist of {n} syscalls + read-only open, self-only signals, {threads}; "
@@ -207,7 +206,7 @@ def _seccomp(cfg: IsolationConfig) -> Layer:
 def read_paths_for(modules: Sequence[str]) -> list[str]:
     """The directories a worker may read after start-up: the standard library, the packages of `modules` (and
     their bundled `<pkg>.libs`), and the system library directories."""
-    stdlib = [os.path.dirname(os.__file__), str(sysconfig.get_config_var("DESTSHARED") or "")]
+    stdlib = list(_STDLIB_DIRS)
     paths = list(stdlib)
     for name in dict.fromkeys(m.split(".")[0] for m in modules):
         where = getattr(importlib.import_module(name), "__file__", None)
@@ -221,33 +220,34 @@ def read_paths_for(modules: Sequence[str]) -> list[str]:
     return [p for p in dict.fromkeys(paths) if p]
 
 
+# name -> step(cfg, was_root); apply() runs them in LAYERS order. Tests run single steps to check one layer alone.
+STEPS: dict[str, Callable[[IsolationConfig, bool], Layer]] = {
+    "network_namespace": lambda cfg, root: _network_namespace(root),
+    "resource_limits": lambda cfg, root: _resource_limits(cfg),
+    "empty_workdir": lambda cfg, root: _empty_workdir(),
+    "unprivileged_user": lambda cfg, root: _unprivileged_user(root),
+    "non_dumpable": lambda cfg, root: _non_dumpable(),
+    "parent_death_signal": lambda cfg, root: _parent_death_signal(cfg.host_pid),
+    "no_new_privs": lambda cfg, root: _no_new_privs(),
+    "landlock": lambda cfg, root: _landlock(read_paths_for(cfg.read_modules) + list(cfg.extra_read_paths)),
+    "seccomp": lambda cfg, root: _seccomp(cfg),
+}
+
+
 def apply(cfg: IsolationConfig) -> list[Layer]:
-    """Apply every layer to this process, in order; return one Layer per name in LAYERS."""
-    from bird.reward import landlock, seccomp_policy  # noqa: F401 - imported now: bird/ is unreadable later
-
+    """Apply every layer to this process, in order; return one Layer per name in LAYERS (inactive ones say why)."""
     was_root = os.geteuid() == 0
-    layers: dict[str, Layer] = {}
-
-    def step(name: str, fn: Callable[[], Layer]) -> None:
+    layers: list[Layer] = []
+    for name in LAYERS:
+        if name == "resource_limits":  # after the namespaces, before the uid drop and the filters
+            for module in cfg.read_modules + cfg.preload:
+                importlib.import_module(module)
+            try:
+                seccomp_policy.load_library()
+            except Exception:  # noqa: BLE001 - reported by the seccomp step
+                pass
         try:
-            layers[name] = fn()
+            layers.append(STEPS[name](cfg, was_root))
         except Exception as exc:  # noqa: BLE001 - an unavailable layer is reported, never silently skipped
-            layers[name] = Layer(name, False, f"not applied: {type(exc).__name__}: {exc}")
-
-    step("network_namespace", lambda: _network_namespace(was_root))
-    for name in cfg.read_modules + cfg.preload:
-        importlib.import_module(name)
-    try:
-        seccomp_policy.load_library()
-    except Exception:  # noqa: BLE001 - reported by the seccomp step below
-        pass
-    paths = read_paths_for(cfg.read_modules) + list(cfg.extra_read_paths)
-    step("resource_limits", lambda: _resource_limits(cfg))
-    step("empty_workdir", _empty_workdir)
-    step("unprivileged_user", lambda: _unprivileged_user(was_root))
-    step("non_dumpable", _non_dumpable)
-    step("parent_death_signal", lambda: _parent_death_signal(cfg.host_pid))
-    step("no_new_privs", _no_new_privs)
-    step("landlock", lambda: _landlock(paths))
-    step("seccomp", lambda: _seccomp(cfg))
-    return [layers[name] for name in LAYERS]
+            layers.append(Layer(name, False, f"not applied: {type(exc).__name__}: {exc}"))
+    return layers

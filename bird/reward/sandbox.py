@@ -73,13 +73,12 @@ def _death(code: int | None, call_timeout_s: float) -> Failure:
 class WorkerProcess:
     """One isolated worker: spawn, framed requests with deadlines, validated reply frames, group kill.
 
-    :param module: the worker entry module ("bird.reward.worker"); it must call worker.start() first.
-    :param preload: extra modules the worker imports before its layers (tests use it to arm escaped payloads).
+    :param module: the worker entry module; its main(result_fd) must call bird.reward.worker.start() first.
+    :param extra_paths: put before the host's sys.path in the worker (where a test's entry module lives).
     """
 
     def __init__(self, language: Language, memory_mb: int, call_timeout_s: float,
-                 module: str = "bird.reward.worker", preload: tuple[str, ...] = (),
-                 extra_paths: tuple[str, ...] = ()) -> None:
+                 module: str = "bird.reward.worker", extra_paths: tuple[str, ...] = ()) -> None:
         isolation.harden_host()  # the parent and every training process: /proc/<pid>/environ and mem unreadable
         self.call_timeout_s = call_timeout_s
         self.seq = 0
@@ -100,8 +99,7 @@ class WorkerProcess:
             os.close(w)
         self.fd = r
         init = {"language": language.name, "isolation": {
-            "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid(),
-            "preload_extra": list(preload)}}
+            "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
         reply, _ = self.request(init, b"", STARTUP_TIMEOUT_S, 0, "worker start-up (interpreter, imports, layers)",
                                 f"{STARTUP_TIMEOUT_S:g} s start-up limit")
         self.layers = [{"name": protocol.clean_text(d.get("name"), 40), "active": d.get("active") is True,

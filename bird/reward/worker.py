@@ -59,7 +59,7 @@ def start(result_fd: int) -> tuple[Session, Language]:
     iso = init["isolation"]
     cfg = isolation.IsolationConfig(
         memory_mb=int(iso["memory_mb"]), call_timeout_s=float(iso["call_timeout_s"]), host_pid=int(iso["host_pid"]),
-        threads=language.threads, read_modules=tuple(language.preload) + tuple(iso.get("preload_extra", ())),
+        threads=language.threads, read_modules=tuple(language.preload),
         preload=(language.runner.partition(":")[0],),  # bird/ itself is not readable once the layers are on
         extra_syscalls=language.extra_syscalls, extra_read_paths=language.extra_read_paths,
     )
