@@ -85,3 +85,23 @@ def test_messages_from_programs_are_bounded_and_clean(run):
             assert all(COMPONENT_NAME.fullmatch(n) for n in call["names"])
             assert all(not CONTROL.search(v) for v in call["debug"].values())
         assert all(not CONTROL.search(p) and len(p) <= 300 for p in rec.get("plan_list", []))
+
+
+@pytest.mark.parametrize("name", ["f04_frame_builtins_read_parent_env", "n04_loadtxt_parent_environ",
+                                  "r01_memory_bomb"])
+def test_check_cli_on_attack_files_never_prints_the_canary(name, canary, tmp_path):
+    """`python -m bird.reward check FILE`, as the issue's attacker used it, with the canary in its environment."""
+    import json
+    import os
+    import subprocess
+
+    path = tmp_path / f"{name}.py"
+    path.write_text((CORPUS / f"{name}.py").read_text().replace("@SENTINEL@", str(tmp_path)))
+    proc = subprocess.run([sys.executable, "-m", "bird.reward", "check", str(path), "env=mujoco/hopper",
+                           "verify.memory_mb=1024"], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[2],
+                          env={"PATH": os.defpath, "OMP_NUM_THREADS": "1", "OPENAI_API_KEY": canary})
+    verdict = json.loads(proc.stdout)
+    assert proc.returncode == 1 and verdict["valid"] is False
+    assert verdict["failure"]["kind"] == ("rejected" if corpus_meta(path)["expect"] == "rejected" else "runtime_error")
+    assert canary not in proc.stdout + proc.stderr
