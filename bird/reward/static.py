@@ -194,7 +194,9 @@ def _name_failure(node: ast.AST, ctx: _Context) -> Failure | None:
     if isinstance(node, ast.Name):
         if node.id in _BUILTIN_REASONS:
             return _reject(line, f"{node.id!r} {_BUILTIN_REASONS[node.id]}")
-        if node.id.startswith("__") and node.id not in _ALLOWED_DUNDER_NAMES:
+        if node.id in _ALLOWED_DUNDER_NAMES:
+            return None
+        if node.id.startswith("__"):
             return _reject(line, f"dunder name {node.id!r} is not allowed")
         if node.id.startswith("_") and node.id not in ctx.bound:
             return _reject(line, f"name {node.id!r} starts with an underscore and is not defined by the program")
