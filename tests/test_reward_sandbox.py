@@ -71,7 +71,8 @@ def test_clean_program_runs_in_the_sandbox(obs_index):
         (HEAD + "    return next_obs['nope'], {}\n", FailureKind.RUNTIME_ERROR),
         (HEAD + "    return 1.0, {}\n", FailureKind.BAD_OUTPUT),
         (HEAD + "    return next_obs['rootx_vel']\n", FailureKind.BAD_OUTPUT),
-        (HEAD + "    x = np.ones(10 ** 10)\n    return x, {}\n", FailureKind.RUNTIME_ERROR),
+        # 3.2 GB: this machine has it, the 2048 MiB address-space limit does not (and the reason names the limit)
+        (HEAD + "    x = np.empty(400_000_000)\n    x.fill(1.0)\n    return x, {}\n", FailureKind.RUNTIME_ERROR),
         ("import os\n" + HEAD + "    return 0, {}\n", FailureKind.REJECTED),  # static checks always run first
         (HEAD + "    return (lambda: 0).__globals__, {}\n", FailureKind.REJECTED),
     ],
@@ -81,6 +82,8 @@ def test_runtime_failures_are_recorded_with_their_kind(obs_index, body, kind):
     with pytest.raises(RewardProgramError) as err, SandboxedReward(body, obs_index, call_timeout_s=1.0) as program:
         program(obs, np.zeros((3, 3)), obs)
     assert err.value.failure.kind == kind
+    if "400_000_000" in body:
+        assert "the memory limit fired (address space, memory_mb=2048 MiB)" in err.value.failure.reason
 
 
 def test_worker_refuses_imports_outside_the_allowlist_even_without_static_checks(obs_index):

@@ -98,6 +98,8 @@ class WorkerProcess:
         finally:
             os.close(w)
         self.fd = r
+        self._poll = select.poll()  # not select(): a host with more than 1,024 open fds is fine
+        self._poll.register(r, select.POLLIN)
         init = {"language": language.name, "isolation": {
             "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
         reply, _ = self.request(init, b"", STARTUP_TIMEOUT_S, 0, "worker start-up (interpreter, imports, layers)",
@@ -151,7 +153,7 @@ class WorkerProcess:
         chunks, got = [], 0
         while got < n:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+            if left <= 0 or not self._poll.poll(max(1, int(left * 1000))):
                 self.close()
                 raise RewardProgramError(Failure(FailureKind.TIMEOUT, f"{what} exceeded the {limit}"))
             chunk = os.read(self.fd, min(n - got, 1 << 20))

@@ -18,6 +18,8 @@ def ensure_user() -> tuple[int, int] | str:
     """(uid, gid) of the test user, created when missing (as root); or why there is none."""
     if os.geteuid() != 0:
         return "the tests run unprivileged already: no second user can be made"
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed"
     try:
         entry = pwd.getpwnam(TEST_USER)
     except KeyError:
