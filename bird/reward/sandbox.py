@@ -100,6 +100,11 @@ class WorkerProcess:
         self.fd = r
         self._poll = select.poll()  # not select(): a host with more than 1,024 open fds is fine
         self._poll.register(r, select.POLLIN)
+        assert self.proc.stdin is not None
+        self._stdin = self.proc.stdin.fileno()
+        os.set_blocking(self._stdin, False)  # a worker that stops reading must not block the host
+        self._out_poll = select.poll()
+        self._out_poll.register(self._stdin, select.POLLOUT)
         init = {"language": language.name, "isolation": {
             "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
         reply, _ = self.request(init, b"", STARTUP_TIMEOUT_S, 0, "worker start-up (interpreter, imports, layers)",
@@ -124,13 +129,8 @@ class WorkerProcess:
                 limit: str) -> tuple[dict[str, Any], bytes]:
         """Send one request; return the reply header and payload, both size-checked. Raises RewardProgramError."""
         self.seq += 1
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(protocol.encode({**header, "seq": self.seq}, payload))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise RewardProgramError(self._dead()) from None
         deadline = time.monotonic() + timeout
+        self._write(protocol.encode({**header, "seq": self.seq}, payload), deadline, what, limit)
         (hlen,) = struct.unpack("<I", self._read(4, deadline, what, limit))
         if hlen > protocol.MAX_HEADER:
             self._bad(f"reply header of {hlen} bytes (limit {protocol.MAX_HEADER})")
@@ -148,6 +148,20 @@ class WorkerProcess:
     def _bad(self, what: str) -> None:
         self.close()
         raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, f"reward worker sent {what}"))
+
+    def _write(self, data: bytes, deadline: float, what: str, limit: str) -> None:
+        view = memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._out_poll.poll(max(1, int(left * 1000))):
+                self.close()
+                raise RewardProgramError(Failure(FailureKind.TIMEOUT, f"{what} exceeded the {limit}"))
+            try:
+                view = view[os.write(self._stdin, view[: 1 << 20]):]
+            except BlockingIOError:
+                continue
+            except OSError:  # EPIPE: the worker is gone
+                raise RewardProgramError(self._dead()) from None
 
     def _read(self, n: int, deadline: float, what: str, limit: str) -> bytes:
         chunks, got = [], 0

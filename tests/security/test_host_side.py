@@ -76,6 +76,15 @@ def test_oversized_payload_is_refused_before_it_is_read(fake):
     assert program._worker.proc.returncode is not None  # and the worker is gone
 
 
+def test_a_worker_that_stops_reading_cannot_hang_the_host(fake):
+    """A request larger than the pipe buffer, to a worker that no longer reads: the write has the call's deadline."""
+    program = fake("stops_reading", call_timeout_s=1.0)
+    start = time.monotonic()
+    failure = _failure(program, b=100_000)  # 2.4 MB of observations
+    assert failure.kind == FailureKind.TIMEOUT and "per-call time limit" in failure.reason
+    assert time.monotonic() - start < 5
+
+
 def test_texts_from_a_program_are_bounded_and_stripped(fake):
     failure = _failure(fake("hostile_failure"))
     assert failure.kind == FailureKind.RUNTIME_ERROR  # an unknown kind is not taken on trust

@@ -64,6 +64,8 @@ def main(result_fd: int) -> None:
         session.send({"ok": True, "plan_list": ["step"] * 1000})
     else:
         session.send({"ok": True, "plan_list": ["\x1b[31mred\x00 step"]} if scenario == "plan_list_clean" else {"ok": True})
+    if scenario == "stops_reading":  # alive, but never reads another request
+        time.sleep(60)
     while True:
         try:
             header, _ = session.recv()
