@@ -124,12 +124,8 @@ def test_worker_cannot_write_files_or_see_api_keys_even_with_the_real_builtins(o
 
 
 def test_module_level_code_runs_under_the_per_call_limit_and_the_message_names_it(obs_index):
-    import time
-
-    start = time.monotonic()
     with pytest.raises(RewardProgramError) as err:
         SandboxedReward("while True:\n    pass\n" + CLEAN, obs_index, call_timeout_s=1.0)
-    assert time.monotonic() - start < 10
     assert err.value.failure.kind == FailureKind.TIMEOUT
     assert err.value.failure.reason == ("module-level code exceeded the per-call time limit (call_timeout_s=1 s, "
                                         "wall clock)")

@@ -69,20 +69,17 @@ def test_bad_replies_become_recorded_failures(fake, scenario, kind, words):
 
 
 def test_oversized_payload_is_refused_before_it_is_read(fake):
-    program = fake("payload_too_large")
-    start = time.monotonic()
-    _failure(program)
-    assert time.monotonic() - start < 1.5  # it did not wait for a terabyte, nor for the time-out
+    program = fake("payload_too_large", call_timeout_s=60.0)
+    failure = _failure(program)
+    assert failure.kind == FailureKind.BAD_OUTPUT  # refused on the length field: no terabyte read, no time-out
     assert program._worker.proc.returncode is not None  # and the worker is gone
 
 
 def test_a_worker_that_stops_reading_cannot_hang_the_host(fake):
     """A request larger than the pipe buffer, to a worker that no longer reads: the write has the call's deadline."""
     program = fake("stops_reading", call_timeout_s=1.0)
-    start = time.monotonic()
     failure = _failure(program, b=100_000)  # 2.4 MB of observations
     assert failure.kind == FailureKind.TIMEOUT and "per-call time limit" in failure.reason
-    assert time.monotonic() - start < 5
 
 
 def test_texts_from_a_program_are_bounded_and_stripped(fake):
@@ -116,7 +113,7 @@ def test_close_kills_the_whole_process_group(tmp_path):
     workdir = Path(worker.workdir)
     assert workdir.is_dir() and not any(workdir.iterdir()) and workdir.stat().st_mode & 0o777 == 0o700
     worker.close()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a wait for the reaper, not a speed check
     while any(_pgid(p) == pgid for p in _pids()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in _pids() if _pgid(p) == pgid]

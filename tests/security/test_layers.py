@@ -81,10 +81,9 @@ def test_file_size_limit_stops_a_write(tmp_path):
 
 
 def test_cpu_time_limit_ends_a_spinning_process():
-    start = time.monotonic()
-    proc = run_layers(["resource_limits"], "while True:\n    pass", timeout=30, call_timeout_s=0.5)
+    """A few CPU seconds; the subprocess time-out only guards against a hang (without the limit it spins on)."""
+    proc = run_layers(["resource_limits"], "while True:\n    pass", timeout=300, call_timeout_s=0.5)
     assert proc.returncode == -signal.SIGXCPU
-    assert time.monotonic() - start < 15
 
 
 PROCESSES = 'print(json.dumps({"fork": attempt(fork), "thread": attempt(thread)}))'
@@ -207,7 +206,7 @@ def test_worker_dies_with_its_host():
     assert _alive(worker)
     proc.kill()
     proc.wait()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a wait, not a speed check: SIGKILL is delivered at once
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(worker)
