@@ -196,12 +196,13 @@ def test_worker_dies_with_its_host():
     """PR_SET_PDEATHSIG: a worker busy in module-level code (not reading its pipe) dies when its host is killed."""
     host = (f"import sys, time\nsys.path[:0] = {[ROOT, *sys.path]!r}\n"
             "from bird.reward.languages import get_language\nfrom bird.reward.sandbox import WorkerProcess\n"
-            "w = WorkerProcess(get_language('numpy'), 1024, 60.0)\nprint(w.proc.pid, flush=True)\n"
+            "w = WorkerProcess(get_language('numpy'), 1024, 60.0)\nprint(w.proc.pid, w.workdir, flush=True)\n"
             "w.proc.stdin.write(__import__('bird.reward.protocol', fromlist=['x']).encode({'seq': 2, 'code': "
             "'while True:\\n    pass\\n', 'entry': 'compute_reward', 'contract': 'compute_reward', 'fields': []}))\n"
             "w.proc.stdin.flush()\ntime.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-I", "-c", host], stdout=subprocess.PIPE, text=True)
-    worker = int(proc.stdout.readline())
+    pid, workdir = proc.stdout.readline().split()
+    worker = int(pid)
     time.sleep(1.0)  # the worker is now spinning in the program's module-level code
     assert _alive(worker)
     proc.kill()
@@ -210,6 +211,7 @@ def test_worker_dies_with_its_host():
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(worker)
+    os.rmdir(workdir)  # a host killed with SIGKILL cannot remove its worker's (empty) directory itself
 
 
 def _alive(pid: int) -> bool:
