@@ -195,6 +195,9 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
 
 def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
     """Run one search and write its run directory; returns the result.json content."""
+    from bird.reward.isolation import harden_host
+
+    harden_host()  # the parent holds the API keys: same-user processes may not read its environ or memory
     start = time.monotonic()
     run = RunDir(run_dir)
     run.status("running")

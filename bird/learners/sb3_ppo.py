@@ -19,6 +19,7 @@ from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder
 from bird.learners.rollouts import collect_rollouts, save_rollouts
+from bird.reward.isolation import harden_host
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
@@ -141,6 +142,7 @@ def _build(job: TrainJob, prior: Any = None) -> tuple[Any, TransitionRecorder, V
 
 def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     """Train one policy under the job's reward; evaluate the benchmark score at each checkpoint."""
+    harden_host()  # a training process: its environment and memory unreadable by same-user processes
     torch.set_num_threads(1)
     start = time.monotonic()
     reward: SandboxedReward | None = None
