@@ -27,10 +27,25 @@ def test_pairwise_counts_ties_as_half_and_inversions_as_zero():
     assert pairwise_accuracy(np.array([]), np.array([1.0])) is None
 
 
+def _log_sigmoid(x: float) -> float:
+    return -math.log1p(math.exp(-x))
+
+
 def test_airl_is_class_balanced():
     # 1 positive, 3 negatives: each class mean counts once
     got = airl_loglik(np.array([0.0]), np.array([0.0, 0.0, 0.0]))
     assert got == pytest.approx(2 * math.log(0.5))
+
+
+def test_airl_weights_each_class_mean_once_when_classes_differ_in_size():
+    pos, neg = [2.0], [-1.0, 3.0, 0.0]  # one expert state, three negatives, all terms different
+    balanced = _log_sigmoid(2.0) + (_log_sigmoid(1.0) + _log_sigmoid(-3.0) + _log_sigmoid(0.0)) / 3
+    pooled = (_log_sigmoid(2.0) + _log_sigmoid(1.0) + _log_sigmoid(-3.0) + _log_sigmoid(0.0)) / 4
+    assert balanced == pytest.approx(-1.478593, abs=1e-6) and abs(balanced - pooled) > 0.4
+    assert airl_loglik(np.array(pos), np.array(neg)) == pytest.approx(balanced, rel=1e-12)
+    # the classes are not interchangeable: swapping them scores the reward's mistakes
+    swapped = _log_sigmoid(-1.0) + (_log_sigmoid(-2.0) + _log_sigmoid(-1.0) + _log_sigmoid(-3.0)) / 3
+    assert airl_loglik(np.array([-1.0]), np.array([2.0, 1.0, 3.0])) == pytest.approx(swapped, rel=1e-12)
 
 
 def test_worst_rows_are_the_lowest_likelihood_states_balanced_by_class():
