@@ -77,6 +77,22 @@ def test_call_with_retry_sleeps_between_attempts_then_raises():
     assert slept == [0.5, 0.5]
 
 
+def test_waits_grow_between_attempts_when_the_server_gives_no_retry_after():
+    slept: list[float] = []
+
+    def fail() -> None:
+        raise TransientError("HTTP 503")  # no Retry-After
+
+    policy = RetryPolicy()  # the shipped defaults: 1 s base, doubling, 60 s cap
+    with pytest.raises(LLMError):
+        call_with_retry(fail, policy, "thing", sleep=slept.append, rng=random.Random(0))
+    assert len(slept) == policy.max_retries == 6
+    for k, wait in enumerate(slept):
+        full = min(60.0, 2.0**k)
+        assert full / 2 <= wait <= full, (k, slept)
+    assert slept == sorted(slept) and slept[-1] > 10 * slept[0]
+
+
 def test_cli_without_key_fails_fast_naming_the_variable(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     cmd = [sys.executable, "-m", "bird", "llm=openai", "budget=smoke", "run.progress=false",
