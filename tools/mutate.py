@@ -1,0 +1,258 @@
+"""Mutation testing of bird's core modules with mutmut, one module at a time: `make mutate` (docs/testing.md).
+
+mutmut names a mutant after the module path of its file, and bird installs methods/, envs/ and analysis/ under
+the `bird` namespace (pyproject package-dir). So each run stages the package as it installs (bird/ with
+bird/analysis, bird/envs, bird/methods inside), plus conf/ and tests/, under .mutmut/<module>/ and runs mutmut
+there with only that module's files mutated and only the fast tests that cover it.
+
+Results go to docs/mutation/results.json (one entry per module, kept between runs) and docs/testing.md is written
+from it, with the surviving mutants explained in docs/mutation/notes.toml.
+
+    python tools/mutate.py                      # every module (hours on 2 cores)
+    python tools/mutate.py retry cache          # some modules
+    python tools/mutate.py --report             # rewrite docs/testing.md from the stored results only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGE = ROOT / ".mutmut"
+RESULTS = ROOT / "docs" / "mutation" / "results.json"
+NOTES = ROOT / "docs" / "mutation" / "notes.toml"
+REPORT = ROOT / "docs" / "testing.md"
+TARGET = 0.85
+# where each top-level folder lives inside the installed package
+LAYOUT = {"bird": "bird", "analysis": "bird/analysis", "envs": "bird/envs", "methods": "bird/methods"}
+KILLED = {"killed", "timeout", "caught by type check", "segfault"}
+
+
+@dataclass(frozen=True)
+class Module:
+    """A core module: its source files (repo paths) and the narrowest fast tests that cover them."""
+
+    files: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+MODULES: dict[str, Module] = {
+    "demos": Module(("bird/components/demos.py",), ("tests/methods/test_demo_set.py", "tests/methods/test_demos_unit.py")),
+    "demo_fitness": Module(("bird/components/demo_fitness.py",),
+                           ("tests/methods/test_demo_fitness.py", "tests/methods/test_demo_set.py")),
+    "trajectories": Module(("bird/components/trajectories.py",),
+                           ("tests/methods/test_tpe.py", "tests/methods/test_card_store.py")),
+    "metrics": Module(("analysis/metrics.py",), ("tests/analysis/test_analysis_metrics.py",)),
+    "bootstrap": Module(("analysis/bootstrap.py",), ("tests/analysis/test_analysis_bootstrap.py",)),
+    "bradley_terry": Module(("analysis/bradley_terry.py",), ("tests/analysis/test_analysis_bradley_terry.py",)),
+    "epic": Module(("analysis/epic.py",), ("tests/analysis/test_analysis_epic.py",)),
+    "report": Module(("analysis/report.py",), ("tests/analysis/test_analysis_report.py",)),
+    "retry": Module(("bird/llm/retry.py",), (
+        "tests/llm/test_wiring.py",
+        "tests/llm/test_backends.py::test_backend_backs_off_longer_after_each_fault_without_retry_after",
+        "tests/llm/test_backends.py::test_backend_waits_for_retry_after_when_rate_limited",
+        "tests/llm/test_backends.py::test_backend_raises_llm_error_when_retries_are_exhausted",
+        "tests/llm/test_backends.py::test_backend_makes_exactly_one_request_when_max_retries_is_zero")),
+    "cache": Module(("bird/llm/cache.py",), ("tests/llm/test_cache.py",)),
+    "offline_mutation": Module(("bird/llm/offline/synth.py",), ("tests/test_offline.py",)),
+    "registry": Module(("bird/registry.py",), ("tests/test_registry.py",)),
+    "branch_detector": Module(("bird/method_branches.py",), ("tests/test_registry.py",)),
+}
+
+
+def _staged(path: str) -> str:
+    top, _, rest = path.partition("/")
+    return f"{LAYOUT[top]}/{rest}"
+
+
+def _stage(name: str, module: Module) -> Path:
+    """A fresh copy of the package as installed, conf/, tests/ and a pyproject with the mutmut settings."""
+    stage = STAGE / name
+    shutil.rmtree(stage, ignore_errors=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "notebooks")
+    for top, target in LAYOUT.items():
+        shutil.copytree(ROOT / top, stage / target, ignore=ignore, dirs_exist_ok=True)
+    # the repo-relative data (conf/, methods/prompts) and the folders the tests read as files, at the root too
+    extra = ["conf", "methods", "envs", "analysis", "pyproject.toml"]
+    for folder in ("conf", "tests", "methods", "envs", "analysis"):
+        shutil.copytree(ROOT / folder, stage / folder, ignore=ignore)
+    settings = {
+        "source_paths": ["bird"],
+        "only_mutate": [_staged(f) for f in module.files],
+        "also_copy": extra,
+        "pytest_add_cli_args": ["-m", "not slow", "-p", "no:cacheprovider", "-q"],
+        "pytest_add_cli_args_test_selection": list(module.tests),
+        "process_isolation": "forkserver",
+        "use_git_change_detection": False,
+    }
+    lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
+    text = (ROOT / "pyproject.toml").read_text() + "\n[tool.mutmut]\n" + "\n".join(lines) + "\n"
+    (stage / "pyproject.toml").write_text(text)
+    return stage
+
+
+def _mutmut(stage: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("mutmut")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    return subprocess.run([str(exe), *args], cwd=stage, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _statuses(stage: Path, module: Module) -> dict[str, str]:
+    from mutmut.stats import status_by_exit_code
+
+    out: dict[str, str] = {}
+    for f in module.files:
+        meta = stage / "mutants" / (_staged(f) + ".meta")
+        data = json.loads(meta.read_text())
+        out.update({k: status_by_exit_code[v] for k, v in data["exit_code_by_key"].items()})
+    return out
+
+
+def _change(diff: str) -> tuple[str, str]:
+    """The removed and added source lines of a mutant's diff, whitespace-collapsed."""
+    minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    squash = lambda lines: " / ".join(" ".join(x.split()) for x in lines)  # noqa: E731
+    return squash(minus), squash(plus)
+
+
+def _function(key: str) -> str:
+    """`bird.llm.retry.xǁRetryPolicyǁwait_s__mutmut_3` -> `RetryPolicy.wait_s`."""
+    mangled = key.rpartition(".")[2].partition("__mutmut_")[0]
+    return mangled.removeprefix("x_").replace("xǁ", "").replace("ǁ", ".")
+
+
+def run_module(name: str, timeout_s: float, max_children: int) -> dict:
+    module = MODULES[name]
+    stage = _stage(name, module)
+    start = time.monotonic()
+    try:
+        proc = _mutmut(stage, "run", "--max-children", str(max_children), timeout=timeout_s)
+        log, finished = proc.stdout + proc.stderr, proc.returncode == 0
+    except subprocess.TimeoutExpired as exc:
+        log, finished = f"{exc.stdout or ''}{exc.stderr or ''}", False
+    (stage / "mutmut.log").write_text(log if isinstance(log, str) else log.decode(errors="replace"))
+    statuses = _statuses(stage, module)
+    survivors = []
+    for key, status in sorted(statuses.items()):
+        if status in KILLED:
+            continue
+        removed, added = _change(_mutmut(stage, "show", key, timeout=120).stdout)
+        survivors.append({"key": key, "function": _function(key), "status": status, "removed": removed,
+                          "added": added})
+    counts: dict[str, int] = {}
+    for status in statuses.values():
+        counts[status] = counts.get(status, 0) + 1
+    return {"files": list(module.files), "tests": list(module.tests), "date": dt.date.today().isoformat(),
+            "wall_s": round(time.monotonic() - start), "finished": finished, "total": len(statuses),
+            "counts": counts, "survivors": survivors,
+            "command": f"python tools/mutate.py {name}"}
+
+
+def _load_notes() -> list[dict]:
+    return tomllib.loads(NOTES.read_text())["note"] if NOTES.exists() else []
+
+
+def _note_for(module: str, s: dict, notes: list[dict]) -> dict | None:
+    for n in notes:
+        if n["module"] == module and n["function"] == s["function"] and n["added"] == s["added"] \
+                and n.get("removed", s["removed"]) == s["removed"]:
+            return n
+    return None
+
+
+def _score(entry: dict, module: str, notes: list[dict]) -> tuple[int, int, int, float]:
+    """(killed, equivalent, counted, score) with score = killed / (total - equivalent)."""
+    killed = sum(v for k, v in entry["counts"].items() if k in KILLED)
+    equivalent = sum(1 for s in entry["survivors"] if (_note_for(module, s, notes) or {}).get("kind") == "equivalent")
+    counted = entry["total"] - equivalent
+    return killed, equivalent, counted, killed / counted if counted else 1.0
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def write_report(results: dict) -> None:
+    notes = _load_notes()
+    lines = [
+        "# Testing",
+        "",
+        "`make test` runs the suite (`pytest`); `make test ARGS='-m \"not slow\"'` leaves out the end-to-end runs.",
+        "",
+        "## Mutation testing",
+        "",
+        "`make mutate` runs [mutmut](https://github.com/boxed/mutmut) 3 over the core modules, one module at a time "
+        "with the fast tests that cover it (`python tools/mutate.py MODULE...` for some; `--report` rewrites this "
+        "page from `docs/mutation/results.json`). It is not part of CI: a full run takes hours on 2 cores. "
+        "The score is killed / (mutants − equivalent mutants); timeouts count as killed. Every surviving mutant "
+        f"is listed below; equivalent ones and ones not worth a test say why (`docs/mutation/notes.toml`). "
+        f"Target: ≥ {TARGET:.0%} per module.",
+        "",
+        "| module | files | tests | mutants | killed | equivalent | score | date | wall |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in MODULES:
+        if name not in results:
+            lines.append(f"| {name} | {', '.join(MODULES[name].files)} | | | | | not run | | |")
+            continue
+        e = results[name]
+        killed, equivalent, counted, score = _score(e, name, notes)
+        flag = "" if e["finished"] else " (stopped at the time limit)"
+        lines.append(f"| {name} | {', '.join(f'`{f}`' for f in e['files'])} | "
+                     f"{', '.join(f'`{t}`' for t in e['tests'])} | {e['total']} | {killed} | {equivalent} | "
+                     f"**{score:.1%}**{flag} | {e['date']} | {e['wall_s']} s |")
+    lines += ["", "Command per module: `python tools/mutate.py <module>` (the `.venv` one; see the Makefile).", ""]
+    for name, e in results.items():
+        if not e["survivors"]:
+            continue
+        lines += [f"### Surviving mutants: {name}", "", "| function | change | status | kind | why |",
+                  "|---|---|---|---|---|"]
+        for s in e["survivors"]:
+            note = _note_for(name, s, notes) or {}
+            change = f"`{_md(s['removed'])}` → `{_md(s['added'])}`"
+            lines.append(f"| {s['function']} | {change} | {s['status']} | {note.get('kind', 'unexplained')} | "
+                         f"{_md(note.get('why', ''))} |")
+        lines.append("")
+    REPORT.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("modules", nargs="*", help=f"some of {list(MODULES)} (default: all)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per module before mutmut is stopped")
+    parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (the machine has 2 cores)")
+    parser.add_argument("--report", action="store_true", help="only rewrite docs/testing.md from stored results")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error(f"unknown module(s) {unknown}; choose from {list(MODULES)}")
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if not args.report:
+        for name in args.modules or list(MODULES):
+            print(f"mutate: {name} ...", flush=True)
+            results[name] = run_module(name, args.timeout, args.max_children)
+            e = results[name]
+            print(f"mutate: {name}: {e['total']} mutants, {e['counts']}, {e['wall_s']} s", flush=True)
+            RESULTS.parent.mkdir(parents=True, exist_ok=True)
+            RESULTS.write_text(json.dumps(dict(sorted(results.items())), indent=1, ensure_ascii=False) + "\n")
+    write_report(results)
+    notes = _load_notes()
+    for name, e in results.items():
+        print(f"{name:18s} score {_score(e, name, notes)[3]:.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
