@@ -109,3 +109,31 @@ def test_every_package_is_listed_in_pyproject():
                 continue
             found.add(".".join([pkg, *rel.parts]))
     assert found <= listed, f"missing from pyproject packages: {sorted(found - listed)}"
+
+
+def test_register_returns_the_object_and_get_finds_it():
+    obj = object()
+    assert registry.register("test_lookup", "thing")(obj) is obj
+    assert registry.get("test_lookup", "thing") is obj
+    assert registry.register("test_lookup", "thing")(obj) is obj  # the same object again is not a duplicate
+    assert registry.names("test_lookup") == ["thing"] and "test_lookup" in registry.families()
+    assert registry.families() == sorted(registry.families())
+
+
+def test_unknown_names_and_families_are_errors_listing_what_is_registered():
+    first = object()
+    registry.register("test_listing", "b")(object())
+    registry.register("test_listing", "a")(first)
+    with pytest.raises(ValueError, match=r"^unknown test_listing 'c'; registered: \['a', 'b'\]$"):
+        registry.get("test_listing", "c")
+    with pytest.raises(ValueError, match=r"^unknown no_such_family 'x'; registered: \[\]$"):
+        registry.get("no_such_family", "x")
+    assert registry.names("no_such_family") == []
+    with pytest.raises(ValueError, match=r"^registry: test_listing/a is already registered$"):
+        registry.register("test_listing", "a")(object())
+    assert registry.get("test_listing", "a") is first  # the first registration stays
+
+
+def test_builtin_components_are_registered_on_first_use():
+    assert {"argmax", "mu_plus_lambda"} <= set(registry.names("select"))
+    assert "sb3_ppo" in registry.names("learner") and "offline" in registry.names("llm")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bird.components.demos import DemoScores, DemoSet, Episodes
-from bird.types import Candidate, TrainResult
+from bird.types import Candidate
 
 BASE = ["budget=smoke", "run.progress=false", "method=grace", "env=metaworld/reach", "demos.n_expert=2",
         "demos.n_negative=2"]
