@@ -54,10 +54,10 @@ def _reads_method(node: ast.AST) -> bool:
         func = node.func
         if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2:
             return _is_config(node.args[0]) and _is_method_constant(node.args[1])
-        if isinstance(func, ast.Attribute) and func.attr in ("get", "select"):
-            target = node.args[-1] if func.attr == "select" else node.args[0]
-            owner = node.args[0] if func.attr == "select" else func.value
-            return _is_method_constant(target) and _is_config(owner)
+        if isinstance(func, ast.Attribute) and func.attr == "get":
+            return _is_method_constant(node.args[0]) and _is_config(func.value)
+        if isinstance(func, ast.Attribute) and func.attr == "select" and len(node.args) >= 2:  # OmegaConf.select
+            return _is_config(node.args[0]) and _is_method_constant(node.args[1])
     return False
 
 
@@ -122,8 +122,8 @@ def _offences(node: ast.AST, names: set[str]) -> Iterable[tuple[int, str]]:
 
 def method_branches(source: str, names: set[str], where: str = "<source>") -> list[str]:
     """Sorted "where:line what" entries for every place in `source` that branches on a method name."""
-    found = {f"{where}:{line} {what}" for node in ast.walk(ast.parse(source)) for line, what in _offences(node, names)}
-    return sorted(found, key=lambda s: (int(s.split(":", 1)[1].split(" ", 1)[0]), s))
+    found = {hit for node in ast.walk(ast.parse(source)) for hit in _offences(node, names)}
+    return [f"{where}:{line} {what}" for line, what in sorted(found)]
 
 
 def method_branches_in(root: Path, folders: Iterable[str], names: set[str]) -> list[str]:

@@ -53,7 +53,12 @@ BAD_FORMS = {
     "dispatch_table_call": ("HANDLERS = dict(card=a)\n", ["1 dispatch table keyed by 'card'"]),
     "nested_config_attribute": ("if state.run_config.method == m:\n    pass\n", ["1 branches on the method"]),
     "config_item": ("if config['method'] == m:\n    pass\n", ["1 branches on the method"]),
-    "config_get": ("if cfg.get('method') == m:\n    pass\n", ["1 branches on the method"]),
+    "config_get": ("if cfg.get('method', None) == m:\n    pass\n", ["1 branches on the method"]),
+    "conf_name": ("if conf.method == m:\n    pass\n", ["1 branches on the method"]),
+    "config_deeper_in_the_chain": ("if cfg.run.method == m:\n    pass\n", ["1 branches on the method"]),
+    "config_from_a_call": ("if load_cfg().method == m:\n    pass\n", ["1 branches on the method"]),
+    "lines_in_order": ("if a == 'card':\n    pass\n" + "x = 1\n" * 8 + "if b == 'eureka':\n    pass\n",
+                       ["1 compares with 'card'", "11 compares with 'eureka'"]),
     "getattr_config": ("if getattr(cfg, 'method') == m:\n    pass\n", ["1 branches on the method"]),
     "omegaconf_select": ("if OmegaConf.select(cfg, 'method') == m:\n    pass\n", ["1 branches on the method"]),
 }
@@ -64,6 +69,14 @@ ALLOWED = [
     "if cfg.generate.parent == 'latest':\n    pass\n",
     "rows = runs[runs['method'] == m]\n",  # analysis groups run tables by their method column
     "if request.method == 'POST':\n    pass\n",  # not a config object
+    "if runs[0].method == m:\n    pass\n",
+    "if getattr(request, 'method') == m:\n    pass\n",
+    "if request.get('method') == m:\n    pass\n",
+    "if cfg.get('seed') == m:\n    pass\n",
+    "if build(cfg, 'method') == m:\n    pass\n",  # a call that is not getattr
+    "if getattr(cfg, 'seed') == m:\n    pass\n",
+    "if OmegaConf.select(cfg, 'seed') == m:\n    pass\n",
+    "if OmegaConf.select(cfg) == m:\n    pass\n",
 ]
 
 
@@ -82,10 +95,13 @@ def test_branch_detector_scans_files_under_each_folder(tmp_path):
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
     (tmp_path / "pkg" / "ok.py").write_text("x = 1\n")
     (tmp_path / "pkg" / "sub" / "bad.py").write_text("x = 1\nif cfg.method == 'eureka':\n    pass\n")
+    (tmp_path / "pkg" / "worse.py").write_text("y = 2 if kind == 'card' else 3\n")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "bad.py").write_text("if cfg.method:\n    pass\n")
     assert method_branches_in(tmp_path, ["pkg"], NAMES) == [
-        "pkg/sub/bad.py:2 branches on the method", "pkg/sub/bad.py:2 compares with 'eureka'"]
+        "pkg/sub/bad.py:2 branches on the method", "pkg/sub/bad.py:2 compares with 'eureka'",
+        "pkg/worse.py:1 compares with 'card'"]
+    assert method_branches("if cfg.method:\n    pass\n", NAMES) == ["<source>:1 branches on the method"]
 
 
 def test_method_names_are_the_method_option_files():
