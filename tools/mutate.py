@@ -63,7 +63,7 @@ MODULES: dict[str, Module] = {
         "tests/llm/test_backends.py::test_backend_waits_for_retry_after_when_rate_limited",
         "tests/llm/test_backends.py::test_backend_raises_llm_error_when_retries_are_exhausted",
         "tests/llm/test_backends.py::test_backend_makes_exactly_one_request_when_max_retries_is_zero")),
-    "cache": Module(("bird/llm/cache.py",), ("tests/llm/test_cache.py",)),
+    "cache": Module(("bird/llm/cache.py",), ("tests/llm/test_cache_unit.py", "tests/llm/test_cache.py")),
     "offline_mutation": Module(("bird/llm/offline/mutation.py",), ("tests/test_offline_mutation.py", "tests/test_offline.py")),
     "registry": Module(("bird/registry.py",), ("tests/test_registry.py",)),
     "branch_detector": Module(("bird/method_branches.py",), ("tests/test_registry.py",)),
