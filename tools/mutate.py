@@ -51,7 +51,7 @@ MODULES: dict[str, Module] = {
     "demo_fitness": Module(("bird/components/demo_fitness.py",),
                            ("tests/methods/test_demo_fitness.py", "tests/methods/test_demo_set.py")),
     "trajectories": Module(("bird/components/trajectories.py",),
-                           ("tests/methods/test_tpe.py", "tests/methods/test_card_store.py")),
+                           ("tests/methods/test_tpe.py", "tests/methods/test_trajectory_store.py")),
     "metrics": Module(("analysis/metrics.py",), ("tests/analysis/test_analysis_metrics.py",)),
     "bootstrap": Module(("analysis/bootstrap.py",), ("tests/analysis/test_analysis_bootstrap.py",)),
     "bradley_terry": Module(("analysis/bradley_terry.py",), ("tests/analysis/test_analysis_bradley_terry.py",)),

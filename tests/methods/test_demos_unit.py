@@ -144,26 +144,30 @@ class _RecordingRun:
         self.events.append((name, fields))
 
 
-@pytest.mark.slow
+class _InProcessPool:
+    """TrainPool's interface, running the real learner in this process (no worker start-up)."""
+
+    def run(self, learner, jobs):
+        from bird.registry import get
+
+        return [get("learner", learner)(job) for job in jobs]
+
+
 def test_the_rl_round_adds_the_global_bests_rollouts_as_negative_episodes(compose_cfg, tmp_path):
     from bird.components.demos import expand_negatives
-    from bird.pool import TrainPool
 
     cfg, demos = _load(compose_cfg, "demos.test_fraction=0", "env.horizon=100", "budget.env_steps=512",
-                       "budget.eval_episodes=1", "train.collect_episodes=1")
+                       "budget.eval_episodes=1", "train.collect_episodes=1", "train.n_epochs=1")
     state = _state(cfg, demos)
     state.plan = type(state.plan)(1, 1, 512, 512, 1, 1)
     state.iteration = 3
     run = _RecordingRun(tmp_path)
-    pool = TrainPool(1)
-    try:
-        expand_negatives(cfg, state, pool, run)  # no global best yet: nothing happens
-        assert run.events == [] and len(state.demos.train.source) == 4
-        state.candidates["it2-c1"] = Candidate("it2-c1", 2, 1, [], code=GOOD)
-        state.global_best = "it2-c1"
-        expand_negatives(cfg, state, pool, run)
-    finally:
-        pool.close()
+    pool = _InProcessPool()
+    expand_negatives(cfg, state, pool, run)  # no global best yet: nothing happens
+    assert run.events == [] and len(state.demos.train.source) == 4
+    state.candidates["it2-c1"] = Candidate("it2-c1", 2, 1, [], code=GOOD)
+    state.global_best = "it2-c1"
+    expand_negatives(cfg, state, pool, run)
     train = state.demos.train
     assert len(train.source) == 6, run.events
     assert train.source == ["expert", "expert", "random", "random", "learner:it2-c1", "learner:it2-c1"]
