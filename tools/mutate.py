@@ -183,48 +183,49 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")
 
 
-def write_report(results: dict) -> None:
-    notes = _load_notes()
-    lines = [
-        "# Testing",
-        "",
-        "`make test` runs the suite (`pytest`); `make test ARGS='-m \"not slow\"'` leaves out the end-to-end runs.",
-        "",
-        "## Mutation testing",
-        "",
-        "`make mutate` runs [mutmut](https://github.com/boxed/mutmut) 3 over the core modules, one module at a time "
-        "with the fast tests that cover it (`python tools/mutate.py MODULE...` for some; `--report` rewrites this "
-        "page from `docs/mutation/results.json`). It is not part of CI: a full run takes hours on 2 cores. "
-        "The score is killed / (mutants − equivalent mutants); timeouts count as killed. Every surviving mutant "
-        f"is listed below; equivalent ones and ones not worth a test say why (`docs/mutation/notes.toml`). "
-        f"Target: ≥ {TARGET:.0%} per module.",
-        "",
-        "| module | files | tests | mutants | killed | equivalent | score | date | wall |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name in MODULES:
+BEGIN, END = "<!-- mutation:begin (written by tools/mutate.py) -->", "<!-- mutation:end -->"
+
+
+def _table(results: dict, notes: list[dict]) -> list[str]:
+    lines = ["| module | files | tests | mutants | killed | equivalent | score | date | wall |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, module in MODULES.items():
         if name not in results:
-            lines.append(f"| {name} | {', '.join(MODULES[name].files)} | | | | | not run | | |")
+            lines.append(f"| {name} | {', '.join(f'`{f}`' for f in module.files)} | | | | | not run | | |")
             continue
         e = results[name]
-        killed, equivalent, counted, score = _score(e, name, notes)
+        killed, equivalent, _, score = _score(e, name, notes)
         flag = "" if e["finished"] else " (stopped at the time limit)"
         lines.append(f"| {name} | {', '.join(f'`{f}`' for f in e['files'])} | "
                      f"{', '.join(f'`{t}`' for t in e['tests'])} | {e['total']} | {killed} | {equivalent} | "
                      f"**{score:.1%}**{flag} | {e['date']} | {e['wall_s']} s |")
-    lines += ["", "Command per module: `python tools/mutate.py <module>` (the `.venv` one; see the Makefile).", ""]
+    return lines
+
+
+def _survivors(results: dict, notes: list[dict]) -> list[str]:
+    lines = []
     for name, e in results.items():
         if not e["survivors"]:
             continue
-        lines += [f"### Surviving mutants: {name}", "", "| function | change | status | kind | why |",
-                  "|---|---|---|---|---|"]
+        lines += ["", f"#### {name}", "", "| function | change | status | kind | why |", "|---|---|---|---|---|"]
         for s in e["survivors"]:
             note = _note_for(name, s, notes) or {}
             change = f"`{_md(s['removed'])}` → `{_md(s['added'])}`"
             lines.append(f"| {s['function']} | {change} | {s['status']} | {note.get('kind', 'unexplained')} | "
                          f"{_md(note.get('why', ''))} |")
-        lines.append("")
-    REPORT.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def write_report(results: dict) -> None:
+    """Replace the generated part of docs/testing.md (between the markers) with the table and the survivors."""
+    notes = _load_notes()
+    block = [BEGIN, "", *_table(results, notes), "", "Surviving mutants (score = killed / (mutants - equivalent); "
+             "timeouts count as killed; `no tests` = no fast test runs the line):", *_survivors(results, notes),
+             "", END]
+    text = REPORT.read_text() if REPORT.exists() else f"# Testing\n\n{BEGIN}\n{END}\n"
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    REPORT.write_text(head + "\n".join(block) + tail)
 
 
 def main(argv: list[str] | None = None) -> int:
