@@ -56,7 +56,10 @@ MODULES: dict[str, Module] = {
     "bootstrap": Module(("analysis/bootstrap.py",), ("tests/analysis/test_analysis_bootstrap.py",)),
     "bradley_terry": Module(("analysis/bradley_terry.py",), ("tests/analysis/test_analysis_bradley_terry.py",)),
     "epic": Module(("analysis/epic.py",), ("tests/analysis/test_analysis_epic.py",)),
-    "report": Module(("analysis/report.py",), ("tests/analysis/test_analysis_report.py",)),
+    "report": Module(("analysis/report.py",), (
+        "tests/analysis/test_report_unit.py",
+        "tests/analysis/test_analysis_report.py::test_leaderboard_numbers_match_hand_computed_values",
+        "tests/analysis/test_analysis_report.py::test_one_method_one_seed_without_epic_reports_instead_of_crashing")),
     "retry": Module(("bird/llm/retry.py",), (
         "tests/llm/test_wiring.py",
         "tests/llm/test_backends.py::test_backend_backs_off_longer_after_each_fault_without_retry_after",
