@@ -151,3 +151,40 @@ def test_optional_terms_offer_what_the_program_lacks():
     no_angvel = [f for f in FIELDS if f["kind"] != "angular_velocity"]
     assert [t.name for t in optional_terms({"obs_fields": no_angvel}, [ALIVE, Term("action_cost", "control")])] == []
     assert math.isclose(NEAR_ZERO_SCORE, 0.05)
+
+
+def test_flat_exp_terms_keep_their_extras_and_round_the_new_temperature_to_four_places():
+    term = Term("near", "bonus", ("d",), 1.0, "exp", 0.33333, {"threshold_from": "text"})
+    out = mutate(_ctx({"near": [0.2, 0.2]}, [0.4]), [term], ScriptedRng(picks=[1, 0], ranges=[0]))
+    assert out[0].temp == 1.3333 and out[0].extra == {"threshold_from": "text"}
+
+
+def test_a_component_whose_values_were_all_nan_counts_as_zero_for_dominance():
+    big = Term("big", "progress", ("rootx_vel",), 1.0)
+    gone = Term("gone", "control", (), 1.0)
+    out = mutate(_ctx({"big": [9.0, 11.0], "gone": [float("nan")]}, [0.4]), [big, gone],
+                 ScriptedRng(picks=[0, 0], ranges=[1]))
+    assert out[0].weight == 1.0  # no other component has a mean: nothing to dominate
+
+
+def test_dominance_over_a_small_positive_total():
+    big = Term("big", "progress", ("rootx_vel",), 1.0)
+    small = Term("small", "progress", ("rootx_vel",), 1.0)
+    out = mutate(_ctx({"big": [2.0, 4.0], "small": [0.0, 1.0]}, [0.4]), [big, small], ScriptedRng(picks=[0], ranges=[1]))
+    assert out[0].weight == 0.25  # mean 3 > 5 x 0.5
+
+
+def test_a_near_zero_score_drops_one_of_two_terms_and_rescales_pair_distances():
+    pair = Term("hand_to_puck", "pair_distance", ("hand_pos", "puck_pos"), 1.0)
+    rng = ScriptedRng(randoms=[0.9], ranges=[1, 0], picks=[1, 0])
+    out = mutate(_ctx({}, [0.0]), [pair, ALIVE], rng)
+    assert out == [pair.scaled(3.0).scaled(0.5)] and rng.used_up()
+
+
+def test_optional_terms_know_pair_distances_and_any_alive_term():
+    pair = Term("hand_to_puck", "pair_distance", ("hand_pos", "puck_pos"), 1.0)
+    stay = Term("stay", "alive", (), 1.0)
+    names = [t.name for t in optional_terms({"obs_fields": FIELDS[:2]}, [pair, stay])]
+    assert names == ["action_cost", "near_bonus"]
+    bonus = optional_terms({"obs_fields": FIELDS[:2]}, [pair, stay])[1]
+    assert (bonus.fields, bonus.weight, bonus.temp) == (("hand_pos", "puck_pos"), 1.0, 0.05)
