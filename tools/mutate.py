@@ -186,6 +186,14 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")
 
 
+def _store(path: Path, name: str, entry: dict) -> None:
+    """Update one module's entry in a results file (re-read first: another run may have written it)."""
+    results = json.loads(path.read_text()) if path.exists() else {}
+    results[name] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(sorted(results.items())), indent=1, ensure_ascii=False) + "\n")
+
+
 BEGIN, END = "<!-- mutation:begin (written by tools/mutate.py) -->", "<!-- mutation:end -->"
 
 
@@ -237,19 +245,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per module before mutmut is stopped")
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (the machine has 2 cores)")
     parser.add_argument("--report", action="store_true", help="only rewrite docs/testing.md from stored results")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results file to update and report from")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"unknown module(s) {unknown}; choose from {list(MODULES)}")
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if not args.report:
         for name in args.modules or list(MODULES):
             print(f"mutate: {name} ...", flush=True)
-            results[name] = run_module(name, args.timeout, args.max_children)
-            e = results[name]
-            print(f"mutate: {name}: {e['total']} mutants, {e['counts']}, {e['wall_s']} s", flush=True)
-            RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            RESULTS.write_text(json.dumps(dict(sorted(results.items())), indent=1, ensure_ascii=False) + "\n")
+            entry = run_module(name, args.timeout, args.max_children)
+            print(f"mutate: {name}: {entry['total']} mutants, {entry['counts']}, {entry['wall_s']} s", flush=True)
+            _store(args.results, name, entry)
+    results = json.loads(args.results.read_text()) if args.results.exists() else {}
     write_report(results)
     notes = _load_notes()
     for name, e in results.items():
