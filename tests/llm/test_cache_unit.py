@@ -23,6 +23,7 @@ class CountingLLM(Generator):
     def __init__(self) -> None:
         super().__init__("m-1", max_concurrency=3)
         self.calls = 0
+        self.seen: list[Request] = []
 
     def prepare(self, request: Request) -> Request:
         return replace(request, temperature=0.25)
@@ -32,6 +33,7 @@ class CountingLLM(Generator):
 
     def complete(self, request: Request) -> Response:
         self.calls += 1
+        self.seen.append(request)
         return Response(f"answer {self.calls}", "m-1-served", input_tokens=11, output_tokens=7, cost_usd=0.5,
                         latency_s=1.5, finish_reason="stop", attempts=2)
 
@@ -139,3 +141,36 @@ def test_replay_serves_hits_and_names_a_miss_without_calling(tmp_path):
         f"llm.cache=replay: no cached answer for purpose=reward sample_index=4 seed=9 provider=counting@local "
         f"model=m-1 (key {key[:16]}..., cache {tmp_path}); prompt starts {head!r}. "
         "Replay needs the same config, seed and cache directory as the recorded run.")
+
+
+def test_an_unknown_mode_is_rejected_listing_the_modes(tmp_path):
+    with pytest.raises(ValueError, match=r"^llm.cache='sometimes'; allowed: \['off', 'readwrite', 'record', 'replay'\]$"):
+        CachingGenerator(CountingLLM(), ResponseCache(tmp_path), "sometimes")
+
+
+@pytest.mark.parametrize("mode", ["off", "readwrite"])
+def test_the_wrapped_generator_gets_the_prepared_request(tmp_path, mode):
+    inner = CountingLLM()
+    CachingGenerator(inner, ResponseCache(tmp_path), mode).complete(_req(temperature=0.9))
+    assert [r.temperature for r in inner.seen] == [0.25] and inner.seen[0].messages == _req().messages
+
+
+def test_entries_are_written_through_a_hidden_temporary_file_beside_them(tmp_path, monkeypatch):
+    import bird.llm.cache as cache_module
+
+    moves = []
+    real_replace = cache_module.os.replace
+    monkeypatch.setattr(cache_module.os, "replace", lambda a, b: (moves.append((Path(a), Path(b))), real_replace(a, b)))
+    cache = ResponseCache(tmp_path)
+    cache.put(KEY, {"response": {"text": "é"}})
+    [(tmp, target)] = moves
+    assert target == cache.path(KEY) and tmp.parent == target.parent
+    assert tmp.name.startswith(f".{KEY[:8]}.") and tmp.name.endswith(".tmp") and not tmp.exists()
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith('{\n "format": 1,\n "key": ') and r"\u00e9" in text  # indent 1, ASCII-escaped
+
+
+def test_a_replay_miss_without_a_user_message_says_the_prompt_is_empty(tmp_path):
+    replay = CachingGenerator(CountingLLM(), ResponseCache(tmp_path), "replay")
+    with pytest.raises(ReplayMissError, match="prompt starts ''. Replay needs"):
+        replay.complete(Request("judge", (Message("system", "only a system message"),)))
