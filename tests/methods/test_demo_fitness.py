@@ -99,3 +99,24 @@ def test_worst_rows_split_an_odd_quota_expert_first_and_depend_on_the_salt():
     assert len(draws) > 1  # another candidate id, another sample
     only_experts = Episodes(eps.states[:30], eps.episode[:30], eps.step[:30], eps.label[:30], ["expert"])
     assert len(worst_rows(DemoScores(only_experts, reward[:30]), 4, "x")) == 2  # no negatives to fill their half
+
+
+def test_worst_rows_draw_from_exactly_the_five_n_lowest_of_each_class():
+    eps = Episodes(np.zeros((60, 1)), np.repeat([0, 1], 30), np.tile(np.arange(30), 2), np.repeat([1, -1], 30),
+                   ["expert", "random"])
+    reward = np.concatenate([np.arange(30.0), -np.arange(30.0)])
+    seen = set()
+    for i in range(60):
+        seen |= set(worst_rows(DemoScores(eps, reward), 2, f"salt{i}"))
+    assert seen == set(range(10)) | set(range(30, 40))  # 5n = 10 per class, all of them drawn at some point
+
+
+def test_worst_rows_break_likelihood_ties_by_row_order():
+    n_rows = 200
+    eps = Episodes(np.zeros((n_rows, 1)), np.zeros(n_rows, dtype=int), np.arange(n_rows), np.ones(n_rows, dtype=int),
+                   ["expert"])
+    reward = np.tile([0.0, 5.0], n_rows // 2)  # the 100 even rows tie for the lowest likelihood
+    seen = set()
+    for i in range(40):
+        seen |= set(worst_rows(DemoScores(eps, reward), 2, f"tie{i}"))
+    assert seen == set(range(0, 20, 2))  # the first 5n = 10 of them, in row order
