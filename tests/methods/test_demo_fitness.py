@@ -117,6 +117,6 @@ def test_worst_rows_break_likelihood_ties_by_row_order():
                    ["expert"])
     reward = np.tile([0.0, 5.0], n_rows // 2)  # the 100 even rows tie for the lowest likelihood
     seen = set()
-    for i in range(40):
+    for i in range(200):
         seen |= set(worst_rows(DemoScores(eps, reward), 2, f"tie{i}"))
     assert seen == set(range(0, 20, 2))  # the first 5n = 10 of them, in row order
