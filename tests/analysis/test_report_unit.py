@@ -105,8 +105,13 @@ def test_the_paired_figure_defaults_to_the_two_best_rated_methods():
     class Fit:
         ratings = Ratings({"a": 1400.0, "b": 1600.0, "c": 1500.0})
 
+    class Other:
+        ratings = Ratings({"a": 1700.0, "b": 1300.0, "c": 1500.0})
+
     assert _default_pair(runs, {"pooled": Fit()}) == ("b", "c")
     assert _default_pair(runs, {"mujoco": Fit()}) == ("b", "c")
+    assert _default_pair(runs, {"mujoco": Other(), "pooled": Fit()}) == ("b", "c")  # pooled ranks first
+    assert _default_pair(runs, {}) == ("a", "b")  # no ratings: by name
 
 
 def test_markdown_tables_escape_pipes():
@@ -148,3 +153,84 @@ def test_write_leaderboard_writes_tables_figures_reasons_and_notes(tmp_path):
 def test_an_empty_leaderboard_writes_no_notes_section(tmp_path):
     md = write_leaderboard(Leaderboard({}, {}, [], []), tmp_path).read_text()
     assert "## Notes" not in md and "## Figures" in md
+
+
+TABLE_HTML = ('<table class="dataframe">\n  <thead>\n    <tr style="text-align: right;">\n      <th>method</th>\n'
+              '      <th>score</th>\n    </tr>\n  </thead>\n  <tbody>\n    <tr>\n      <td>x&lt;y</td>\n'
+              '      <td>0.5</td>\n    </tr>\n  </tbody>\n</table>')
+
+
+def test_write_leaderboard_output_is_exactly_as_specified(tmp_path):
+    """The whole Markdown and HTML of a small hand-made leaderboard, byte for byte."""
+    lb = Leaderboard({"mujoco": pd.DataFrame([{"method": "x<y", "score": "0.5"}])}, {"epic": None},
+                     ["epic: no EPIC data", "a: b: c"], ["2 runs"])
+    write_leaderboard(lb, tmp_path / "deep" / "out")
+    md = (tmp_path / "deep" / "out" / "leaderboard.md").read_text()
+    assert md == (
+        "# bird leaderboard\n\n- 2 runs\n\n## mujoco\n\n| method | score |\n|---|---|\n| x<y | 0.5 |\n\n"
+        "Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed.\n\n"
+        "## Figures\n\n### EPIC distance to the reference reward over iterations\n\n_Not drawn: no EPIC data_\n\n"
+        "## Notes\n\n- epic: no EPIC data\n- a: b: c\n")
+    html = (tmp_path / "deep" / "out" / "leaderboard.html").read_text()
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
+             "td,th{padding:2px 8px;border-bottom:1px solid #ddd}img{max-width:100%}")
+    assert html == (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>bird leaderboard</title><style>{style}</style>"
+        "</head><body><h1>bird leaderboard</h1><ul><li>2 runs</li></ul><h2>mujoco</h2>" + TABLE_HTML
+        + "<h2>Figures</h2><h3>EPIC distance to the reference reward over iterations</h3>"
+        "<p><em>Not drawn: no EPIC data</em></p><h2>Notes</h2><ul><li>epic: no EPIC data</li><li>a: b: c</li></ul>"
+        "</body></html>\n")
+
+
+def test_a_figure_note_keeps_colons_after_the_first(tmp_path):
+    lb = Leaderboard({}, {"paired": None}, ["paired: one method only: no paired differences"], [])
+    assert "_Not drawn: one method only: no paired differences_" in write_leaderboard(lb, tmp_path).read_text()
+
+
+def test_figures_are_saved_at_the_requested_resolution(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    fig, _ = plt.subplots(figsize=(2, 1))
+    write_leaderboard(Leaderboard({}, {"profiles": fig}, [], []), tmp_path, dpi=40)
+    assert Image.open(tmp_path / "profiles.png").size == (80, 40)
+    write_leaderboard(Leaderboard({}, {"profiles": fig}, [], []), tmp_path / "default")
+    assert Image.open(tmp_path / "default" / "profiles.png").size == (220, 110)
+    plt.close(fig)
+
+
+def test_ratings_use_the_given_penalty_and_seed_and_pooled_ranks_first(tmp_path):
+    from bird.analysis.report import _bt_fits
+
+    root = tmp_path / "runs"
+    for suite, task in (("mujoco", "hopper"), ("metaworld", "push"), ("metaworld", "reach")):
+        for seed in (0, 1, 2):
+            _set_scores(write_run(root, "alpha", suite, task, seed), 0.5 + 0.2 * seed)
+            _set_scores(write_run(root, "beta", suite, task, seed), 0.4 + 0.25 * seed)
+            _set_scores(write_run(root, "gamma", suite, task, seed), 0.1 * seed)
+    runs = read_runs(root, warn=False).runs
+    notes: list[str] = []
+    fits, n_tasks = _bt_fits(runs, 30, 1e-6, 0, notes)
+    assert list(fits) == ["metaworld", "mujoco", "pooled"] and n_tasks == {"metaworld": 2, "mujoco": 1, "pooled": 3}
+    again, _ = _bt_fits(runs, 30, 1e-6, 0, [])
+    other_seed, _ = _bt_fits(runs, 30, 1e-6, 1, [])
+    penalised, _ = _bt_fits(runs, 30, 1.0, 0, [])
+    assert again["pooled"].low == fits["pooled"].low and other_seed["pooled"].low != fits["pooled"].low
+    assert penalised["pooled"].ratings["alpha"] < fits["pooled"].ratings["alpha"]
+
+
+def test_a_benchmark_with_one_method_is_noted_and_the_others_still_rated(tmp_path):
+    from bird.analysis.report import _bt_fits
+
+    root = tmp_path / "runs"
+    for seed in (0, 1):
+        _set_scores(write_run(root, "alpha", "mujoco", "hopper", seed), 0.5 + 0.1 * seed)
+        _set_scores(write_run(root, "alpha", "metaworld", "push", seed), 0.4 + 0.1 * seed)
+        _set_scores(write_run(root, "beta", "metaworld", "push", seed), 0.2 * seed)
+    notes: list[str] = []
+    fits, _ = _bt_fits(read_runs(root, warn=False).runs, 20, 1e-6, 0, notes)
+    assert notes == ["mujoco: Bradley–Terry needs two methods, found ['alpha']"]
+    assert sorted(fits) == ["metaworld", "pooled"]
