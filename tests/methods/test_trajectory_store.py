@@ -45,6 +45,7 @@ def test_add_rollouts_labels_each_episode_by_its_score(tmp_path):
     add_rollouts(state, "it1-c0", str(path), 1.0)
     add_rollouts(state, "it1-c1", str(path), 1.2)
     assert state.trajectories.success == [False, True, True, False, False, True]
+    assert state.trajectories.source == ["it1-c0"] * 3 + ["it1-c1"] * 3
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def card(compose_cfg):
     state = SearchState(make_adapter(cfg.env).spec, Plan(1, 3, 10, 10, 1, 1), 0, {})
     store = TrajectoryStore()
     # per-step means of x: 1.5 (success), 3.0 (failure), 4.0 (success), 0.5 (failure)
-    store.add(_rollouts([[1.0, 2.0], [3.0, 3.0, 3.0], [4.0], [0.0, 1.0]], [1, 0, 1, 0]),
+    store.add(_rollouts([[1.0, 2.0], [3.123, 3.0, 2.877, 3.0], [4.0], [0.0, 1.0]], [1, 0, 1, 0]),
               np.array([True, False, True, False]), "it1-c0")
     state.trajectories = store
     return cfg, state
@@ -83,10 +84,12 @@ def test_the_screen_compares_per_step_means_with_the_best_failure(card):
     assert failure.reason == ("TPE: 0.50 of successful trajectories outscore the best failed one (threshold 0.8)")
     worst, best_fail = verdict["worst_success"], verdict["best_failure"]
     assert (worst["return"], worst["length"], worst["per_step"], worst["solved"]) == (3.0, 2, 1.5, True)
-    assert (best_fail["return"], best_fail["length"], best_fail["per_step"], best_fail["solved"]) == (9.0, 3, 3.0, False)
-    # one row every 2 steps plus the last: steps 1 and 3 of the 3-step failure
-    assert [r["step"] for r in best_fail["rows"]] == [1, 3] and [r["reward"] for r in best_fail["rows"]] == [3.0, 3.0]
-    assert best_fail["rows"][0]["state"]["hand_pos"] == [3.0, 0.0, 0.0]
+    assert best_fail["return"] == pytest.approx(12.0) and best_fail["per_step"] == pytest.approx(3.0)
+    assert (best_fail["length"], best_fail["solved"]) == (4, False)
+    # one row every 2 steps plus the last: steps 1, 3 and 4 of the 4-step failure, rewards to 2 decimals
+    assert [r["step"] for r in best_fail["rows"]] == [1, 3, 4]
+    assert [r["reward"] for r in best_fail["rows"]] == [3.12, 2.88, 3.0]
+    assert best_fail["rows"][0]["state"]["hand_pos"] == [3.123, 0.0, 0.0]
 
 
 def test_the_screen_passes_a_reward_that_ranks_every_success_first(card):
@@ -108,5 +111,7 @@ def test_an_empty_store_passes_vacuously(card):
     from dataclasses import replace
 
     failure, verdict = _screen(cfg, replace(state, trajectories=None), _program("    return next_obs['hand_pos'][:, 0], {}\n"))
-    assert failure is None and verdict == tpe_rule(np.zeros(0), np.zeros(0), 0.8)
-    assert "store_episodes" not in verdict
+    assert failure is None and verdict == {"pass": True, "vacuous": True, "rate": 1.0, "n_success": 0,
+                                           "n_failure": 0, "n_below": 0, "threshold": 0.8}
+    assert tpe_rule(np.array([1.0, 2.0]), np.zeros(0), 0.5) == {
+        "pass": True, "vacuous": True, "rate": 1.0, "n_success": 2, "n_failure": 0, "n_below": 0, "threshold": 0.5}
