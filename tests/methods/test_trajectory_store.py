@@ -24,10 +24,11 @@ def test_add_appends_episodes_after_the_stored_ones():
     assert len(store) == 0
     first = _rollouts([[1.0, 2.0], [3.0]], [1.0, 0.0])
     store.add(first, np.array([True, False]), "it1-c0")
+    assert store.episode.dtype.kind == "i"
     store.add(_rollouts([[4.0], [5.0, 6.0, 7.0]], [0.0, 1.0]), np.array([0, 1]), "it2-c0")
     assert len(store) == 4 and store.success == [True, False, False, True]
     assert store.source == ["it1-c0", "it1-c0", "it2-c0", "it2-c0"]
-    assert store.episode.tolist() == [0, 0, 1, 2, 3, 3, 3]
+    assert store.episode.tolist() == [0, 0, 1, 2, 3, 3, 3] and store.episode.dtype.kind == "i"
     assert store.obs[:, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0] and store.obs.dtype == np.float64
     assert store.actions.shape == (7, 4) and store.next_obs.dtype == np.float64
     assert store.dones.tolist() == [False, True, True, True, False, False, True]
