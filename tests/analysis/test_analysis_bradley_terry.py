@@ -153,7 +153,7 @@ def test_bad_tables_and_settings_are_rejected_by_name():
         bradley_terry(pd.DataFrame({"method": ["A"], "task": ["t"]}))
     with pytest.raises(ValueError, match=r"method 'A' task 't' has non-finite scores"):
         bradley_terry({"A": {"t": [1.0, float("nan")]}, "B": {"t": [0.0]}})
-    with pytest.raises(ValueError, match="table is empty: no methods"):
+    with pytest.raises(ValueError, match="^table is empty: no methods$"):
         bradley_terry({})
     with pytest.raises(ValueError, match=r"l2=-1 must be >= 0"):
         bradley_terry({"A": {"t": [1.0]}, "B": {"t": [0.0]}}, l2=-1)
@@ -186,9 +186,10 @@ def test_strong_connection_needs_paths_both_ways():
 
 def test_the_disconnection_warning_names_the_penalty_and_the_intervals_say_so_too():
     table = {"A": {"t": [9.0, 9.5]}, "B": {"t": [0.0, 1.0]}}
-    with pytest.warns(UserWarning, match=r"their ratings are set by l2=0.01, not by the data"):
+    with pytest.warns(UserWarning, match=r"^the win graph is not strongly connected: some methods never lose \(or never "
+                                         r"win\) against the rest; their ratings are set by l2=0.01, not by the data$"):
         bradley_terry(table, l2=0.01)
-    with pytest.warns(UserWarning, match="see BTIntervals.n_not_connected"):
+    with pytest.warns(UserWarning, match="^the win graph is not strongly connected; see BTIntervals.n_not_connected$"):
         fit = bradley_terry_intervals(table, l2=0.01, n_resamples=20, method="percentile")
     assert fit.method == "percentile" and fit.n_resamples == 20 and fit.n_fits == 21  # 20 replicates + the estimate
     assert fit.n_not_connected == fit.n_fits
@@ -203,3 +204,36 @@ def test_intervals_respect_the_anchor_and_confidence_level():
     for m in "PQ":
         assert wide.high[m] - wide.low[m] > narrow.high[m] - narrow.low[m] > 0
         assert 500 < wide.low[m] < 1500
+
+
+def test_a_task_only_one_method_ran_does_not_stop_the_count():
+    methods, w = win_matrix({"A": {"a_only": [1.0], "z": [1.0, 2.0]}, "B": {"z": [0.0]}})
+    assert methods == ["A", "B"] and w.tolist() == [[0.0, 2.0], [0.0, 0.0]]
+
+
+def test_zero_penalty_and_small_priors_are_allowed():
+    table = {"A": {"t": [1.0, 0.0]}, "B": {"t": [0.5, 0.2]}}
+    assert bradley_terry(table, l2=0.0).strongly_connected
+    assert l2_from_prior_sd_elo(0.5) == pytest.approx(1 / (2 * (0.5 / ELO) ** 2))
+
+
+def test_text_scores_read_as_floats_and_seed_order_is_kept_from_a_shuffled_dataframe():
+    table = {"A": {"t": [0.3, 0.9, 0.1, 0.6]}, "B": {"t": [0.5, 0.2, 0.7, 0.4]}}
+    assert bradley_terry({m: {t: [str(x) for x in v] for t, v in ts.items()} for m, ts in table.items()}) \
+        == pytest.approx(bradley_terry(table))
+    rows = [{"method": m, "task": t, "seed": k, "score": x} for m, ts in table.items() for t, v in ts.items()
+            for k, x in enumerate(v)]
+    shuffled = pd.DataFrame(rows).sample(frac=1.0, random_state=3)
+    a = bradley_terry_intervals(shuffled, n_resamples=40, random_state=2)
+    b = bradley_terry_intervals(table, n_resamples=40, random_state=2)
+    assert a.low == b.low and a.high == b.high
+
+
+def test_interval_defaults_are_l2_1e6_anchor_1500_2000_resamples_seed_0():
+    rng = np.random.default_rng(8)
+    table = {m: {"t": rng.normal(mu, 1.0, size=4)} for m, mu in zip("PQ", [0, 0.5], strict=True)}
+    default = bradley_terry_intervals(table)
+    explicit = bradley_terry_intervals(table, l2=1e-6, anchor=1500.0, confidence_level=0.95, n_resamples=2000,
+                                       method="BCa", random_state=0)
+    assert default == explicit
+    assert default != bradley_terry_intervals(table, n_resamples=2000, random_state=1)
