@@ -150,10 +150,17 @@ def run_module(name: str, timeout_s: float, max_children: int) -> dict:
     except subprocess.TimeoutExpired as exc:
         log, finished = f"{exc.stdout or ''}{exc.stderr or ''}", False
     (stage / "mutmut.log").write_text(log)
+    return collect(name, round(time.monotonic() - start), finished)
+
+
+def collect(name: str, wall_s: int = 0, finished: bool = False) -> dict:
+    """The results of the last mutmut run of `name` in its stage (also of one that was stopped)."""
+    module = MODULES[name]
+    stage = STAGE / name
     statuses = _statuses(stage, module)
     survivors = []
     for key, status in sorted(statuses.items()):
-        if status in KILLED:
+        if status in KILLED or status == "not checked":
             continue
         removed, added = _change(_mutmut(stage, "show", key, timeout=120).stdout)
         survivors.append({"key": key, "function": _function(key), "status": status, "removed": removed,
@@ -162,7 +169,7 @@ def run_module(name: str, timeout_s: float, max_children: int) -> dict:
     for status in statuses.values():
         counts[status] = counts.get(status, 0) + 1
     return {"files": list(module.files), "tests": list(module.tests), "date": dt.date.today().isoformat(),
-            "wall_s": round(time.monotonic() - start), "finished": finished, "total": len(statuses),
+            "wall_s": wall_s, "finished": finished, "total": len(statuses),
             "counts": counts, "survivors": survivors,
             "command": f"python tools/mutate.py {name}"}
 
@@ -180,10 +187,11 @@ def _note_for(module: str, s: dict, notes: list[dict]) -> dict | None:
 
 
 def _score(entry: dict, module: str, notes: list[dict]) -> tuple[int, int, int, float]:
-    """(killed, equivalent, counted, score) with score = killed / (total - equivalent)."""
+    """(killed, equivalent, counted, score) with score = killed / (checked - equivalent); a stopped run leaves
+    some mutants not checked, and they are left out."""
     killed = sum(v for k, v in entry["counts"].items() if k in KILLED)
     equivalent = sum(1 for s in entry["survivors"] if (_note_for(module, s, notes) or {}).get("kind") == "equivalent")
-    counted = entry["total"] - equivalent
+    counted = entry["total"] - entry["counts"].get("not checked", 0) - equivalent
     return killed, equivalent, counted, killed / counted if counted else 1.0
 
 
@@ -211,7 +219,8 @@ def _table(results: dict, notes: list[dict]) -> list[str]:
             continue
         e = results[name]
         killed, equivalent, _, score = _score(e, name, notes)
-        flag = "" if e["finished"] else " (stopped at the time limit)"
+        unchecked = e["counts"].get("not checked", 0)
+        flag = "" if e["finished"] else f" (stopped: {e['total'] - unchecked} of {e['total']} checked)"
         lines.append(f"| {name} | {', '.join(f'`{f}`' for f in e['files'])} | "
                      f"{', '.join(f'`{t}`' for t in e['tests'])} | {e['total']} | {killed} | {equivalent} | "
                      f"**{score:.1%}**{flag} | {e['date']} | {e['wall_s']} s |")
@@ -251,11 +260,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (the machine has 2 cores)")
     parser.add_argument("--report", action="store_true", help="only rewrite docs/testing.md from stored results")
     parser.add_argument("--results", type=Path, default=RESULTS, help="results file to update and report from")
+    parser.add_argument("--collect", action="store_true", help="record the modules' last (e.g. stopped) runs, run none")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"unknown module(s) {unknown}; choose from {list(MODULES)}")
-    if not args.report:
+    if args.collect:
+        for name in args.modules:
+            _store(args.results, name, collect(name))
+    elif not args.report:
         for name in args.modules or list(MODULES):
             print(f"mutate: {name} ...", flush=True)
             entry = run_module(name, args.timeout, args.max_children)
