@@ -178,3 +178,44 @@ def test_the_rl_round_adds_the_global_bests_rollouts_as_negative_episodes(compos
     assert name == "negatives_expanded" and fields == {"candidate": "it2-c1", "added": 200, "episodes": 2}
     assert state.env_steps >= 512 and (tmp_path / "expand" / "it3" / "rollouts.npz").exists()
     assert (tmp_path / "expand" / "it3" / "curve.csv").exists()
+
+
+def test_describe_counts_dropped_states_apart():
+    eps = Episodes(np.zeros((5, 1)), np.array([0, 0, 0, 1, 1]), np.array([0, 1, 2, 0, 1]),
+                   np.array([0, 0, 1, -1, -1]), ["expert", "random"])
+    assert DemoSet(eps, None).describe()["train"] == {"episodes": 2, "positive_states": 1, "negative_states": 2,
+                                                      "dropped_states": 2}
+
+
+COUNTER = """
+class Reward:
+    def __init__(self, extra_info=None):
+        self.t = 0
+
+    def reward_fn(self, state):
+        self.t += 1
+        return float(self.t)
+"""
+
+
+def test_scoring_restarts_a_stateful_reward_at_every_episode(compose_cfg):
+    from bird.components.demos import score_episodes
+    from bird.envs.registry import make_adapter
+
+    cfg = compose_cfg(*BASE)
+    spec = make_adapter(cfg.env).spec
+    eps = Episodes(np.zeros((6, spec.obs_index.dim)), np.array([0, 0, 0, 1, 1, 2]), np.array([0, 1, 2, 0, 1, 0]),
+                   np.array([1, 1, 1, -1, -1, -1]), ["expert", "random", "random"])
+    first = score_episodes(COUNTER, cfg, spec, eps)
+    again = score_episodes(COUNTER, cfg, spec, eps)  # a fresh program each time
+    assert first.reward.tolist() == again.reward.tolist() == [1.0, 2.0, 3.0, 1.0, 2.0, 1.0]
+    assert first.episodes is eps and first.debug == {}
+
+
+def test_without_a_test_split_only_the_train_split_is_scored(compose_cfg):
+    from bird.components.demos import score_candidate
+
+    cfg, demos = _load(compose_cfg, "demos.test_fraction=0", "feedback.n_wrong_examples=2")
+    state = _state(cfg, demos)
+    train, test = score_candidate(cfg, state, Candidate("it1-c0", 1, 0, [], code=GOOD))
+    assert test is None and len(train.debug) == 2 and len(train.reward) == 4 * T
