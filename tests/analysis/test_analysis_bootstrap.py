@@ -173,3 +173,51 @@ def test_bad_methods_and_empty_or_non_finite_scores_are_named():
     with pytest.raises(ValueError, match=r"^task '_' has non-finite scores"):
         interval([1.0, float("nan")])
     assert interval(["0.5", "1.5"], n_resamples=50).estimate == 1.0  # text scores read as floats
+
+
+def test_interval_records_its_method_task_and_seed_counts():
+    x = {"a": [0.1, 0.5, 0.9], "b": [0.2, 0.4]}
+    iv = interval(x, n_resamples=200)
+    assert (iv.method, iv.n_tasks, iv.n_seeds, iv.degenerate) == ("BCa", 2, 5, False)
+    assert interval(x, "percentile", n_resamples=200).method == "percentile"
+    assert interval(x) == interval(x, "BCa", "task_mean", 0.95, 10_000, 0)
+    assert interval(x) != interval(x, random_state=1)
+    narrow = interval(x, "percentile", confidence_level=0.5, n_resamples=500)
+    wide = interval(x, "percentile", confidence_level=0.95, n_resamples=500)
+    assert wide.low < narrow.low < narrow.high < wide.high
+
+
+def test_a_task_with_two_seeds_is_resampled():
+    iv = interval({"a": [0.0, 1.0]}, "percentile", n_resamples=200)
+    assert iv.low < iv.high and not iv.degenerate
+
+
+def test_degenerate_cases_say_so_exactly():
+    with pytest.warns(UserWarning) as record:
+        iv = interval({"a": [2.0], "b": [4.0]}, "percentile")
+    assert [str(w.message) for w in record] == [
+        "every task has a single seed: nothing to resample, interval is [estimate, estimate]"]
+    assert iv == type(iv)(3.0, 3.0, 3.0, "percentile", 2, 2, True)
+    with pytest.warns(UserWarning) as record:
+        iv = interval({"a": [1.0, 1.0, 1.0]}, "BCa", n_resamples=100)
+    assert [str(w.message) for w in record] == [
+        "degenerate bootstrap (all replicates equal to 1); reporting [estimate, estimate]"]
+    assert iv == type(iv)(1.0, 1.0, 1.0, "BCa", 1, 3, True)
+    with pytest.warns(UserWarning) as record:
+        interval({"a": [0.0, 1.0, 2.0], "b": [5.0]}, n_resamples=100)
+    assert [str(w.message) for w in record] == ["1 task(s) have a single seed and are held fixed in the bootstrap"]
+
+
+@pytest.mark.parametrize("statistic", ["task_mean", "pooled_mean"])
+def test_a_single_seed_task_shifts_both_statistics_by_its_fixed_share(statistic):
+    a = np.array([0.0, 1.0, 2.0, 4.0])
+    with pytest.warns(UserWarning, match="held fixed"):
+        iv = interval({"a": a, "b": [10.0]}, "percentile", statistic, n_resamples=300, random_state=0)
+    if statistic == "task_mean":
+        est, f = (a.mean() + 10.0) / 2, (lambda x, axis=-1: (x.mean(axis=axis) + 10.0) / 2)
+    else:
+        est, f = (a.sum() + 10.0) / 5, (lambda x, axis=-1: (x.sum(axis=axis) + 10.0) / 5)
+    ref = stats.bootstrap((a,), f, vectorized=True, method="percentile", n_resamples=300, rng=0)
+    assert iv.estimate == pytest.approx(est)
+    assert (iv.low, iv.high) == pytest.approx(tuple(ref.confidence_interval), abs=1e-12)
+    assert (iv.n_tasks, iv.n_seeds, iv.degenerate) == (2, 5, False)
