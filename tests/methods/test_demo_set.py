@@ -9,7 +9,7 @@ import pytest
 
 from bird.types import Candidate, TrainResult
 
-DEMOS = ["demos.n_expert=2", "demos.n_negative=2", "demos.test_fraction=0.5"]
+DEMOS = ["demos.n_expert=2", "demos.n_negative=2", "demos.test_fraction=0.5", "demos.max_train=null"]
 # GRACE's state-only contract: closeness of the hand to the goal, which the scripted expert reaches
 CLOSER = """
 import numpy as np
@@ -29,10 +29,11 @@ def grace_setup():
     from bird.config.load import compose
     from bird.envs.demos import load_demos
     from bird.envs.registry import make_adapter
+    from bird.llm.factory import make_generator
 
     cfg = compose(["budget=smoke", "run.progress=false", "method=grace", "env=metaworld/reach", *DEMOS])
     spec = make_adapter(cfg.env).spec
-    demos = load_demo_set(cfg, spec)
+    demos = load_demo_set(cfg, spec, make_generator(cfg.llm, cfg.budget))  # GRACE's own positive-state rule
     expert = load_demos(cfg.env.id, 2, cfg.demos.seed, "expert").next_obs.reshape(-1, spec.obs_index.dim)
     random = load_demos(cfg.env.id, 2, cfg.demos.seed, "random").next_obs.reshape(-1, spec.obs_index.dim)
     return cfg, spec, demos, expert.astype(np.float64), random.astype(np.float64)

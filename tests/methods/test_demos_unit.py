@@ -11,7 +11,7 @@ from bird.components.demos import DemoScores, DemoSet, Episodes
 from bird.types import Candidate
 
 BASE = ["budget=smoke", "run.progress=false", "method=grace", "env=metaworld/reach", "demos.n_expert=2",
-        "demos.n_negative=2"]
+        "demos.n_negative=2", "demos.max_train=null", "demos.positive_states=all"]
 T = 500  # Meta-World horizon of the cached demos
 
 
@@ -53,9 +53,10 @@ def test_describe_counts_each_split():
 def _load(compose_cfg, *overrides):
     from bird.components.demos import load_demo_set
     from bird.envs.registry import make_adapter
+    from bird.llm.factory import make_generator
 
     cfg = compose_cfg(*BASE, *overrides)
-    return cfg, load_demo_set(cfg, make_adapter(cfg.env).spec)
+    return cfg, load_demo_set(cfg, make_adapter(cfg.env).spec, make_generator(cfg.llm, cfg.budget))
 
 
 def test_the_split_holds_out_whole_episodes_of_each_kind(compose_cfg):
