@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bird-installed
 
-.PHONY: run test lint bench clean-venv
+.PHONY: run test lint bench mutate clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench_overhead.py
+
+# mutation testing of the core modules (hours on 2 cores; not part of CI): docs/testing.md
+mutate: $(STAMP)
+	$(PY) tools/mutate.py $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
