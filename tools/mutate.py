@@ -57,7 +57,8 @@ MODULES: dict[str, Module] = {
     "bradley_terry": Module(("analysis/bradley_terry.py",), ("tests/analysis/test_analysis_bradley_terry.py",)),
     "epic": Module(("analysis/epic.py",), ("tests/analysis/test_analysis_epic.py",)),
     "report": Module(("analysis/report.py",), (
-        "tests/analysis/test_report_unit.py",
+        "tests/analysis/test_report_unit.py", "tests/analysis/test_report_tables.py",
+        "tests/analysis/test_report_figures.py", "tests/analysis/test_report_clips.py",
         "tests/analysis/test_analysis_report.py::test_leaderboard_numbers_match_hand_computed_values")),
     "retry": Module(("bird/llm/retry.py",), ("tests/llm/test_wiring.py",)),
     "cache": Module(("bird/llm/cache.py",), ("tests/llm/test_cache_unit.py",)),
@@ -100,10 +101,10 @@ def _stage(name: str, module: Module) -> Path:
 
 def _mutmut(stage: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run mutmut in `stage`; on a timeout (or an interrupt) its whole process group is stopped."""
-    exe = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    proc = subprocess.Popen([str(exe), *args], cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    # `python -m mutmut`: a venv layered on another (a worktree's) has no mutmut script of its own
+    proc = subprocess.Popen([sys.executable, "-m", "mutmut", *args], cwd=stage, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
