@@ -109,6 +109,16 @@ def test_a_proxy_is_read_only_and_says_so():
     assert isinstance(proxy, types.ModuleType) and proxy.__name__ == "numpy"
 
 
+def test_real_modules_are_found_by_dotted_name_alias_and_import(tmp_path, monkeypatch):
+    (tmp_path / "freshpkg").mkdir()
+    (tmp_path / "freshpkg" / "__init__.py").write_text("")
+    (tmp_path / "freshpkg" / "sub.py").write_text("VALUE = 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert pywall._real_module("freshpkg.sub").VALUE == 3  # a submodule not yet an attribute of its package
+    for name in ("freshpkg", "freshpkg.sub"):
+        sys.modules.pop(name, None)
+
+
 def test_real_modules_are_found_by_dotted_name_and_alias():
     assert pywall._real_module("numpy") is np
     assert pywall._real_module("numpy.linalg") is np.linalg
@@ -127,6 +137,10 @@ def test_public_names_are_the_modules_api_minus_what_the_rule_hides():
     assert pywall._public_names(mod, rule) == ["hidden", "listed", "plain"][1:]  # a private name stays out
     only = ModuleRule(only=frozenset({"plain", "absent"}))
     assert pywall._public_names(mod, only) == ["plain"]
+    lazy = types.ModuleType("lazy")  # a module that makes names on access (numpy does so for its submodules)
+    lazy.__all__ = ["later"]
+    lazy.__getattr__ = lambda name: 42 if name == "later" else None
+    assert "later" not in dir(lazy) and pywall._public_names(lazy, rule) == ["later"]
 
 
 def test_proxies_hold_the_real_functions_and_allowed_submodules_only():
@@ -146,7 +160,7 @@ def test_proxies_hold_the_real_functions_and_allowed_submodules_only():
 
 
 # -- the import hook -----------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: each test that uses the hook builds it (mutation testing maps tests to what they call)
 def hook():
     modules = dict(get_language("numpy").modules)
     proxies = pywall.build_proxies(modules)
