@@ -39,9 +39,11 @@ def main(cfg: DictConfig) -> None:
     if done is not None:
         print(f"bird: {run_dir} already completed (returned_score {done.get('returned_score')}); skipped")
         return
+    from bird.tracking import TrackerUnavailable
+
     try:
         search(bcfg, run_dir)
-    except (MissingAPIKeyError, ConfigError, CheckpointError) as exc:
+    except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
     except RunLockedError as exc:

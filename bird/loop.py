@@ -16,6 +16,7 @@ from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.envs.registry import make_adapter
 from bird.executors import Executor, make_executor
+from bird.learners.video import summarise_clips, video_spec
 from bird.llm.factory import make_generator
 from bird.pool import default_workers
 from bird.progress import ProgressDisplay, print_summary
@@ -27,6 +28,7 @@ from bird.stages.select import select
 from bird.stages.train import make_job, train
 from bird.stages.verify import random_transitions, verify
 from bird.state import Plan, SearchState
+from bird.tracking import open_tracker
 
 __all__ = ["search", "make_plan"]
 
@@ -109,14 +111,16 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: Run
         return [] if score is None else [score]
     code = None if cfg.train.reward_source == "reference" else cand.code
     seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
-    jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}")
-            for s in seeds]
+    video = video_spec(cfg, "final", candidate_id=cand.id)
+    jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}",
+                     video=video) for s in seeds]
     results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
     state.env_steps += sum(r.env_steps for r in results)
     scores = [r.curve[-1].score for r in results if r.ok]
     write_json(run.root / "final" / "final.json", {
         "candidate_id": cand.id, "seeds": seeds, "scores": [r.curve[-1].score if r.ok else None for r in results],
-        "failures": [r.failure.to_json() if r.failure else None for r in results]})
+        "failures": [r.failure.to_json() if r.failure else None for r in results],
+        "videos": [[str(Path(v).relative_to(run.root)) for v in r.videos] for r in results]})
     run.event("final_retrain", candidate=cand.id, seeds=seeds, scores=scores)
     return scores
 
@@ -223,10 +227,25 @@ def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: An
 def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
     """Run one search and write its run directory, continuing from its checkpoint after a crash; returns the
     result.json content. Raises RunLockedError when another process owns the directory."""
+    from bird.reward.isolation import harden_host
+
+    harden_host()  # the parent holds the API keys: same-user processes may not read its environ or memory
     run = RunDir(run_dir)
     with RunLock(run.root) as lock:
-        saved = checkpoint.load(run.root, cfg) if cfg.run.resume else None  # before anything is written
+        saved = _resumable_or_cleared(cfg, run.root)
         return _search(cfg, run, lock, saved)
+
+
+def _resumable_or_cleared(cfg: BirdConfig, root: Path) -> checkpoint.SavedSearch | None:
+    """The checkpoint to continue from (run.resume and one exists); otherwise the previous search's records
+    are removed so this search starts in an empty directory. Called holding the run lock."""
+    from bird.completed import clear_previous_run
+
+    saved = checkpoint.load(root, cfg) if cfg.run.resume else None
+    if saved is None and (removed := clear_previous_run(root)):
+        print(f"bird: {root} held a previous run's records ({', '.join(removed)}); they are replaced by this run",
+              file=sys.stderr)
+    return saved
 
 
 def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.SavedSearch | None) -> dict[str, Any]:
@@ -236,11 +255,13 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
     if lock.takeover:
         print(f"bird: {run.root}: {lock.takeover}", file=sys.stderr)
         run.event("lock_taken_over", detail=lock.takeover)
+    tracker = None
     try:
         (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())
         generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
+        tracker = open_tracker(cfg, run, generator)
         plan = make_plan(cfg)
         pool = make_executor(cfg, plan.workers, ui.train_progress)
         try:
@@ -252,13 +273,17 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
         finally:
             pool.close()
         result = _result(cfg, state, generator, scores, time.monotonic() - start, resumes)
+        result["videos"] = summarise_clips(run.root, cfg.video.record)
         write_json(run.root / "result.json", result)
+        tracker.finish(result)
         run.event("search_done", returned=state.returned, returned_score=result["returned_score"])
         run.status("completed", iteration=state.iteration, env_steps=state.env_steps, llm_calls=result["llm_calls"],
                    returned_score=result["returned_score"])
         checkpoint.remove(run.root)
     except BaseException as exc:
         run.status("failed", error=f"{type(exc).__name__}: {exc}")
+        if tracker is not None:
+            tracker.finish(None)
         raise
     if cfg.run.progress:
         import json

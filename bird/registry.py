@@ -28,6 +28,7 @@ _BUILTIN_MODULES = (
     "bird.components",
     "bird.reward.shaping",
     "bird.executors",
+    "bird.tracking",
 )
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ class RunDir:
         self.root.mkdir(parents=True, exist_ok=True)
         self._started = _now()
         self._fields: dict[str, Any] = {}
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []  # called with every event (trackers)
 
     def status(self, state: str, error: str | None = None, **fields: Any) -> None:
         """Rewrite status.json; `fields` (method, iteration, env_steps, llm_calls, ...) are kept for later calls."""
@@ -45,6 +47,8 @@ class RunDir:
     def event(self, name: str, **fields: Any) -> None:
         with open(self.root / "events.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"t": round(time.time(), 3), "event": name, **fields}, default=str) + "\n")
+        for listener in self.listeners:
+            listener(name, fields)
 
     def candidate_dir(self, cid: str) -> Path:
         path = self.root / "candidates" / cid

@@ -71,6 +71,7 @@ _EXECUTION_KEYS = {"llm": ("cache", "cache_dir", "max_concurrency", "timeout_s",
                            "retry_max_s"), "train": ("workers", "executor", "resources"),
                    "run": ("progress", "save_policies", "resume"),
                    "ray": ("address", "num_cpus", "object_store_mb", "include_dashboard")}
+_EXECUTION_SECTIONS = ("video", "tracker")  # what is filmed and where it is logged never changes a result
 
 
 def config_hash(cfg: BirdConfig) -> str:
@@ -81,4 +82,6 @@ def config_hash(cfg: BirdConfig) -> str:
             data.get(section, {}).pop(key, None)
         if data.get(section) == {}:
             del data[section]
+    for section in _EXECUTION_SECTIONS:
+        data.pop(section, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
