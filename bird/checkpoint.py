@@ -25,7 +25,7 @@ from bird.config.load import ConfigError, config_hash
 from bird.config.schema import BirdConfig
 from bird.state import SearchState
 
-__all__ = ["CHECKPOINT_NAME", "CheckpointError", "SavedSearch", "save", "load", "rewind", "remove"]
+__all__ = ["CHECKPOINT_NAME", "CheckpointError", "SavedSearch", "save", "load", "restore_rng", "rewind", "remove"]
 
 CHECKPOINT_NAME = "checkpoint.pkl"
 _FORMAT = 1
@@ -87,7 +87,7 @@ def save(root: Path, cfg: BirdConfig, state: SearchState, ledger: dict[str, Any]
 
 
 def load(root: Path, cfg: BirdConfig) -> SavedSearch | None:
-    """The checkpoint in `root` (None when there is none), with the global RNG states restored.
+    """The checkpoint in `root` (None when there is none); `restore_rng` puts its RNG states back.
 
     Raises ConfigError when it belongs to another config, CheckpointError when it cannot be read.
     """
@@ -106,9 +106,13 @@ def load(root: Path, cfg: BirdConfig) -> SavedSearch | None:
         raise ConfigError(f"{root} holds a checkpoint of another config (hash {saved.config_hash} != "
                           f"{config_hash(cfg)}); resume with the same overrides (or `python -m bird.resume "
                           f"{root}`), or set run.resume=false to start over")
+    return saved
+
+
+def restore_rng(saved: SavedSearch) -> None:
+    """Set the global Python and NumPy generators to their states at the checkpoint."""
     random.setstate(saved.rng["python"])
     np.random.set_state(saved.rng["numpy"])
-    return saved
 
 
 _CAND = re.compile(r"^it(\d+)-")

@@ -216,12 +216,16 @@ def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: An
         checkpoint.save(run.root, cfg, state, generator.totals(), 0.0, [])
         return state, 0.0, []
     record = checkpoint.rewind(run.root, saved)
+    resumes = [*saved.resumes, record]
     generator.ledger.totals.update(saved.ledger)
+    checkpoint.restore_rng(saved)  # last, so that nothing set-up draws in this session shifts the streams
+    # the same checkpoint with this resume recorded, so a search killed again before its next iteration ends keeps it
+    checkpoint.save(run.root, cfg, saved.state, generator.totals(), saved.wall_s, resumes)
     _attach_judge(cfg, saved.state, generator)
     run.event("search_resumed", **record)
     print(f"bird: resuming {run.root} after iteration {saved.state.iteration} ({record['lost_llm_calls']} LLM "
           f"calls of the interrupted iteration moved to lost_llm_calls.jsonl)", file=sys.stderr)
-    return saved.state, saved.wall_s, [*saved.resumes, record]
+    return saved.state, saved.wall_s, resumes
 
 
 def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:

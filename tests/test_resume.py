@@ -13,16 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from bird import checkpoint
+from bird import checkpoint, loop
 from bird.config.load import ConfigError
+from bird.llm.factory import make_generator
 from bird.llm.offline.synth import OfflineSynthesiser
 from bird.loop import search
 from bird.registry import register
 from bird.resume import main as resume_main
+from bird.rundir import RunDir
+from bird.runlock import RunLock, RunLockedError
 
 ROOT = Path(__file__).resolve().parents[1]
 # a generous per-call limit: under heavy machine load a sandbox timeout would make two runs differ
-SMOKE = ["budget=smoke", "env=mujoco/hopper", "run.progress=false", "verify.call_timeout_s=60"]
+SMOKE = ["env=mujoco/inverted_pendulum", "verify.call_timeout_s=60"]
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -34,14 +37,15 @@ def _events(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
 
 
-def _kill_after_first_iteration(cmd: list[str], run: Path, cwd: Path) -> None:
-    """Start `cmd`, SIGKILL its whole process group right after iteration 1's iteration_done event."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+def _kill_when(cmd: list[str], run: Path, marker: str) -> None:
+    """Start `cmd`, SIGKILL its whole process group as soon as it writes `marker` to events.jsonl."""
+    log = run / "events.jsonl"
+    seen = log.read_text().count(marker) if log.exists() else 0  # what earlier (killed) runs wrote
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 600
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            log = run / "events.jsonl"
-            if log.exists() and '"iteration_done"' in log.read_text():
+            if log.exists() and log.read_text().count(marker) > seen:
                 os.killpg(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.02)
@@ -51,32 +55,38 @@ def _kill_after_first_iteration(cmd: list[str], run: Path, cwd: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_search_killed_after_iteration_1_resumes_with_the_same_command(tmp_path):
-    killed, clean = tmp_path / "killed", tmp_path / "clean"
-    cmd = [sys.executable, "-m", "bird", *SMOKE]
-    _kill_after_first_iteration([*cmd, f"hydra.run.dir={killed}"], killed, ROOT)
-    assert not (killed / "result.json").exists()
-    before = {c: _digests(killed / "candidates" / c) for c in ("it1-c0", "it1-c1")}
+def test_a_search_killed_after_iteration_1_and_again_in_iteration_2_resumes_with_the_same_command(tmp_path, smoke_run):
+    run = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "bird", "budget=smoke", "run.progress=false", *SMOKE, f"hydra.run.dir={run}"]
+    _kill_when(cmd, run, '"iteration_done"')  # right after iteration 1 is announced
+    assert not (run / "result.json").exists()
+    before = {c: _digests(run / "candidates" / c) for c in ("it1-c0", "it1-c1")}
     assert all("reward.py" in d and "candidate.json" in d for d in before.values())
+    # the same command again, killed mid-iteration 2 (its candidates generated, verified, in training)
+    _kill_when(cmd, run, '"candidate_verified", "id": "it2-c1"')
+    assert (run / "candidates" / "it2-c1").is_dir() and not (run / "result.json").exists()
 
-    again = subprocess.run([*cmd, f"hydra.run.dir={killed}"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
-    result = json.loads((killed / "result.json").read_text())
+    result = json.loads((run / "result.json").read_text())
     assert result["status"] == "completed"
-    assert {c: _digests(killed / "candidates" / c) for c in before} == before  # iteration 1 untouched
-    calls = [json.loads(line) for line in (killed / "llm_calls.jsonl").read_text().splitlines()]
+    assert {c: _digests(run / "candidates" / c) for c in before} == before  # iteration 1 untouched
+    calls = [json.loads(line) for line in (run / "llm_calls.jsonl").read_text().splitlines()]
     assert [c["iteration"] for c in calls] == [1, 1, 2, 2]  # no second call for iteration 1
-    assert [r["from_iteration"] for r in result["resumes"]] == [1], result["resumes"]
+    lost = [json.loads(line)["iteration"] for line in (run / "lost_llm_calls.jsonl").read_text().splitlines()]
+    assert lost and set(lost) == {2}  # the interrupted iteration 2 asked again; its first calls are kept aside
+    assert [r["from_iteration"] for r in result["resumes"]] == [1, 1], result["resumes"]
     assert "resuming" in again.stderr and "took over the stale lock" in again.stderr, again.stderr[-2000:]
-    assert result["llm_calls"] == 4 and not (killed / checkpoint.CHECKPOINT_NAME).exists()
-    assert [e["event"] for e in _events(killed)].count("iteration_done") == 2
+    assert "replaced by this run" not in again.stderr  # resumed, not cleared
+    assert result["llm_calls"] == 4 and not (run / checkpoint.CHECKPOINT_NAME).exists()
+    assert [e["event"] for e in _events(run)].count("iteration_done") == 2
 
-    reference = subprocess.run([*cmd, f"hydra.run.dir={clean}"], capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    expected = json.loads((clean / "result.json").read_text())
+    # an uninterrupted run of the same config (shared with other tests of the session where they ask for it)
+    clean, expected = smoke_run(*SMOKE)
+    assert result["config_hash"] == expected["config_hash"]
     assert result["returned"] == expected["returned"], (result["iterations"], expected["iterations"])
     code = result["returned"]["code_path"]
-    assert (killed / code).read_bytes() == (clean / code).read_bytes()
+    assert (run / code).read_bytes() == (clean / code).read_bytes()
     assert (result["returned_score"], result["env_steps"]) == (expected["returned_score"], expected["env_steps"])
 
 
@@ -150,3 +160,51 @@ def test_a_corrupt_or_foreign_checkpoint_gives_a_clear_error(compose_cfg, tmp_pa
     assert [p.name for p in tmp_path.iterdir()] == [checkpoint.CHECKPOINT_NAME]  # no temp file left
     with pytest.raises(ConfigError, match="checkpoint of another config"):
         checkpoint.load(tmp_path, cfg)
+
+
+def _half_written(root: Path) -> None:
+    """What a killed search leaves: records, an unfinished status, a candidate folder; and a file of the user's."""
+    (root / "candidates" / "it1-c0").mkdir(parents=True)
+    (root / "candidates" / "it1-c0" / "reward.py").write_text("def compute_reward(): ...\n")
+    (root / "events.jsonl").write_text('{"t": 0, "event": "search_started"}\n')
+    (root / "status.json").write_text('{"state": "running"}')
+    (root / "notes.txt").write_text("the user's")
+
+
+def test_a_rerun_resumes_a_directory_with_a_checkpoint_and_clears_one_without(compose_cfg, tmp_path):
+    with_ckpt, without = tmp_path / "with", tmp_path / "without"
+    cfg = compose_cfg()
+    for root in (with_ckpt, without):
+        _half_written(root)
+    checkpoint.save(with_ckpt, cfg, _saved(1, {}).state, {}, 0.0, [])
+    saved = loop._resumable_or_cleared(cfg, with_ckpt)
+    assert saved is not None and saved.state.iteration == 1
+    assert (with_ckpt / "candidates" / "it1-c0" / "reward.py").exists() and (with_ckpt / "events.jsonl").exists()
+    assert loop._resumable_or_cleared(cfg, without) is None  # clear_previous_run's case
+    assert sorted(p.name for p in without.iterdir()) == ["notes.txt"]
+    # run.resume=false: the checkpoint is cleared with the rest, and the next run starts over
+    assert loop._resumable_or_cleared(compose_cfg("run.resume=false"), with_ckpt) is None
+    assert sorted(p.name for p in with_ckpt.iterdir()) == ["notes.txt"]
+
+
+def test_a_directory_locked_by_another_writer_is_neither_resumed_nor_cleared(compose_cfg, tmp_path):
+    _half_written(tmp_path)
+    checkpoint.save(tmp_path, compose_cfg("seed=3"), _saved(1, {}).state, {}, 0.0, [])  # not even read
+    with RunLock(tmp_path):
+        before = _digests(tmp_path)
+        with pytest.raises(RunLockedError, match=f"pid {os.getpid()}"):
+            search(compose_cfg(), tmp_path)
+        assert _digests(tmp_path) == before
+
+
+@pytest.mark.parametrize(("method", "judged"), [("regot", True), ("eureka", False)])
+def test_a_resumed_search_has_its_judge_and_keeps_its_resume_record(compose_cfg, tmp_path, method, judged):
+    cfg = compose_cfg(f"method={method}", "env=metaworld/drawer_open")
+    checkpoint.save(tmp_path, cfg, _saved(1, {}).state, {}, 0.0, [])
+    generator = make_generator(cfg.llm, cfg.budget, tmp_path / "llm_calls.jsonl")
+    state, _, resumes = loop._start(cfg, loop.make_plan(cfg), RunDir(tmp_path), None, generator,
+                                    checkpoint.load(tmp_path, cfg))
+    assert (state.judge is not None) == judged  # the judge is not pickled: it is rebuilt on resume
+    assert [r["from_iteration"] for r in resumes] == [1]
+    # a search killed again before iteration 2 ends still reports this resume
+    assert checkpoint.load(tmp_path, cfg).resumes == resumes
