@@ -24,8 +24,9 @@ from bird.rundir import RunDir
 from bird.runlock import RunLock, RunLockedError
 
 ROOT = Path(__file__).resolve().parents[1]
-# a generous per-call limit: under heavy machine load a sandbox timeout would make two runs differ
-SMOKE = ["env=mujoco/inverted_pendulum", "verify.call_timeout_s=60"]
+# half the smoke budget's steps; a generous per-call limit: under heavy machine load a sandbox timeout would make two
+# runs differ
+SMOKE = ["env=mujoco/inverted_pendulum", "budget.env_steps=1024", "budget.final_env_steps=1024", "verify.call_timeout_s=60"]
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -108,7 +109,7 @@ register("llm", "crash_once_test")(lambda cfg: _CrashOnce(cfg.model))
 @pytest.mark.slow
 def test_bird_resume_continues_from_the_run_directory_alone(compose_cfg, tmp_path):
     _CrashOnce.crash = True
-    cfg = compose_cfg("env=mujoco/inverted_pendulum", "llm.backend=crash_once_test", "llm.cache=off")
+    cfg = compose_cfg(*SMOKE, "llm.backend=crash_once_test", "llm.cache=off")
     with pytest.raises(KeyboardInterrupt):
         search(cfg, tmp_path)
     assert json.loads((tmp_path / "status.json").read_text())["state"] == "failed"

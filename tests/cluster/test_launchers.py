@@ -14,8 +14,8 @@ from bird.config.load import CONF_DIR
 from bird.sweeps import cells, estimate
 
 ROOT = Path(__file__).resolve().parents[2]
-TWO_CELLS = ["budget=smoke", "budget.max_iterations=1", "env=mujoco/inverted_pendulum", "method=eureka,zeroshot",
-             "run.progress=false"]
+TWO_CELLS = ["budget=smoke", "budget.max_iterations=1", "budget.env_steps=1024", "budget.final_env_steps=1024",
+             "env=mujoco/inverted_pendulum", "method=eureka,zeroshot", "run.progress=false"]
 
 
 def _sweep(tmp_path: Path, *launcher: str) -> tuple[subprocess.CompletedProcess, list[dict]]:

@@ -42,13 +42,13 @@ def test_results_come_back_in_job_order_with_progress(ray_address, compose_cfg, 
     executor = make_executor(cfg, 2, lambda *msg: messages.append(msg))
     assert not executor.started  # attached to the session's Ray: close() leaves it running
     # the first job is four times longer, so it finishes last; its result must still come first
-    jobs = [make_job(cfg, "long", None, 0, 4096, tmp_path / "long"), make_job(cfg, "short", None, 1, 1024, tmp_path / "short")]
+    jobs = [make_job(cfg, "long", None, 0, 2048, tmp_path / "long"), make_job(cfg, "short", None, 1, 512, tmp_path / "short")]
     results = executor.run("sb3_ppo", jobs)
     executor.close()
     assert [r.candidate_id for r in results] == ["long", "short"]
-    assert [r.env_steps for r in results] == [4096, 1024] and all(r.ok for r in results)
+    assert [r.env_steps for r in results] == [2048, 512] and all(r.ok for r in results)
     assert {m[0] for m in messages} == {"long", "short"}
-    assert [m[1:3] for m in messages if m[0] == "long"][-1] == (4096, 4096)
+    assert [m[1:3] for m in messages if m[0] == "long"][-1] == (2048, 2048)
 
 
 def test_an_error_raised_in_the_task_is_a_train_error_with_its_message(ray_address, compose_cfg, tmp_path):
