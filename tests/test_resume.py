@@ -24,9 +24,10 @@ from bird.rundir import RunDir
 from bird.runlock import RunLock, RunLockedError
 
 ROOT = Path(__file__).resolve().parents[1]
-# half the smoke budget's steps; a generous per-call limit: under heavy machine load a sandbox timeout would make two
-# runs differ
-SMOKE = ["env=mujoco/inverted_pendulum", "budget.env_steps=1024", "budget.final_env_steps=1024", "verify.call_timeout_s=60"]
+# half the smoke budget's steps, no clips; a generous per-call limit: under heavy machine load a sandbox timeout
+# would make two runs differ
+SMOKE = ["env=mujoco/inverted_pendulum", "budget.env_steps=1024", "budget.final_env_steps=1024", "verify.call_timeout_s=60",
+         "video.record=none"]
 
 
 def _digests(folder: Path) -> dict[str, str]:

@@ -59,7 +59,8 @@ def test_the_installed_wheel_prints_its_config_from_another_directory(installed,
 def test_the_installed_wheel_runs_a_smoke_search_from_another_directory(installed, tmp_path):
     run = tmp_path / "run"
     _run(installed, "-m", "bird", "budget=smoke", "budget.max_iterations=1", "budget.env_steps=1024",
-         "budget.final_env_steps=1024", "env=mujoco/inverted_pendulum", "run.progress=false", f"hydra.run.dir={run}",
+         "budget.final_env_steps=1024", "env=mujoco/inverted_pendulum", "run.progress=false", "video.record=none",
+         f"hydra.run.dir={run}",
          cwd=tmp_path)
     result = json.loads((run / "result.json").read_text())
     assert math.isfinite(result["returned_score"]) and not result["failures"]

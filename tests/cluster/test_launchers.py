@@ -15,7 +15,7 @@ from bird.sweeps import cells, estimate
 
 ROOT = Path(__file__).resolve().parents[2]
 TWO_CELLS = ["budget=smoke", "budget.max_iterations=1", "budget.env_steps=1024", "budget.final_env_steps=1024",
-             "env=mujoco/inverted_pendulum", "method=eureka,zeroshot", "run.progress=false"]
+             "env=mujoco/inverted_pendulum", "method=eureka,zeroshot", "run.progress=false", "video.record=none"]
 
 
 def _sweep(tmp_path: Path, *launcher: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
