@@ -266,6 +266,15 @@ def _dumpable() -> int:
     return _libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
 
 
+@pytest.fixture(autouse=True)
+def _dumpable_pytest():
+    """Forked children start dumpable: an earlier in-process sandbox host may have hardened this pytest process."""
+    before = _dumpable()
+    _libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE=1
+    yield
+    _libc.prctl(4, before, 0, 0, 0)
+
+
 def test_non_dumpable_and_no_new_privs():
     def then():
         return [_dumpable(), _status("NoNewPrivs")]
