@@ -218,7 +218,7 @@ def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: An
     record = checkpoint.rewind(run.root, saved)
     resumes = [*saved.resumes, record]
     generator.ledger.totals.update(saved.ledger)
-    checkpoint.restore_rng(saved)  # last, so that nothing set-up draws in this session shifts the streams
+    checkpoint.restore_rng(saved)  # after this session's set-up (adapter, executor), so it cannot shift the streams
     # the same checkpoint with this resume recorded, so a search killed again before its next iteration ends keeps it
     checkpoint.save(run.root, cfg, saved.state, generator.totals(), saved.wall_s, resumes)
     _attach_judge(cfg, saved.state, generator)
