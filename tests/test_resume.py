@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bird import checkpoint, loop
@@ -200,12 +202,18 @@ def test_a_directory_locked_by_another_writer_is_neither_resumed_nor_cleared(com
 
 
 @pytest.mark.parametrize(("method", "judged"), [("regot", True), ("eureka", False)])
-def test_a_resumed_search_has_its_judge_and_keeps_its_resume_record(compose_cfg, tmp_path, method, judged):
+def test_a_resumed_search_has_its_judge_rng_streams_and_resume_record(compose_cfg, tmp_path, method, judged):
     cfg = compose_cfg(f"method={method}", "env=metaworld/drawer_open")
+    random.seed(7)
+    np.random.seed(7)
     checkpoint.save(tmp_path, cfg, _saved(1, {}).state, {}, 0.0, [])
+    following = (random.random(), np.random.random_sample(3).tolist())  # what the search would draw next
+    random.seed(99)  # draws of this session's set-up
+    np.random.seed(99)
     generator = make_generator(cfg.llm, cfg.budget, tmp_path / "llm_calls.jsonl")
     state, _, resumes = loop._start(cfg, loop.make_plan(cfg), RunDir(tmp_path), None, generator,
                                     checkpoint.load(tmp_path, cfg))
+    assert (random.random(), np.random.random_sample(3).tolist()) == following  # RNG streams continue
     assert (state.judge is not None) == judged  # the judge is not pickled: it is rebuilt on resume
     assert [r["from_iteration"] for r in resumes] == [1]
     # a search killed again before iteration 2 ends still reports this resume
