@@ -260,9 +260,10 @@ def _table(results: dict, notes: list[dict]) -> list[str]:
         killed, equivalent, _, score = _score(e, name, notes)
         unchecked = e["counts"].get("not checked", 0)
         flag = "" if e["finished"] else f" (stopped: {e['total'] - unchecked} of {e['total']} checked)"
+        wall = f"{e['wall_s']} s" if e["wall_s"] else "not recorded"
         lines.append(f"| {name} | {', '.join(f'`{f}`' for f in e['files'])} | "
                      f"{', '.join(f'`{t}`' for t in e['tests'])} | {e['total']} | {killed} | {equivalent} | "
-                     f"**{score:.1%}**{flag} | `{e['command']}` | {e['date']} | {e['wall_s']} s |")
+                     f"**{score:.1%}**{flag} | `{e['command']}` | {e['date']} | {wall} |")
     return lines
 
 
@@ -313,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.modules or list(MODULES):
             print(f"mutate: {name} ...", flush=True)
             entry = run_module(name, args.timeout, args.max_children, args.resume)
+            previous = json.loads(args.results.read_text()).get(name) if args.results.exists() else None
+            if entry["command"].endswith("--resume") and previous:
+                entry["wall_s"] += previous["wall_s"]  # the run it continued, and the runs before that
             print(f"mutate: {name}: {entry['total']} mutants, {entry['counts']}, {entry['wall_s']} s", flush=True)
             _store(args.results, name, entry)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}
