@@ -231,6 +231,8 @@ def test_defaults_are_the_documented_bootstrap_sizes_penalty_and_seed(tmp_path):
             (run / "result.json").write_text(json.dumps({**result, "returned_score": score}))
     lb = _quiet(build_leaderboard, root)
     assert list(lb.figures) == FIGURES
+    # with figures drawn, the tables and the header come back too
+    assert lb.tables["mujoco"]["method"].tolist() == ["alpha", "beta"] and lb.header[0] == "12 runs; 2 methods; 1 task."
     coll = _quiet(read_runs, root, warn=False)
     table = score_table(coll.runs)
     for m, (_, _, lo, hi) in zip(sorted(table), _errorbars(lb.figures["method_comparison"].axes[0]), strict=True):
