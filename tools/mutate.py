@@ -276,7 +276,7 @@ def _survivors(results: dict, notes: list[dict]) -> list[str]:
         for s in e["survivors"]:
             note = _note_for(name, s, notes) or {}
             change = f"`{_md(s['removed'])}` → `{_md(s['added'])}`"
-            lines.append(f"| {s['function']} | {change} | {s['status']} | {note.get('kind', 'unexplained')} | "
+            lines.append(f"| {s['function']} | {change} | {s['status']} | {note.get('kind', 'not triaged (counted as killable)')} | "
                          f"{_md(note.get('why', ''))} |")
     return lines
 
