@@ -34,3 +34,16 @@ def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.metaworld import make_task
 
     return make_task(task, cfg)
+
+
+@register("suite", "brax")
+def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
+    from bird.envs.brax import make_task
+
+    return make_task(task, cfg)
+
+
+_brax.backends = ("generalized", "positional", "spring", "mjx")  # type: ignore[attr-defined]
+# what the suite offers the methods (checked when the config loads: bird/config/validate.py)
+_brax.provides = {"representations": ("obs_code", "obs_index"),  # type: ignore[attr-defined]
+                  "scripted_demos": False, "frames": False}
