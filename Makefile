@@ -5,13 +5,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bird-installed
 
-.PHONY: run test lint bench clean-venv
+.PHONY: run test lint bench bench-jax clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[llm,dev]"
+	$(PY) -m pip install -q -e ".[llm,dev,jax]"
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -28,3 +28,6 @@ bench: $(STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+bench-jax: $(STAMP)
+	$(PY) bench/bench_jax.py $(ARGS)

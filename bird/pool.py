@@ -40,6 +40,12 @@ def _run(learner: str, job: TrainJob) -> TrainResult:
     return registry.get("learner", learner)(job, _progress)
 
 
+def _run_batch(learner: str, jobs: list[TrainJob]) -> list[TrainResult]:
+    from bird import registry
+
+    return registry.get("learner", learner)(jobs, _progress)
+
+
 class TrainPool:
     """A reusable pool of `workers` processes; `run(jobs)` returns results in job order."""
 
@@ -71,21 +77,37 @@ class TrainPool:
                 self._on_progress(*msg)
 
     def run(self, learner: str, jobs: list[TrainJob]) -> list[TrainResult]:
-        futures = [self._executor.submit(_run, learner, job) for job in jobs]
-        results: list[TrainResult] = []
-        broken = False
-        for job, fut in zip(jobs, futures, strict=True):
+        """Results in job order. A learner with `language` gets its programs exported first (bird/learners/
+        programs.py); a `batched` learner gets every job in one call (one worker process)."""
+        from bird import registry
+
+        fn = registry.get("learner", learner)
+        failed: dict[int, Failure] = {}
+        if getattr(fn, "language", None) == "jax":
+            from bird.learners.programs import export_jobs
+
+            jobs, failed = export_jobs(jobs)
+        live = [job for i, job in enumerate(jobs) if i not in failed]
+        if getattr(fn, "batched", False):
+            futures = [self._executor.submit(_run_batch, learner, live)] if live else []
+        else:
+            futures = [self._executor.submit(_run, learner, job) for job in live]
+        done, broken = [], False
+        for fut, group in zip(futures, [live] if getattr(fn, "batched", False) else [[j] for j in live], strict=True):
             try:
-                results.append(fut.result())
+                out = fut.result()
+                done.extend(out if isinstance(out, list) else [out])
             except BrokenProcessPool as exc:
                 broken = True
-                results.append(_crashed(job, f"training worker died: {exc}"))
+                done.extend(_crashed(job, f"training worker died: {exc}") for job in group)
             except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
-                results.append(_crashed(job, f"{type(exc).__name__}: {exc}"))
+                done.extend(_crashed(job, f"{type(exc).__name__}: {exc}") for job in group)
         if broken:
             self._executor.shutdown(cancel_futures=True)
             self._executor = self._new_executor()
-        return results
+        it = iter(done)
+        return [TrainResult(job.candidate_id, job.seed, (), 0, 0.0, failed[i]) if i in failed else next(it)
+                for i, job in enumerate(jobs)]
 
     def close(self) -> None:
         self._executor.shutdown(cancel_futures=True)

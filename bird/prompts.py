@@ -13,10 +13,13 @@ __all__ = ["templates", "render_obs_index", "obs_fields_context", "initial_user_
 
 
 @cache
-def templates(name: str) -> dict[str, str]:
-    """All templates of one set, by file stem."""
+def templates(name: str, language: str = "numpy") -> dict[str, str]:
+    """All templates of one set, by file stem; a reward.language other than numpy overlays <set>/<language>/*.txt."""
     folder = PROMPTS_DIR / name
-    return {p.stem: p.read_text() for p in sorted(folder.glob("*.txt"))}
+    out = {p.stem: p.read_text() for p in sorted(folder.glob("*.txt"))}
+    if language != "numpy":
+        out.update({p.stem: p.read_text() for p in sorted((folder / language).glob("*.txt"))})
+    return out
 
 
 def obs_fields_context(spec: TaskSpec) -> list[dict]:

@@ -50,6 +50,7 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "demos.positive_states": ("all", "last_state"),
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
+    "reward.language": ("numpy", "jax"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -164,9 +165,47 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
                 problems.append(f"{key}={_get(cfg, key)!r} needs {need} "
                                 f"{'in ' + str(list(allowed)) if isinstance(allowed, tuple) else '>= ' + str(allowed)}, "
                                 f"got {value!r}")
+    _check_learner_needs(cfg, problems)
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")
+
+
+def _check_suite_provides(cfg: BirdConfig, suite: str, problems: list[str]) -> None:
+    """Fail fast when a method needs what the suite lacks (a suite lists what it offers in attribute `provides`)."""
+    if suite not in registry.names("suite"):
+        return
+    provides = getattr(registry.get("suite", suite), "provides", None)
+    if provides is None:
+        return
+    reps = provides["representations"]
+    if cfg.generate.env_representation not in reps:
+        problems.append(f"generate.env_representation={cfg.generate.env_representation!r}: suite {suite!r} has no such "
+                        f"view of its tasks (it offers {list(reps)}); set generate.env_representation={reps[0]}")
+    if cfg.demos.enabled and not provides["scripted_demos"]:
+        problems.append(f"demos.enabled=true needs scripted expert demonstrations, which suite {suite!r} does not have "
+                        "(env=metaworld/<task> has them)")
+    if cfg.feedback.format == "judge" and cfg.judge.mode == "vlm" and not provides["frames"]:
+        problems.append(f"judge.mode=vlm needs rendered frames, which suite {suite!r} does not render; "
+                        "set judge.mode=state_text (the labelled RE-GoT-S substitute)")
+
+
+def _check_learner_needs(cfg: BirdConfig, problems: list[str]) -> None:
+    """A learner's declared needs (attribute `needs`: key -> allowed values) and the env suite's backends."""
+    for key in ("train.learner", "final.learner"):
+        name = _get(cfg, key)
+        if name is None or name not in registry.names("learner"):
+            continue
+        for need, allowed in getattr(registry.get("learner", name), "needs", {}).items():
+            if _get(cfg, need) not in allowed:
+                problems.append(f"{key}={name!r} needs {need} in {list(allowed)}, got {_get(cfg, need)!r}")
+    suite = cfg.env.id.partition("/")[0]
+    _check_suite_provides(cfg, suite, problems)
+    if suite in registry.names("suite") and cfg.env.backend is not None:
+        backends = getattr(registry.get("suite", suite), "backends", ())
+        if cfg.env.backend not in backends:
+            problems.append(f"env.backend={cfg.env.backend!r}: suite {suite!r} "
+                            + (f"has backends {list(backends)}" if backends else "has one simulator (leave it unset)"))
 
 
 def validate(cfg: BirdConfig) -> list[str]:

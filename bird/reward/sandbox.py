@@ -22,6 +22,9 @@ __all__ = ["SandboxedReward", "RewardProgramError"]
 
 _WORKER = Path(__file__).with_name("worker.py")
 _STARTUP_TIMEOUT_S = 60.0
+# jax in the worker: CPU only, one thread (a program is traced and run on small batches)
+_JAX_ENV = {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+            "JAX_ENABLE_X64": "0"}
 
 
 class RewardProgramError(RuntimeError):
@@ -46,13 +49,15 @@ class SandboxedReward:
         memory_mb: int = 2048,
         entry: str | None = None,
         contract: str = "compute_reward",
+        language: str = "numpy",
+        action_dim: int | None = None,
     ) -> None:
         self.obs_index = obs_index
         self.call_timeout_s = call_timeout_s
         self.component_names: tuple[str, ...] = ()
         self.last_debug: dict[int, str] = {}  # debug_fn output of the last call's debug rows (reward_class)
         entry = entry or CONTRACT_ENTRIES[contract]
-        static = check_source(code, entry, contract=contract)  # always enforced, whoever builds the sandbox
+        static = check_source(code, entry, contract=contract, language=language)  # enforced whoever builds it
         if static is not None:
             raise RewardProgramError(static)
         self._proc = subprocess.Popen(
@@ -60,16 +65,22 @@ class SandboxedReward:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={"PATH": os.defpath, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+            env={"PATH": os.defpath, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                 **(_JAX_ENV if language == "jax" else {})},
             close_fds=True,
             cwd="/",
         )
         fields = [[f.name, f.start, f.size] for f in obs_index.fields]
-        init = {"code": code, "entry": entry, "fields": fields, "memory_mb": memory_mb, "contract": contract}
+        init = {"code": code, "entry": entry, "fields": fields, "memory_mb": memory_mb, "contract": contract,
+                "language": language, "act_dim": action_dim}
+        if language == "jax" and action_dim is None:
+            raise ValueError("a jax reward program is exported for a fixed action size: pass action_dim")
+        self.language, self.action_dim = language, action_dim
         reply, _ = self._roundtrip(init, b"", _STARTUP_TIMEOUT_S)
         if not reply.get("ok"):
             self.close()
             raise RewardProgramError(_failure_from(reply))
+        self.component_names = tuple(str(n) for n in reply.get("names", []))
         self.plan_list: list[str] = [str(p) for p in reply.get("plan_list", [])]  # progress_program only
 
     # -- protocol -----------------------------------------------------------------------------------------
@@ -143,6 +154,18 @@ class SandboxedReward:
             raise RewardProgramError(Failure(FailureKind.NON_FINITE, f"{bad} returned a non-finite value"))
         self.component_names = tuple(names)
         return values[:, 0].copy(), {n: values[:, i + 1].copy() for i, n in enumerate(names)}
+
+    def export(self) -> Any:
+        """The program as an ExportedReward (serialised StableHLO + component names); reward.language=jax only."""
+        from bird.reward.jax_export import ExportedReward
+
+        if self.language != "jax":
+            raise ValueError(f"only jax programs can be exported (this one is {self.language})")
+        reply, data = self._roundtrip({"op": "export"}, b"", _STARTUP_TIMEOUT_S)
+        if not reply.get("ok") or not data:
+            raise RewardProgramError(_failure_from(reply))
+        names = tuple(str(n) for n in reply.get("names", []))
+        return ExportedReward(data, names, self.obs_index.dim, int(self.action_dim or 0))
 
     def close(self) -> None:
         if not hasattr(self, "_proc"):

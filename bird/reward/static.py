@@ -6,7 +6,7 @@ import ast
 
 from bird.types import Failure, FailureKind
 
-__all__ = ["check_source", "ALLOWED_IMPORTS", "ENTRY_POINT", "CONTRACT_ENTRIES"]
+__all__ = ["check_source", "ALLOWED_IMPORTS", "LANGUAGE_IMPORTS", "ENTRY_POINT", "CONTRACT_ENTRIES"]
 
 ENTRY_POINT = "compute_reward"
 # contract -> the top-level name a program must define (a function, or GRACE's state-only class)
@@ -15,6 +15,12 @@ CONTRACT_ENTRIES = {"compute_reward": ENTRY_POINT, "reward_class": "Reward", "pr
 PROGRESS_NAMES = ("plan_list", "determine_subtask", "progress")
 ENTRY_ARGS = ("obs", "action", "next_obs", "info")
 ALLOWED_IMPORTS = frozenset({"math", "numpy", "typing"})
+# reward.language -> the import roots a program may use (jax programs: jax.numpy and friends; see _JAX_ATTRS)
+LANGUAGE_IMPORTS = {"numpy": ALLOWED_IMPORTS, "jax": ALLOWED_IMPORTS | {"jax"}}
+# jax attributes that reach the host, other devices or the compiler rather than arithmetic
+_JAX_ATTRS = {"pure_callback", "io_callback", "callback", "debug", "experimental", "extend", "export", "ffi",
+              "host_callback", "device_put", "device_get", "distributed", "profiler", "config", "lib", "interpreters",
+              "dlpack", "make_jaxpr", "effects_barrier", "block_until_ready", "live_arrays", "clear_caches"}
 
 _IMPORT_REASONS = {
     "files": {"io", "pathlib", "shutil", "tempfile", "glob", "pickle", "shelve", "fileinput", "zipfile", "tarfile"},
@@ -47,14 +53,14 @@ _SUCCESS_WORDS = ("success",)
 _REFERENCE_WORDS = ("reward", "gt_", "bird_episode", "reference")
 
 
-def _import_failure(module: str, lineno: int) -> Failure | None:
+def _import_failure(module: str, lineno: int, allowed: frozenset[str] = ALLOWED_IMPORTS) -> Failure | None:
     root = module.split(".")[0]
-    if root in ALLOWED_IMPORTS:
+    if root in allowed and not set(module.split(".")[1:]) & _JAX_ATTRS:
         return None
     for what, mods in _IMPORT_REASONS.items():
         if root in mods:
             return Failure(FailureKind.REJECTED, f"line {lineno}: import of {root!r} would give access to {what}")
-    return Failure(FailureKind.REJECTED, f"line {lineno}: import of {root!r} is not allowed (allowed: {sorted(ALLOWED_IMPORTS)})")
+    return Failure(FailureKind.REJECTED, f"line {lineno}: import of {module!r} is not allowed (allowed: {sorted(allowed)})")
 
 
 def _info_key_failure(key: str, lineno: int) -> Failure | None:
@@ -66,14 +72,17 @@ def _info_key_failure(key: str, lineno: int) -> Failure | None:
     return None
 
 
-def _node_failure(node: ast.AST) -> Failure | None:  # noqa: C901 - one flat dispatch over node types
+def _node_failure(node: ast.AST, allowed: frozenset[str]) -> Failure | None:  # noqa: C901 - one flat dispatch
     line = getattr(node, "lineno", 0)
     if isinstance(node, ast.Import):
         for alias in node.names:
-            if (f := _import_failure(alias.name, line)) is not None:
+            if (f := _import_failure(alias.name, line, allowed)) is not None:
                 return f
     elif isinstance(node, ast.ImportFrom):
-        return _import_failure(node.module or "", line)
+        if (f := _import_failure(node.module or "", line, allowed)) is not None:
+            return f
+        bad = [a.name for a in node.names if a.name in _JAX_ATTRS and (node.module or "").startswith("jax")]
+        return Failure(FailureKind.REJECTED, f"line {line}: jax.{bad[0]} is not arithmetic") if bad else None
     elif isinstance(node, ast.Name) and node.id in _BUILTIN_REASONS:
         return Failure(FailureKind.REJECTED, f"line {line}: {node.id!r} {_BUILTIN_REASONS[node.id]}")
     elif isinstance(node, ast.Attribute):
@@ -81,6 +90,8 @@ def _node_failure(node: ast.AST) -> Failure | None:  # noqa: C901 - one flat dis
             return Failure(FailureKind.REJECTED, f"line {line}: dunder attribute {node.attr!r} is not allowed")
         if node.attr in _NUMPY_FILE_ATTRS:
             return Failure(FailureKind.REJECTED, f"line {line}: '.{node.attr}' reads or writes files")
+        if node.attr in _JAX_ATTRS:
+            return Failure(FailureKind.REJECTED, f"line {line}: '.{node.attr}' is not arithmetic (host, devices or compiler)")
     elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "info":
         if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             return _info_key_failure(node.slice.value, line)
@@ -136,18 +147,20 @@ def _progress_failure(tree: ast.Module) -> Failure | None:
 
 
 def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_ARGS),
-                 contract: str = "compute_reward") -> Failure | None:
+                 contract: str = "compute_reward", language: str = "numpy") -> Failure | None:
     """Return the first reason to reject `code`, or None when the static checks pass.
 
     :param contract: "compute_reward" (a function `entry`), "reward_class" (a class `entry` with reward_fn) or
         "progress_program" (plan_list, determine_subtask(obs), progress(obs)).
+    :param language: "numpy" or "jax" (reward.language): which imports are allowed.
     """
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return Failure(FailureKind.COMPILE_ERROR, f"line {exc.lineno}: {exc.msg}")
+    allowed = LANGUAGE_IMPORTS[language]
     for node in ast.walk(tree):
-        if (failure := _node_failure(node)) is not None:
+        if (failure := _node_failure(node, allowed)) is not None:
             return failure
     if contract == "reward_class":
         return _class_failure(tree, entry)

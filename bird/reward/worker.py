@@ -35,6 +35,19 @@ def _namespace():
     return {"__builtins__": safe, "__name__": "reward_program", "np": np, "numpy": np, "math": math}
 
 
+def _jax_hook():
+    """reward.language=jax: bird/reward/jax_export.py (loaded by path) and the jax modules a program may import."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bird_jax_export", os.path.join(os.path.dirname(__file__), "jax_export.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    allowed = module.setup_worker()
+    ALLOWED_MODULES["jax"] = allowed["jax"]
+    return module, allowed
+
+
 def _read_exact(stream, n):
     data = b""
     while len(data) < n:
@@ -171,6 +184,8 @@ def _call(fn, fields, header, payload):
             return {"ok": False, "kind": "bad_output", "reason": str(exc)[:500]}, b""
         except FloatingPointError as exc:
             return {"ok": False, "kind": "non_finite", "reason": str(exc)[:500]}, b""
+    elif hasattr(fn, "serialize"):  # reward.language=jax: the exported computation (bird/reward/jax_export.py)
+        out = fn(obs, act, nxt)
     else:
         out = fn(_split(fields, obs), act.copy(), _split(fields, nxt), {})
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
@@ -192,20 +207,26 @@ def main():
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # print() in a program must not corrupt the protocol
     header, _ = _read_msg(stdin)
+    jax_hook = _jax_hook() if header.get("language") == "jax" else None  # jax starts before the limits
     _limit_resources(int(header["memory_mb"]))
     fields = header["fields"]
     ns = _namespace()
+    ns.update(jax_hook[1] if jax_hook else {})
     try:
         exec(compile(header["code"], "<reward>", "exec"), ns)
         fn = ns[header["entry"]]
         meta = {}
-        if header.get("contract") == "reward_class":
+        if jax_hook is not None:
+            fn = jax_hook[0].JaxProgram(fn, fields, sum(k for _, _, k in fields), int(header["act_dim"]))
+            meta["names"] = fn.names
+        elif header.get("contract") == "reward_class":
             fn = _ClassAdapter(fn)
         elif header.get("contract") == "progress_program":
             fn = _ProgressAdapter(ns)
             meta["plan_list"] = fn.plan
     except Exception as exc:  # noqa: BLE001 - every failure is reported to the parent
-        _write_msg(stdout, _error("runtime_error", exc))
+        export_error = jax_hook is not None and isinstance(exc, jax_hook[0].ExportError)
+        _write_msg(stdout, _error(exc.kind if export_error else "runtime_error", exc))
         return
     _write_msg(stdout, {"ok": True, **meta})
     while True:
@@ -213,6 +234,9 @@ def main():
             header, payload = _read_msg(stdin)
         except EOFError:
             return
+        if header.get("op") == "export":  # serialised StableHLO of a jax program, for the trainer
+            _write_msg(stdout, {"ok": True, "names": fn.names}, fn.serialize())
+            continue
         try:
             reply, data = _call(fn, fields, header, payload)
         except MemoryError as exc:
