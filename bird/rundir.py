@@ -68,12 +68,14 @@ class RunDir:
             "status": "failed" if cand.failure else "trained",
             "failure": cand.failure.to_json() if cand.failure else None,
             "fitness": report.fitness if report else None,
+            "fitness_source": report.fitness_source if report else None,
             "score": score,
             "final_score": result.curve[-1].score if result and result.curve else None,
             "env_steps": result.env_steps if result else 0,
             "wall_s": round(result.wall_s, 3) if result else 0.0,
             "llm": cand.llm,
             "attempts": cand.attempts,
+            "resampled": cand.resampled,
             "metrics": report.stats.get("metrics") if report else None,
         })
 

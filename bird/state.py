@@ -24,6 +24,7 @@ class Plan:
     final_seeds: int
     workers: int
     population_size: int = 0  # survivors of select.rule=mu_plus_lambda (select.population_size or K)
+    capped: dict[str, list[int]] = field(default_factory=dict)  # what the budget's caps changed: {key: [method's, planned]}
 
 
 @dataclass

@@ -58,6 +58,7 @@ class Candidate:
     failure: Failure | None = None
     llm: dict[str, Any] = field(default_factory=dict)  # model, tokens, cost, latency, cached
     attempts: int = 1  # answers requested for this candidate (1 + blind resamples)
+    resampled: list[dict[str, str]] = field(default_factory=list)  # the failure of each answer that was re-asked
     request: Any = field(default=None, repr=False, compare=False)  # the Request it answers (not saved)
     verified: VerifyResult | None = field(default=None, repr=False, compare=False)  # checks already run
 
@@ -115,3 +116,4 @@ class Report:
     fitness: float | None  # None when the method ranks nothing or the candidate failed
     feedback: str  # text for the next prompt
     stats: dict[str, Any] = field(default_factory=dict)
+    fitness_source: str | None = None  # the fitness that ranked it, resolved (feedback.fitness=native -> per suite)

@@ -36,6 +36,39 @@ def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
     return make_task(task, cfg)
 
 
+# hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds)
+@register("hidden_facts", "mujoco")
+def _mujoco_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+    """Gymnasium's reward names; no thresholds: Gym MuJoCo v5 has no success check (the score is a physical quantity)."""
+    import gymnasium as gym
+
+    from bird.envs.mujoco.source import hidden_names
+    from bird.envs.mujoco.tasks import TASKS
+
+    return hidden_names(type(gym.make(TASKS[task].gym_id).unwrapped)), ()
+
+
+@register("hidden_facts", "metaworld")
+def _metaworld_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+    """Meta-World's reward and success code names, and the numbers evaluate_state's success compares against."""
+    from bird.envs.metaworld.source import hidden_names, success_thresholds
+    from bird.envs.metaworld.tasks import TASKS, canonical_task
+
+    mw_name = TASKS[canonical_task(task)].mw_name
+    return hidden_names(mw_name), success_thresholds(mw_name)
+
+
+@register("hidden_facts", "brax")
+def _brax_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+    """The reward names of the brax env's module (its reward terms and metrics); no thresholds: no success check."""
+    from bird.envs.brax.adapter import brax_env
+    from bird.envs.brax.tasks import TASKS
+    from bird.envs.mujoco.source import hidden_names
+
+    defn = TASKS[task]
+    return hidden_names(type(brax_env(defn.brax_name, defn.default_backend))), ()
+
+
 @register("suite", "brax")
 def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.brax import make_task
@@ -45,5 +78,5 @@ def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
 
 _brax.backends = ("generalized", "positional", "spring", "mjx")  # type: ignore[attr-defined]
 # what the suite offers the methods (checked when the config loads: bird/config/validate.py)
-_brax.provides = {"representations": ("obs_code", "obs_index"),  # type: ignore[attr-defined]
+_brax.provides = {"representations": ("full_source", "obs_code", "obs_index"),  # type: ignore[attr-defined]
                   "scripted_demos": False, "frames": False}

@@ -19,3 +19,49 @@ def compose_cfg():
         return compose([*SMOKE, *overrides])
 
     return _compose
+
+
+# The env each method's shared smoke search runs on (methods that need demonstrations, a Pythonic class abstraction or
+# a scripted expert run on Meta-World, which has them; MuJoCo has none of these). Add a line for a new method that needs it.
+METHOD_SMOKE_ENV = {"grace": "metaworld/reach", "card": "metaworld/reach", "regot": "metaworld/drawer_open",
+                    "prm4rl": "metaworld/drawer_open"}
+
+
+def method_smoke_overrides(method: str) -> tuple[str, ...]:
+    """Overrides of a method's shared end-to-end smoke search (two iterations, offline generator)."""
+    env = METHOD_SMOKE_ENV.get(method, "mujoco/inverted_pendulum")
+    extra = ("demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2", "train.collect_episodes=1") \
+        if env.startswith("metaworld") else ()
+    return (f"method={method}", f"env={env}", "budget.max_iterations=2", *extra)
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory, compose_cfg):
+    """Memoised offline smoke searches, shared by every test that reads a real run directory in one session:
+    smoke_run(*overrides) -> (run directory, result.json content)."""
+    runs: dict[tuple[str, ...], tuple] = {}
+
+    def _run(*overrides: str):
+        if overrides not in runs:
+            from bird.loop import search
+
+            path = tmp_path_factory.mktemp("smoke_run")
+            runs[overrides] = (path, search(compose_cfg(*overrides), path))
+        return runs[overrides]
+
+    return _run
+
+
+@pytest.fixture(scope="session")
+def method_smoke_run(smoke_run):
+    """method_smoke_run(method) -> (run directory, result): the method's shared end-to-end smoke search."""
+    return lambda method: smoke_run(*method_smoke_overrides(method))
+
+
+@pytest.fixture(scope="session")
+def rehearse_prompts():
+    """rehearse_prompts(cfg, workdir) -> Rehearsal: every prompt kind the method sends, without training
+    (tests/prompt_rehearsal.py)."""
+    from prompt_rehearsal import rehearse
+
+    return rehearse

@@ -77,13 +77,8 @@ def test_smoke_search_cli_writes_a_complete_run_directory(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(p.stem for p in (ROOT / "conf" / "method").glob("*.yaml")))
-def test_every_method_config_runs_end_to_end(compose_cfg, tmp_path, method):
-    # methods that need demonstrations or a Pythonic class abstraction run on Meta-World (MuJoCo has neither)
-    env = {"grace": "metaworld/reach", "card": "metaworld/reach", "regot": "metaworld/drawer_open",
-           "prm4rl": "metaworld/drawer_open"}.get(method, "mujoco/inverted_pendulum")
-    extra = ["demos.n_expert=2", "demos.n_negative=2", "train.collect_episodes=1"] if env.startswith("metaworld") else []
-    cfg = compose_cfg(f"method={method}", f"env={env}", "budget.max_iterations=2", *extra)
-    result = search(cfg, tmp_path)
+def test_every_method_config_runs_end_to_end(method_smoke_run, method):
+    _, result = method_smoke_run(method)  # shared with the tests that read these runs' prompts (test_leaks.py)
     assert result["method"] == method and math.isfinite(result["returned_score"])
 
 

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import bird.methods
 from bird import registry
 from bird.config.schema import BirdConfig
 from bird.types import FailureKind
 
-__all__ = ["validate", "REGISTRY_KEYS", "PROMPTS_DIR"]
+__all__ = ["validate", "REGISTRY_KEYS", "METHODS_DIR", "template_sets"]
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "methods" / "prompts"
+# methods/<name>/: a method's home (README.md with its fidelity table, prompt templates *.txt, variant folders)
+METHODS_DIR = Path(bird.methods.__file__).resolve().parent
+
+
+def template_sets() -> list[str]:
+    """Names `generate.prompt` accepts: methods/<name>/ holding a system.txt, and its variant folders
+    methods/<name>/<variant>/ (a variant's templates override the method's files of the same name)."""
+    homes = [p.parent for p in METHODS_DIR.glob("*/system.txt")]
+    variants = [d for h in homes for d in h.iterdir() if d.is_dir() and any(d.glob("*.txt"))]
+    return sorted(d.relative_to(METHODS_DIR).as_posix() for d in homes + variants)
+
 
 # config key -> registry family whose names are its allowed values
 REGISTRY_KEYS: dict[str, str] = {
     "generate.env_representation": "env_representation",
+    "generate.field_view": "field_view",
     "generate.parent": "parent",
     "generate.history": "history",
     "train.learner": "learner",
@@ -29,6 +41,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "reward.form": "reward_form",
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
+    "demos.positive_states": "positive_states",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -47,9 +60,9 @@ LIST_REGISTRY_KEYS: dict[str, str] = {
 _ENUMS: dict[str, tuple[str, ...]] = {
     "train.reward_source": ("candidate", "reference"),
     "llm.cache": ("off", "readwrite", "record", "replay"),
-    "demos.positive_states": ("all", "last_state"),
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
+    "budget.protocol": ("own", "matched"),
     "reward.language": ("numpy", "jax"),
 }
 
@@ -99,7 +112,7 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
-                "select.population_size"):
+                "select.population_size", "demos.max_train"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
             problems.append(f"{key}={value}: must be >= 1 or null")
@@ -147,9 +160,8 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
     suite = cfg.env.id.partition("/")[0]
     if suite not in registry.names("suite"):
         problems.append(f"env.id={cfg.env.id!r}: unknown suite {suite!r}; allowed: {registry.names('suite')}")
-    if not (PROMPTS_DIR / cfg.generate.prompt).is_dir():
-        known = sorted(p.name for p in PROMPTS_DIR.iterdir() if p.is_dir()) if PROMPTS_DIR.is_dir() else []
-        problems.append(f"generate.prompt={cfg.generate.prompt!r}: no template set; allowed: {known}")
+    if cfg.generate.prompt not in template_sets():
+        problems.append(f"generate.prompt={cfg.generate.prompt!r}: no template set; allowed: {template_sets()}")
 
 
 def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
@@ -165,6 +177,13 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
                 problems.append(f"{key}={_get(cfg, key)!r} needs {need} "
                                 f"{'in ' + str(list(allowed)) if isinstance(allowed, tuple) else '>= ' + str(allowed)}, "
                                 f"got {value!r}")
+    suite = cfg.env.id.partition("/")[0]
+    for name in dict.fromkeys([cfg.feedback.fitness, *cfg.feedback.report_metrics]):
+        resolve = getattr(registry.get("fitness", name), "resolve", None) if name in registry.names("fitness") else None
+        try:
+            _ = resolve(suite) if resolve else None
+        except ValueError as exc:
+            problems.append(str(exc))
     _check_learner_needs(cfg, problems)
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]

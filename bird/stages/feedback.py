@@ -15,7 +15,7 @@ from bird.registry import get, register
 from bird.state import SearchState
 from bird.types import Candidate, Checkpoint, Report, TrainResult
 
-__all__ = ["feedback", "subsample", "Evidence"]
+__all__ = ["feedback", "subsample", "Evidence", "NATIVE_SIGNAL", "resolve_fitness"]
 
 
 @register("aggregate", "max")
@@ -41,6 +41,7 @@ class Evidence:
     aggregate: str
     demo: Any = None  # DemoScores on the demonstrations' train split, when the search has demos
     demo_test: Any = None  # ... and on the held-out split
+    suite: str = ""  # the task's suite (fitness.native resolves per suite)
 
 
 @register("fitness", "benchmark_score")
@@ -57,6 +58,34 @@ def _reference(ev: Evidence) -> float | None:
 @register("fitness", "none")
 def _none(ev: Evidence) -> float | None:
     return None
+
+
+# suite -> the fitness that is its native ranking signal (BIRD Table 8 note b: the reference reward's return, except
+# on Meta-World, which ships a success flag and ranks on it; there it coincides with the benchmark score)
+NATIVE_SIGNAL: dict[str, str] = {"mujoco": "reference_return", "brax": "reference_return",
+                                 "metaworld": "benchmark_score"}
+
+
+def _native_signal(suite: str) -> str:
+    if suite not in NATIVE_SIGNAL:
+        raise ValueError(f"feedback.fitness=native has no native signal for suite {suite!r}; "
+                         f"known: {sorted(NATIVE_SIGNAL)} (set feedback.fitness explicitly)")
+    return NATIVE_SIGNAL[suite]
+
+
+@register("fitness", "native")
+def _native(ev: Evidence) -> float | None:
+    """The suite's native signal: reference-reward return (mujoco, brax) or the success-flag score (metaworld)."""
+    return get("fitness", _native_signal(ev.suite))(ev)
+
+
+_native.resolve = _native_signal  # type: ignore[attr-defined]
+
+
+def resolve_fitness(name: str, suite: str) -> str:
+    """The fitness that actually ranks on `suite`: a suite-aware one (attribute `resolve`) names its signal."""
+    fn = get("fitness", name)
+    return fn.resolve(suite) if hasattr(fn, "resolve") else name
 
 
 def subsample(n: int, points: int) -> list[int]:
@@ -105,7 +134,7 @@ def _evidence(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainRe
         demo, demo_test = score_candidate(cfg, state, cand)
         if demo is None:
             return None
-    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test)
+    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test, state.spec.suite)
 
 
 def _metrics(cfg: BirdConfig, ev: Evidence) -> dict[str, float | None]:
@@ -137,5 +166,6 @@ def feedback(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
         text, stats = get("feedback_format", cfg.feedback.format)(cfg, state, cand, res)
         if len(metrics) > 1 or state.demos is not None:
             stats = {**stats, "metrics": metrics}
-        reports[cand.id] = Report(cand.id, metrics[cfg.feedback.fitness], text, stats)
+        reports[cand.id] = Report(cand.id, metrics[cfg.feedback.fitness], text, stats,
+                                  resolve_fitness(cfg.feedback.fitness, state.spec.suite))
     return reports

@@ -37,6 +37,15 @@ def brax_env(brax_name: str, backend: str) -> Any:
         return envs.get_environment(brax_name, backend=backend)
 
 
+@cache
+def _jitted(brax_name: str, backend: str) -> tuple[Any, Any]:
+    """jit(reset), jit(step) of one env, shared by every gym view of it in the process (one compile each)."""
+    import jax
+
+    env = brax_env(brax_name, backend)
+    return jax.jit(env.reset), jax.jit(env.step)
+
+
 def anchor_key(task: str, backend: str) -> str:
     return f"{task}/{backend}"
 
@@ -46,12 +55,12 @@ class BraxGymEnv(gym.Env):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, jitted: tuple[Any, Any]) -> None:
         import jax
 
         self._env = env
         self._cpu = jax.devices("cpu")[0]  # one env at a time: the host CPU, whatever accelerator trains
-        self._reset, self._step = jax.jit(env.reset), jax.jit(env.step)
+        self._reset, self._step = jitted
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (env.observation_size,), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (env.action_size,), np.float32)
         self.dt = float(env.dt)
@@ -97,6 +106,20 @@ class _Tracker(ScoreTracker):
         return float(episode_quantity(self.kind, self.first, self.last, self.steps))
 
 
+def _full_source(env_cls: type) -> str:
+    """The brax env's module without its reward code (the Gym suite's stripper); string literals that mention a
+    reward (an assertion message) are blanked first."""
+    import ast
+
+    from bird.envs.mujoco.source import REWARD_NAME, full_source
+
+    tree = ast.parse(inspect.getsource(inspect.getmodule(env_cls)))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and REWARD_NAME.search(node.value):
+            node.value = ""
+    return full_source(env_cls, ast.unparse(tree), origin="Brax")
+
+
 def load_random_baselines() -> dict[str, Any]:
     return json.loads(BASELINES_PATH.read_text()) if BASELINES_PATH.exists() else {}
 
@@ -130,7 +153,7 @@ class BraxAdapter(TaskAdapter):
             action_dim=int(env.action_size), action_low=(-1.0,) * env.action_size,
             action_high=(1.0,) * env.action_size, score_definition=self.defn.score_definition, env_code=code,
             extra={"brax_env": self.defn.brax_name, "backend": self.backend, "dt": float(env.dt),
-                   "score_kind": self.defn.score},
+                   "score_kind": self.defn.score, "full_source": _full_source(cls)},
         )
 
     def score_normalisation(self) -> tuple[float, float]:
@@ -146,7 +169,8 @@ class BraxAdapter(TaskAdapter):
     def make_env(self, seed: int | None = None, render_mode: str | None = None) -> gym.Env:
         if render_mode is not None:
             raise ValueError("the brax suite renders no frames (judge.mode=vlm needs them; use judge.mode=state_text)")
-        env = gym.wrappers.TimeLimit(BraxGymEnv(self.env), max_episode_steps=self.cfg.horizon)
+        jitted = _jitted(self.defn.brax_name, self.backend)
+        env = gym.wrappers.TimeLimit(BraxGymEnv(self.env, jitted), max_episode_steps=self.cfg.horizon)
         env = BenchmarkScoreWrapper(env, _Tracker(self.defn.score), *self.score_normalisation())
         if seed is not None:
             env.action_space.seed(seed)

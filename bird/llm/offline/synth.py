@@ -174,6 +174,10 @@ class OfflineSynthesiser(Generator):
         ctx = request.context
         if request.purpose == "judge":
             return plan_synth.answer_judge(ctx, LABEL)
+        if request.purpose == "goal_states":
+            from bird.llm.offline.demo_synth import answer_goal_states
+
+            return answer_goal_states(ctx, LABEL)
         if request.purpose == "decompose" and "obs_fields" in ctx:
             return plan_synth.answer_decompose(ctx, LABEL)
         if ctx.get("contract") == "progress_program" and "obs_fields" in ctx:
