@@ -71,9 +71,11 @@ def _write_msg(stream, header, payload=b""):
     stream.flush()
 
 
-def _limit_resources(memory_mb):
+def _limit_resources(memory_mb, threads=jax_hook is not None):
     resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 2**20, memory_mb * 2**20))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file may be written
+    if threads:  # jax: LLVM compiles in threads it creates on demand, and RLIMIT_NPROC counts threads
+        return
     try:
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no new processes (not enforced for root)
     except (ValueError, OSError):
@@ -208,7 +210,7 @@ def main():
     sys.stdout = sys.stderr  # print() in a program must not corrupt the protocol
     header, _ = _read_msg(stdin)
     jax_hook = _jax_hook() if header.get("language") == "jax" else None  # jax starts before the limits
-    _limit_resources(int(header["memory_mb"]))
+    _limit_resources(int(header["memory_mb"]), threads=jax_hook is not None)
     fields = header["fields"]
     ns = _namespace()
     ns.update(jax_hook[1] if jax_hook else {})
