@@ -71,7 +71,7 @@ def _write_msg(stream, header, payload=b""):
     stream.flush()
 
 
-def _limit_resources(memory_mb, threads=jax_hook is not None):
+def _limit_resources(memory_mb, threads=False):
     resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 2**20, memory_mb * 2**20))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file may be written
     if threads:  # jax: LLVM compiles in threads it creates on demand, and RLIMIT_NPROC counts threads
