@@ -23,7 +23,10 @@ class BraxTask:
 
 _REACHER_LAYOUT = (
     ("cos", 2), ("sin", 2), ("qpos_from", 2),
-    ("field", "fingertip_vel", 2, "velocity", "velocity of the fingertip in the xy plane", "m/s", "xy"),
+    # brax's "tip_vel": body1's velocity moved by a fixed 0.11 m along world x, not body1's own x axis
+    ("field", "fingertip_vel", 2, "velocity",
+     "xy velocity of the second link's origin plus its angular velocity crossed with (0.11, 0, 0) m in the world "
+     "frame (brax's tip velocity: the fingertip's velocity when the arm points along +x)", "m/s", "xy"),
     ("field", "fingertip_minus_target", 3, "position_delta", "fingertip position minus target position (x, y, z)",
      "m", "xyz"),
 )
