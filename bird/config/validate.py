@@ -42,6 +42,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
     "demos.positive_states": "positive_states",
+    "tracker.backend": "tracker",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -64,6 +65,8 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "judge.mode": ("vlm", "state_text"),
     "budget.protocol": ("own", "matched"),
     "reward.language": ("numpy", "jax"),
+    "video.record": ("none", "returned", "all_candidates"),
+    "tracker.mode": ("offline", "online", "disabled"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -94,6 +97,11 @@ _POSITIVE_INTS = (
     "demos.stride",
     "feedback.judge_keyframes",
     "verify.progress_expert_episodes",
+    "video.every",
+    "video.episodes",
+    "video.width",
+    "video.height",
+    "video.frame_skip",
 )
 
 
@@ -185,6 +193,11 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
         except ValueError as exc:
             problems.append(str(exc))
     _check_learner_needs(cfg, problems)
+    if cfg.demos.enabled and suite in registry.names("suite") and not getattr(registry.get("suite", suite),
+                                                                             "scripted_expert", False):
+        with_expert = [s for s in registry.names("suite") if getattr(registry.get("suite", s), "scripted_expert", False)]
+        problems.append(f"demos.enabled=true: this configuration learns from scripted-expert demonstrations, and suite "
+                        f"{suite!r} has no scripted expert policy to record them; suites with one: {with_expert}")
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")

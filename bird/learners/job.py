@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bird.config.schema import EnvConfig, TrainConfig
+from bird.learners.video import VideoSpec
 
 __all__ = ["TrainJob", "EVAL_SEED_BASE", "ROLLOUT_SEED_BASE"]
 
@@ -32,6 +33,7 @@ class TrainJob:
     collect_episodes: int = 0  # deterministic episodes of the trained policy saved as rollouts.npz
     reward_form: str = "direct"  # registry family reward_form (harness-side shaping of the program's output)
     success_bonus: float = 1.0  # r_bonus of reward forms that add the env's success indicator
+    video: VideoSpec | None = None  # film the trained policy's evaluation episodes (bird/learners/video.py)
     language: str = "numpy"  # reward.language of `code`
     program: Any = None  # ExportedReward (bird/reward/jax_export.py): the only form of the program a jax learner gets
 
