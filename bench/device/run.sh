@@ -31,7 +31,7 @@ step() {  # step NAME CMD...: run with what is left of the budget; record its wa
   local start=$SECONDS
   timeout --signal=INT --kill-after=15 "$left" "$@"
   local rc=$? wall=$((SECONDS - start))
-  local status="finished"; (( rc == 124 || rc == 130 )) && status="stopped at the deadline"; (( rc != 0 && rc != 124 && rc != 130 )) && status="failed (exit $rc)"
+  local status="finished"; (( rc == 124 || rc == 130 || rc == 137 )) && status="stopped at the deadline"; (( rc != 0 && rc != 124 && rc != 130 && rc != 137 )) && status="failed (exit $rc)"
   SUMMARY+=("$name: $status after ${wall} s"); echo "== $name: $status after ${wall} s"
   return $rc
 }
