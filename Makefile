@@ -6,21 +6,22 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bird-installed
 
-.PHONY: run test lint bench mutate clean-venv
+.PHONY: run test lint bench bench-jax mutate clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[llm,dev,track,study,cluster]"
+	$(PY) -m pip install -q -e ".[llm,dev,track,study,cluster,jax]"
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m bird $(ARGS)
 
+# BIRD_REQUIRE_JAX=1: the JAX path tests (tests/jaxpath) fail instead of skipping when the [jax] extra is missing
 test: $(STAMP)
 	bash tools/system_deps.sh
-	$(PY) -m pytest -q $(ARGS)
+	BIRD_REQUIRE_JAX=1 $(PY) -m pytest -q $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -34,3 +35,6 @@ mutate: $(STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+bench-jax: $(STAMP)
+	$(PY) bench/bench_jax.py $(ARGS)

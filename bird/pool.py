@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from bird.executors import failed_result
+from bird.executors import assemble, call_learner, failed_result, prepare
 from bird.learners.job import TrainJob
 from bird.types import TrainResult
 
@@ -35,10 +35,8 @@ def _progress(cid: str, steps: int, total: int, score: float | None) -> None:
         _progress_queue.put((cid, steps, total, score))
 
 
-def _run(learner: str, job: TrainJob) -> TrainResult:
-    from bird import registry
-
-    return registry.get("learner", learner)(job, _progress)
+def _run(learner: str, group: list[TrainJob]) -> list[TrainResult]:
+    return call_learner(learner, group, _progress)
 
 
 class TrainPool:
@@ -72,21 +70,23 @@ class TrainPool:
                 self._on_progress(*msg)
 
     def run(self, learner: str, jobs: list[TrainJob]) -> list[TrainResult]:
-        futures = [self._executor.submit(_run, learner, job) for job in jobs]
-        results: list[TrainResult] = []
+        """Results in job order (groups and exported programs: bird.executors.prepare)."""
+        groups, failed = prepare(learner, jobs)
+        futures = [self._executor.submit(_run, learner, group) for group in groups]
+        done: list[TrainResult] = []
         broken = False
-        for job, fut in zip(jobs, futures, strict=True):
+        for fut, group in zip(futures, groups, strict=True):
             try:
-                results.append(fut.result())
+                done.extend(fut.result())
             except BrokenProcessPool as exc:
                 broken = True
-                results.append(failed_result(job, f"training worker died: {exc}"))
+                done.extend(failed_result(job, f"training worker died: {exc}") for job in group)
             except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
-                results.append(failed_result(job, f"{type(exc).__name__}: {exc}"))
+                done.extend(failed_result(job, f"{type(exc).__name__}: {exc}") for job in group)
         if broken:
             self._executor.shutdown(cancel_futures=True)
             self._executor = self._new_executor()
-        return results
+        return assemble(jobs, failed, done)
 
     def close(self) -> None:
         self._executor.shutdown(cancel_futures=True)

@@ -14,13 +14,16 @@ __all__ = ["templates", "render_obs_index", "render_fields", "obs_fields_context
 
 
 @cache
-def templates(name: str) -> dict[str, str]:
+def templates(name: str, language: str = "numpy") -> dict[str, str]:
     """All templates of one set, by file stem. A variant "<method>/<variant>" starts from the method's templates and
-    replaces those its own folder holds (e.g. regot/no_graph: RE-GoT's prompts without the task-graph wording)."""
+    replaces those its own folder holds (e.g. regot/no_graph: RE-GoT's prompts without the task-graph wording). A
+    reward.language other than numpy then overlays <method>/<language>/*.txt (the jax.numpy wording)."""
     folders = [METHODS_DIR / p for p in _parents(name)]
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
         raise ValueError(f"generate.prompt={name!r}: no template folder {missing[0]}")
+    if language != "numpy":
+        folders += [f / language for f in folders if (f / language).is_dir()]
     return {p.stem: p.read_text() for f in folders for p in sorted(f.glob("*.txt"))}
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "BenchmarkScoreWrapper", "eval_env"]
+__all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "BenchmarkScoreWrapper", "eval_env",
+           "score_scale"]
 
 # Field kinds the offline synthesiser and the prompts understand.
 FIELD_KINDS = (
@@ -108,6 +109,21 @@ class ScoreTracker(ABC):
     @abstractmethod
     def quantity(self) -> float:
         """The raw episode quantity; higher is better."""
+
+
+def score_scale(kind: str, random_quantity: float, horizon: int, dt: float) -> float:
+    """The divisor of score = (quantity - random) / scale for the physical score kinds (Gym MuJoCo and Brax suites).
+
+    displacement: horizon × dt, so the score is mean speed above random (m/s); survival: the steps random leaves
+    to the horizon (whole horizon = 1); final_distance: |random distance| (zero distance = 1).
+    """
+    if kind == "displacement":
+        return horizon * dt
+    if kind == "survival":
+        return max(horizon - random_quantity, 1.0)
+    if kind == "final_distance":
+        return max(abs(random_quantity), 1e-6)
+    raise ValueError(f"unknown score kind {kind!r}")
 
 
 class BenchmarkScoreWrapper(gym.Wrapper):

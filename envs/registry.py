@@ -61,3 +61,28 @@ def _metaworld_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
 
     mw_name = TASKS[canonical_task(task)].mw_name
     return hidden_names(mw_name), success_thresholds(mw_name)
+
+
+@register("hidden_facts", "brax")
+def _brax_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+    """The reward names of the brax env's module (its reward terms and metrics); no thresholds: no success check."""
+    from bird.envs.brax.adapter import brax_env
+    from bird.envs.brax.tasks import TASKS
+    from bird.envs.mujoco.source import hidden_names
+
+    defn = TASKS[task]
+    return hidden_names(type(brax_env(defn.brax_name, defn.default_backend))), ()
+
+
+@register("suite", "brax")
+def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
+    from bird.envs.brax import make_task
+
+    return make_task(task, cfg)
+
+
+_brax.backends = ("generalized", "positional", "spring", "mjx")  # type: ignore[attr-defined]
+# what the suite offers the methods (checked when the config loads: bird/config/validate.py)
+_brax.provides = {"representations": ("full_source", "obs_code", "obs_index"),  # type: ignore[attr-defined]
+                  "frames": False}
+_brax.scripted_expert = False  # type: ignore[attr-defined]

@@ -18,8 +18,9 @@ METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
 TASKS = available_envs()
 REHEARSAL = ["run.progress=false", "env.horizon=50", "budget.max_candidates=1", "verify.checks=[static]",
              "judge.mode=state_text", "demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2"]
-# a method that cannot run on a suite must say so before anything is sent
-REFUSALS = r"not available for suite|no scripted expert policy"
+# a method that cannot run on a suite must say so before anything is sent (the brax suite: when the config loads)
+REFUSALS = (r"not available for suite|no scripted expert policy|has no such view of its tasks|needs scripted expert"
+            r"|needs rendered frames|needs reward\.")
 
 # The RE-GoT few-shot example bird shipped before issue 12: MT10 push, its field names and push's 0.05 threshold.
 LEAKY_EXAMPLE = """Example task: Push the puck to the goal position.

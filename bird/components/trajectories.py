@@ -97,7 +97,8 @@ def _tpe(cand: Candidate, cfg: BirdConfig, state: Any) -> tuple[Failure | None, 
         return None, tpe_rule(np.zeros(0), np.zeros(0), cfg.verify.tpe_threshold)
     try:
         with SandboxedReward(cand.code or "", state.spec.obs_index, max(cfg.verify.call_timeout_s, 30.0),
-                             cfg.verify.memory_mb, contract=cfg.reward.contract) as program:
+                             cfg.verify.memory_mb, contract=cfg.reward.contract, language=cfg.reward.language or "numpy",
+                             action_dim=state.spec.action_dim) as program:
             reward, _ = program(store.obs, store.actions, store.next_obs, dones=store.dones, reset=True)
     except RewardProgramError as exc:
         return exc.failure, {"pass": False, "error": exc.failure.reason}

@@ -49,10 +49,21 @@ def load_config(cfg: DictConfig) -> BirdConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(f"invalid config: {exc}") from None
     assert isinstance(obj, BirdConfig)
+    _derive(obj)
     problems = validate(obj)
     if problems:
         raise ConfigError("invalid config:\n" + "\n".join(f"  - {p}" for p in problems))
     return obj
+
+
+def _derive(cfg: BirdConfig) -> None:
+    """Values derived from other keys, filled in once: reward.language from the learners (jax if one needs it)."""
+    from bird import registry
+
+    if cfg.reward.language is None:
+        learners = {cfg.train.learner, cfg.final.learner or cfg.train.learner} & set(registry.names("learner"))
+        jax = any(getattr(registry.get("learner", name), "language", None) == "jax" for name in learners)
+        cfg.reward.language = "jax" if jax else "numpy"
 
 
 def compose(overrides: list[str] | None = None) -> BirdConfig:

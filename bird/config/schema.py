@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -12,6 +13,7 @@ __all__ = [
     "GenerateConfig",
     "VerifyConfig",
     "TrainConfig",
+    "JaxPPOConfig",
     "FeedbackConfig",
     "SelectConfig",
     "LoopConfig",
@@ -38,6 +40,8 @@ class EnvConfig:
     description: str = MISSING
     # episode length limit (steps)
     horizon: int = 1000
+    # physics backend, for suites that have several (brax: generalized | positional | spring | mjx); None = the task's default
+    backend: str | None = None
 
 
 @dataclass
@@ -103,6 +107,33 @@ class ResourcesConfig:
 
 
 @dataclass
+class JaxPPOConfig:
+    """train.learner=jax_ppo hyper-parameters (Brax ppo.train names). None = the task's published Brax setting
+    (`tasks` in conf/trainer/jax_ppo.yaml), else Brax's ppo.train default; bird/learners/jax_settings.py resolves."""
+
+    num_envs: int | None = None
+    unroll_length: int | None = None
+    batch_size: int | None = None
+    num_minibatches: int | None = None
+    num_updates_per_batch: int | None = None
+    learning_rate: float | None = None
+    entropy_cost: float | None = None
+    discounting: float | None = None
+    gae_lambda: float | None = None
+    clipping_epsilon: float | None = None
+    reward_scaling: float | None = None
+    normalize_observations: bool | None = None
+    action_repeat: int | None = None
+    max_grad_norm: float | None = None
+    policy_hidden_layer_sizes: list[int] | None = None
+    value_hidden_layer_sizes: list[int] | None = None
+    # scale the rollout batch down (num_envs, batch_size, then num_minibatches) until a training has this many updates
+    min_updates: int = 50
+    # per-task published settings: {task: {key: value}} (conf/trainer/jax_ppo.yaml)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
 class TrainConfig:
     # registry family learner
     learner: str = "sb3_ppo"
@@ -135,6 +166,8 @@ class TrainConfig:
     normalize_reward: bool = True
     # what is appended to the policy's observation: registry family obs_augment (needs the progress_program contract)
     obs_augment: str = "none"
+    # train.learner=jax_ppo: its own hyper-parameters (conf/trainer/jax_ppo.yaml)
+    jax: JaxPPOConfig = field(default_factory=JaxPPOConfig)
 
 
 @dataclass
@@ -233,6 +266,9 @@ class RewardConfig:
     form: str = "direct"
     # r_bonus of the success indicator in reward forms that use it (the flag comes from the env, never the program)
     success_bonus: float = 1.0
+    # what programs are written against: numpy | jax (traced to StableHLO for train.learner=jax_ppo); None = the
+    # learner's (jax for jax_ppo, else numpy), filled in when the config is loaded
+    language: str | None = None
 
 
 @dataclass

@@ -65,6 +65,7 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
     "budget.protocol": ("own", "matched"),
+    "reward.language": ("numpy", "jax"),
     "video.record": ("none", "returned", "all_candidates"),
     "tracker.mode": ("offline", "online", "disabled"),
 }
@@ -192,6 +193,7 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
             _ = resolve(suite) if resolve else None
         except ValueError as exc:
             problems.append(str(exc))
+    _check_learner_needs(cfg, problems)
     if cfg.demos.enabled and suite in registry.names("suite") and not getattr(registry.get("suite", suite),
                                                                              "scripted_expert", False):
         with_expert = [s for s in registry.names("suite") if getattr(registry.get("suite", s), "scripted_expert", False)]
@@ -213,6 +215,40 @@ def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
         module, hint = getattr(registry.get("executor", cfg.train.executor), "needs_module", (None, ""))
         if module and importlib.util.find_spec(module) is None:
             problems.append(f"train.executor={cfg.train.executor!r} needs the {module!r} package: {hint}")
+
+
+def _check_suite_provides(cfg: BirdConfig, suite: str, problems: list[str]) -> None:
+    """Fail fast when a method needs what the suite lacks (a suite lists what it offers in attribute `provides`)."""
+    if suite not in registry.names("suite"):
+        return
+    provides = getattr(registry.get("suite", suite), "provides", None)
+    if provides is None:
+        return
+    reps = provides["representations"]
+    if cfg.generate.env_representation not in reps:
+        problems.append(f"generate.env_representation={cfg.generate.env_representation!r}: suite {suite!r} has no such "
+                        f"view of its tasks (it offers {list(reps)}); set generate.env_representation={reps[0]}")
+    if cfg.feedback.format == "judge" and cfg.judge.mode == "vlm" and not provides["frames"]:
+        problems.append(f"judge.mode=vlm needs rendered frames, which suite {suite!r} does not render; "
+                        "set judge.mode=state_text (the labelled RE-GoT-S substitute)")
+
+
+def _check_learner_needs(cfg: BirdConfig, problems: list[str]) -> None:
+    """A learner's declared needs (attribute `needs`: key -> allowed values) and the env suite's backends."""
+    for key in ("train.learner", "final.learner"):
+        name = _get(cfg, key)
+        if name is None or name not in registry.names("learner"):
+            continue
+        for need, allowed in getattr(registry.get("learner", name), "needs", {}).items():
+            if _get(cfg, need) not in allowed:
+                problems.append(f"{key}={name!r} needs {need} in {list(allowed)}, got {_get(cfg, need)!r}")
+    suite = cfg.env.id.partition("/")[0]
+    _check_suite_provides(cfg, suite, problems)
+    if suite in registry.names("suite") and cfg.env.backend is not None:
+        backends = getattr(registry.get("suite", suite), "backends", ())
+        if cfg.env.backend not in backends:
+            problems.append(f"env.backend={cfg.env.backend!r}: suite {suite!r} "
+                            + (f"has backends {list(backends)}" if backends else "has one simulator (leave it unset)"))
 
 
 def validate(cfg: BirdConfig) -> list[str]:

@@ -13,7 +13,7 @@ from bird.learners.job import TrainJob
 from bird.registry import get, register
 from bird.types import Failure, FailureKind, TrainResult
 
-__all__ = ["Executor", "OnProgress", "make_executor", "failed_result"]
+__all__ = ["Executor", "OnProgress", "assemble", "call_learner", "failed_result", "make_executor", "prepare"]
 
 OnProgress = Callable[[str, int, int, "float | None"], None]
 
@@ -31,6 +31,37 @@ class Executor(Protocol):
 def failed_result(job: TrainJob, reason: str) -> TrainResult:
     """The result of a job whose training process died or raised: a train_error with the reason."""
     return TrainResult(job.candidate_id, job.seed, (), 0, 0.0, Failure(FailureKind.TRAIN_ERROR, reason[:500]))
+
+
+def prepare(learner: str, jobs: list[TrainJob]) -> tuple[list[list[TrainJob]], dict[int, Failure]]:
+    """(groups of jobs, one learner call each; {job index: Failure} for jobs that cannot start).
+
+    A learner with `language` gets its programs exported first (bird/learners/programs.py); a `batched` learner gets
+    all its jobs in one call."""
+    fn = get("learner", learner)
+    failed: dict[int, Failure] = {}
+    if getattr(fn, "language", None) == "jax":
+        from bird.learners.programs import export_jobs
+
+        jobs, failed = export_jobs(jobs)
+    live = [job for i, job in enumerate(jobs) if i not in failed]
+    if getattr(fn, "batched", False):
+        return ([live] if live else []), failed
+    return [[job] for job in live], failed
+
+
+def call_learner(learner: str, group: list[TrainJob], progress: OnProgress) -> list[TrainResult]:
+    """Run one group from `prepare` in this process."""
+    fn = get("learner", learner)
+    out = fn(group, progress) if getattr(fn, "batched", False) else fn(group[0], progress)
+    return out if isinstance(out, list) else [out]
+
+
+def assemble(jobs: list[TrainJob], failed: dict[int, Failure], done: list[TrainResult]) -> list[TrainResult]:
+    """Results in job order: the groups' results (in group order) with the jobs that could not start filled in."""
+    it = iter(done)
+    return [TrainResult(job.candidate_id, job.seed, (), 0, 0.0, failed[i]) if i in failed else next(it)
+            for i, job in enumerate(jobs)]
 
 
 @register("executor", "local")

@@ -12,7 +12,7 @@ import ray
 from ray import exceptions as ray_errors
 
 from bird.config.schema import RayConfig, ResourcesConfig
-from bird.executors import OnProgress, failed_result
+from bird.executors import OnProgress, assemble, call_learner, failed_result, prepare
 from bird.learners.job import TrainJob
 from bird.types import TrainResult
 
@@ -34,22 +34,20 @@ def start_ray(cfg: RayConfig) -> bool:
     return True
 
 
-def _train_stream(learner: str, job: TrainJob) -> Iterator[tuple[str, Any]]:
-    """Ray task body: run the learner in a thread and yield ("progress", msg)... then ("result", TrainResult)."""
-    from bird import registry
-
+def _train_stream(learner: str, group: list[TrainJob]) -> Iterator[tuple[str, Any]]:
+    """Ray task body: run the learner on one group in a thread; yield ("progress", msg)... then ("result", results)."""
     messages: queue.SimpleQueue = queue.SimpleQueue()
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            outcome["result"] = registry.get("learner", learner)(job, lambda *msg: messages.put(msg))
+            outcome["result"] = call_learner(learner, group, lambda *msg: messages.put(msg))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the task below
             outcome["error"] = exc
         finally:
             messages.put(None)
 
-    worker = threading.Thread(target=work, name=f"train-{job.candidate_id}", daemon=True)
+    worker = threading.Thread(target=work, name=f"train-{group[0].candidate_id}", daemon=True)
     worker.start()
     while (msg := messages.get()) is not None:
         yield "progress", msg
@@ -80,8 +78,8 @@ class RayExecutor:
         self._task = ray.remote(_train_stream).options(
             num_cpus=resources.num_cpus, num_gpus=resources.num_gpus, max_retries=0, num_returns="streaming")
 
-    def _consume(self, stream: Any, job: TrainJob) -> TrainResult:
-        result: TrainResult | None = None
+    def _consume(self, stream: Any, group: list[TrainJob]) -> list[TrainResult]:
+        result: list[TrainResult] | None = None
         try:
             for ref in stream:
                 kind, payload = ray.get(ref)
@@ -91,15 +89,19 @@ class RayExecutor:
                     with self._lock:
                         self._on_progress(*payload)
         except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
-            return failed_result(job, _reason(exc))
-        return result if result is not None else failed_result(job, "Ray training task ended without a result")
+            return [failed_result(job, _reason(exc)) for job in group]
+        if result is None:
+            return [failed_result(job, "Ray training task ended without a result") for job in group]
+        return result
 
     def run(self, learner: str, jobs: list[TrainJob]) -> list[TrainResult]:
-        if not jobs:
-            return []
-        streams = [self._task.remote(learner, job) for job in jobs]
-        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="ray-train") as pool:
-            return list(pool.map(self._consume, streams, jobs))
+        groups, failed = prepare(learner, jobs)
+        if not groups:
+            return assemble(jobs, failed, [])
+        streams = [self._task.remote(learner, group) for group in groups]
+        with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="ray-train") as pool:
+            done = [r for results in pool.map(self._consume, streams, groups) for r in results]
+        return assemble(jobs, failed, done)
 
     def close(self) -> None:
         if self.started:

@@ -8,10 +8,10 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from bird.envs.base import TaskAdapter, eval_env
+from bird.learners.job import EVAL_SEED_BASE
 
 __all__ = ["Evaluator"]
 
-EVAL_SEED_BASE = 1_000_000  # eval seeds are the same for every candidate and checkpoint (paired comparisons)
 
 
 class Evaluator:

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bird.config.schema import EnvConfig, TrainConfig
 from bird.learners.video import VideoSpec
 
-__all__ = ["TrainJob"]
+__all__ = ["TrainJob", "EVAL_SEED_BASE", "ROLLOUT_SEED_BASE"]
+
+EVAL_SEED_BASE = 1_000_000  # eval seeds are the same for every candidate and checkpoint (paired comparisons)
+ROLLOUT_SEED_BASE = 2_000_000  # never the eval seeds nor the training seeds
 
 
 @dataclass(frozen=True)
 class TrainJob:
     candidate_id: str
-    code: str | None  # None = train on the reference reward
+    code: str | None  # None (and no program) = train on the reference reward
     env: EnvConfig
     train: TrainConfig
     seed: int
@@ -30,6 +34,8 @@ class TrainJob:
     reward_form: str = "direct"  # registry family reward_form (harness-side shaping of the program's output)
     success_bonus: float = 1.0  # r_bonus of reward forms that add the env's success indicator
     video: VideoSpec | None = None  # film the trained policy's evaluation episodes (bird/learners/video.py)
+    language: str = "numpy"  # reward.language of `code`
+    program: Any = None  # ExportedReward (bird/reward/jax_export.py): the only form of the program a jax learner gets
 
     @property
     def n_steps(self) -> int:

@@ -7,18 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env import DummyVecEnv
 
 from bird.envs.base import TaskAdapter, eval_env
+from bird.learners.job import ROLLOUT_SEED_BASE
 
 __all__ = ["collect_rollouts", "save_rollouts", "load_rollouts", "ROLLOUT_SEED_BASE"]
 
-ROLLOUT_SEED_BASE = 2_000_000  # never the eval seeds (1_000_000 + ...) nor the training seeds
 _BATCH = 8  # episodes run side by side
 
 
 def _run_batch(adapter: TaskAdapter, act: Callable[[np.ndarray], np.ndarray], seeds: list[int],
                end_on_success: bool) -> list[dict]:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
     venv = DummyVecEnv([lambda: eval_env(adapter, end_on_success) for _ in seeds])
     venv.seed(seeds[0])
     obs = venv.reset()

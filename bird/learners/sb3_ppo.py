@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from bird.envs.registry import make_adapter
+from bird.learners.curves import write_curve
 from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder
@@ -94,18 +94,6 @@ class _BirdCallback(BaseCallback):
             self.progress(self.job.candidate_id, self.num_timesteps, self.job.env_steps, last)
 
 
-def _write_curve(path: Path, curve: list[Checkpoint]) -> None:
-    comps = sorted({k for c in curve for k in c.components})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["env_steps", "score", "quantity", "own_return", "reference_return", "episode_length",
-                    *[f"comp/{c}" for c in comps]])
-        for c in curve:
-            w.writerow([c.env_steps, c.score, c.quantity, c.own_return, c.reference_return, c.episode_length,
-                        *[c.components.get(k, "") for k in comps]])
-
-
 def _prior(job: TrainJob, reward: SandboxedReward | None) -> Any:
     """The subtask prior (train.obs_augment) over the candidate's Ψ, or None."""
     from bird.registry import get
@@ -153,7 +141,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         if job.code is not None:
             adapter_spec = make_adapter(job.env).spec
             reward = SandboxedReward(job.code, adapter_spec.obs_index, job.call_timeout_s, job.memory_mb,
-                                     contract=job.contract)
+                                     contract=job.contract, language=job.language, action_dim=adapter_spec.action_dim)
         prior = _prior(job, reward)
         adapter, recorder, vecnorm, model = _build(job, prior)
     except RewardProgramError as exc:
@@ -196,7 +184,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         if reward is not None:
             reward.close()
     out = Path(job.out_dir)
-    _write_curve(out / "curve.csv", cb.curve)
+    write_curve(out / "curve.csv", cb.curve)
     policy_path = None
     if job.save_policy and cb.failure is None:
         policy_path = str(out / "policy.zip")

@@ -1,4 +1,6 @@
 """`python -m bird.reward check FILE env=mujoco/hopper`: the verify checks on a file; JSON verdict, exit 0/1.
+A program that imports jax is checked as reward.language=jax (traced and exported in the sandbox) unless the
+overrides say otherwise.
 `python -m bird.reward check --explain`: every isolation layer of the reward sandbox and whether it is active here."""
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def _check(path: Path, overrides: list[str]) -> int:
     except OSError as exc:
         print(json.dumps({"valid": False, "file": str(path), "failure": {"kind": "io_error", "reason": str(exc)}}))
         return 1
+    overrides = list(overrides)
+    if not any(o.startswith("reward.language=") for o in overrides) and _imports_jax(code):
+        overrides.append("reward.language=jax")  # a jax.numpy program is checked (and traced) as one
     try:
         cfg = compose(overrides)
     except (ConfigError, Exception) as exc:  # noqa: BLE001 - Hydra raises several types for a bad override
@@ -77,12 +82,24 @@ def _check(path: Path, overrides: list[str]) -> int:
     verdict = {
         "valid": result.ok, "file": str(path), "env": cfg.env.id,
         "failure": result.failure.to_json() if result.failure else None,
-        "components": list(result.components), "checks": result.checks,
+        "components": list(result.components), "checks": result.checks, "language": cfg.reward.language,
     }
     if "smoke" in result.checks:  # the program reached a worker: name every layer it ran without
         verdict["isolation"] = {"inactive_layers": smoke.get("inactive_layers", {})}
     print(json.dumps(verdict, indent=1))
     return 0 if result.ok else 1
+
+
+def _imports_jax(code: str) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    return any(name.split(".")[0] == "jax" for name in names)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Reward-program languages: what a program may import, what the worker preloads and allows, and what it does with
-the imported program. numpy is the only language today; a second one (jax.numpy traced with `jax.export`, see
-docs/security.md) is one more `Language` entry plus its runner module, with no change to the worker or the layers.
+the imported program. numpy, and jax (jax.numpy traced with `jax.export`: one more `Language` entry plus its runner module,
+bird/reward/jax_runner.py, with no change to the worker or the layers).
 
 Host side (static checks, sandbox) and worker side both read this table; it imports nothing heavy.
 """
@@ -93,7 +93,32 @@ NUMPY = Language(
     env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
 )
 
-LANGUAGES: dict[str, Language] = {"numpy": NUMPY}
+# reward.language=jax (train.learner=jax_ppo): compute_reward against jax.numpy, traced and exported with jax.export in
+# the worker (bird/reward/jax_runner.py); the trainer receives only the serialised StableHLO. Host callbacks, debug
+# printing, device transfer and the compiler's internals are outside the offered API; the trainer checks the artefact
+# again (bird/reward/jax_export.py: no effects, no host communication, allowed custom calls only).
+_JAX_HIDDEN = {"load": _FILES, "save": _FILES, "savez": _FILES, "fromfile": _FILES, "from_dlpack": "moves data between devices"}
+_JAX_ONLY = frozenset({"numpy", "nn", "lax", "Array"})
+JAX = Language(
+    name="jax",
+    modules={
+        **NUMPY.modules,
+        "jax": ModuleRule(only=_JAX_ONLY),
+        "jax.numpy": ModuleRule(_JAX_HIDDEN),
+        "jax.numpy.linalg": ModuleRule(),
+        "jax.nn": ModuleRule(),
+        "jax.lax": ModuleRule(dict.fromkeys(["infeed", "outfeed"], "talks to the host")),
+    },
+    bound={**NUMPY.bound, "jnp": "jax.numpy", "jax": "jax"},
+    preload=(*NUMPY.preload, "jaxlib", "jax", "jax.numpy", "jax.numpy.linalg", "jax.nn", "jax.lax", "bird.reward.jax_export"),
+    runner="bird.reward.jax_runner:jax_runner",
+    threads=True,  # XLA compiles and runs in threads it creates on demand
+    extra_read_paths=("/dev/urandom",),  # XLA's std::random_device, read when its CPU runtime starts
+    env={**NUMPY.env, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0",
+         "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"},
+)
+
+LANGUAGES: dict[str, Language] = {"numpy": NUMPY, "jax": JAX}
 
 
 def get_language(name: str) -> Language:

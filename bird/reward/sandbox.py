@@ -39,6 +39,10 @@ _BOOT = ("import importlib, json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
 _warned: set[tuple[str, ...]] = set()
 
 
+_TRACE_TIMEOUT_S = 120.0  # jax tracing and lowering of one program (XLA's first compile included)
+_MAX_EXPORT_BYTES = 16 * 2**20  # serialised StableHLO of one reward program
+
+
 class RewardProgramError(RuntimeError):
     """The program failed (raised, timed out, returned bad or non-finite values); carries the Failure record."""
 
@@ -261,6 +265,7 @@ class SandboxedReward:
         entry: str | None = None,
         contract: str = "compute_reward",
         language: str = "numpy",
+        action_dim: int | None = None,
     ) -> None:
         self.obs_index = obs_index
         self.call_timeout_s = call_timeout_s
@@ -285,6 +290,17 @@ class SandboxedReward:
             self.close()
             raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "plan_list must be a list of at most 64 strings"))
         self.plan_list: list[str] = [protocol.clean_text(p, 300) for p in plan]  # progress_program only
+        self.action_dim = action_dim
+        if language == "jax":  # traced and exported now: tracing failures are this program's failure
+            if action_dim is None:
+                self.close()
+                raise ValueError("a jax reward program is exported for a fixed action size: pass action_dim")
+            reply, _ = self._worker.request({"op": "trace", "act_dim": int(action_dim)}, b"", _TRACE_TIMEOUT_S, 0,
+                                            "jax tracing", f"tracing time limit ({_TRACE_TIMEOUT_S:g} s)")
+            if not reply.get("ok"):
+                self.close()
+                raise RewardProgramError(_failure_from(reply))
+            self.component_names = tuple(protocol.clean_text(n, 64) for n in reply.get("names", []))
 
     @property
     def inactive_layers(self) -> dict[str, str]:
@@ -318,6 +334,19 @@ class SandboxedReward:
                            if isinstance(k, str) and k.isdigit() and int(k) in rows} if isinstance(debug, dict) else {}
         self.component_names = tuple(comps)
         return reward, comps
+
+    def export(self) -> Any:
+        """The program as an ExportedReward (serialised StableHLO + component names); reward.language=jax only."""
+        from bird.reward.jax_export import ExportedReward
+
+        if self.language.name != "jax":
+            raise ValueError(f"only jax programs can be exported (this one is {self.language.name})")
+        reply, data = self._worker.request({"op": "export"}, b"", _TRACE_TIMEOUT_S, _MAX_EXPORT_BYTES, "jax export",
+                                           f"tracing time limit ({_TRACE_TIMEOUT_S:g} s)")
+        if not reply.get("ok") or not data:
+            raise RewardProgramError(_failure_from(reply))
+        names = tuple(protocol.clean_text(n, 64) for n in reply.get("names", []))
+        return ExportedReward(bytes(data), names, self.obs_index.dim, int(self.action_dim or 0))
 
     def close(self) -> None:
         if hasattr(self, "_worker"):

@@ -87,7 +87,8 @@ def _dialogue(cfg: BirdConfig, state: SearchState, chain: list[str], t: dict[str
 
 def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Request:
     """The prompt for one sample of this iteration, with the structured context of exactly what it shows."""
-    t = templates(cfg.generate.prompt)
+    language = cfg.reward.language or "numpy"
+    t = templates(cfg.generate.prompt, language)
     parent = choose_parent(cfg, state, sample_index)
     chain = get("history", cfg.generate.history)(state, parent, cfg.generate.history_turns)
     system = t["system"].format(signature=t.get("signature", ""), code_output_tip=t.get("code_output_tip", ""),
@@ -97,6 +98,7 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
         "action_dim": state.spec.action_dim,
         "iteration": state.iteration,
         "contract": cfg.reward.contract,
+        **({"language": language} if language != "numpy" else {}),  # numpy requests keep their cache keys
     }
     mutation = parent is not None and not chain and "mutation_user" in t and parent in state.reports
     if mutation:  # one self-contained mutation prompt (parent code + its feedback view), no dialogue

@@ -24,6 +24,7 @@ def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: 
         call_timeout_s=cfg.verify.call_timeout_s, memory_mb=cfg.verify.memory_mb, out_dir=str(out_dir),
         save_policy=cfg.run.save_policies, contract=cfg.reward.contract, collect_episodes=collect_episodes,
         reward_form=cfg.reward.form, success_bonus=cfg.reward.success_bonus, video=video,
+        language=cfg.reward.language or "numpy",
     )
 
 

@@ -22,14 +22,15 @@ def _static(code: str, cfg: BirdConfig, batch: dict[str, np.ndarray], spec: Any)
     from bird.reward.static import CONTRACT_ENTRIES
 
     contract = cfg.reward.contract
-    return check_source(code, CONTRACT_ENTRIES[contract], contract=contract), {}
+    return check_source(code, CONTRACT_ENTRIES[contract], contract=contract, language=cfg.reward.language or "numpy"), {}
 
 
 @register("check", "smoke")
 def _smoke(code: str, cfg: BirdConfig, batch: dict[str, np.ndarray], spec: Any) -> tuple[Failure | None, dict]:
     try:
         with SandboxedReward(code, spec.obs_index, cfg.verify.call_timeout_s, cfg.verify.memory_mb,
-                             contract=cfg.reward.contract) as program:
+                             contract=cfg.reward.contract, language=cfg.reward.language or "numpy",
+                             action_dim=spec.action_dim) as program:
             reward, comps = program(batch["obs"], batch["actions"], batch["next_obs"], dones=batch.get("dones"),
                                     reset=True)
             inactive = program.inactive_layers  # isolation layers this machine lacks: named, never silent

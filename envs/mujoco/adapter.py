@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from bird.config.schema import EnvConfig
-from bird.envs.base import BenchmarkScoreWrapper, ScoreTracker, TaskAdapter, TaskSpec
+from bird.envs.base import BenchmarkScoreWrapper, ScoreTracker, TaskAdapter, TaskSpec, score_scale
 from bird.envs.mujoco.obs_index import derive_obs_index
 from bird.envs.mujoco.source import full_source
 from bird.envs.mujoco.tasks import TASKS, MujocoTask
@@ -123,14 +123,7 @@ class MujocoAdapter(TaskAdapter):
                 f"episode quantity above a uniform-random policy's); measure it with "
                 f"`{ANCHOR_COMMAND} --tasks {self.task}`")
         random_q = float(base["quantity_mean"])
-        horizon = self.cfg.horizon
-        if self.defn.score == "displacement":
-            scale = horizon * float(self._probe.unwrapped.dt)  # score = mean speed above random, m/s
-        elif self.defn.score == "survival":
-            scale = max(horizon - random_q, 1.0)
-        else:
-            scale = max(abs(random_q), 1e-6)
-        return random_q, scale
+        return random_q, score_scale(self.defn.score, random_q, self.cfg.horizon, float(self._probe.unwrapped.dt))
 
     def make_env(self, seed: int | None = None, render_mode: str | None = None, *, camera_name: str | None = None,
                  width: int = 480, height: int = 480) -> gym.Env:

@@ -126,12 +126,13 @@ def _strip_class(cls: ast.ClassDef) -> None:
     cls.body = [_Scrub(tainted).visit(n) for n in body] or [ast.Pass()]
 
 
-def full_source(env_cls: type) -> str:
-    """The module of `env_cls` (a Gymnasium MuJoCo v5 env) without its reward code (see the module docstring).
+def full_source(env_cls: type, module_source: str | None = None, origin: str = "Gymnasium") -> str:
+    """The module of `env_cls` (a Gymnasium MuJoCo v5 env, or a Brax env) without its reward code (see the module
+    docstring). `module_source` replaces the module's own text (e.g. with error messages blanked).
 
     :raises ValueError: if a reward or cost name survives the stripping.
     """
-    tree = ast.parse(inspect.getsource(inspect.getmodule(env_cls)))
+    tree = ast.parse(module_source or inspect.getsource(inspect.getmodule(env_cls)))
     keep = []
     for node in tree.body:
         if _is_docstring(node) or (isinstance(node, ast.Assign) and _targets(node) == {"__credits__"}):
@@ -144,7 +145,7 @@ def full_source(env_cls: type) -> str:
     left = sorted({w for w in re.findall(r"[A-Za-z_]\w*", out) if REWARD_NAME.search(w)})
     if left:
         raise ValueError(f"reward code left in the {env_cls.__name__} source: {left}")
-    return "# Gymnasium source without the env's own scoring code (`...` marks a removed return value)\n" + out + "\n"
+    return f"# {origin} source without the env's own scoring code (`...` marks a removed return value)\n" + out + "\n"
 
 
 @cache

@@ -16,7 +16,8 @@ NEAR_ZERO_SCORE = 0.05  # a best task score at or below this restructures the pr
 def optional_terms(ctx: dict[str, Any], terms: list[Term]) -> list[Term]:
     """Terms a program may add beyond what the task implies (control cost, smoothness, a near bonus, alive)."""
     opts = [Term("action_cost", "control", (), 0.01)]
-    angvel = [f["name"] for f in ctx["obs_fields"] if f["kind"] == "angular_velocity"][:2]
+    # scalar joint rates only (a free joint's 3-vector would make the term (B, 3): brax/ant's root_angvel)
+    angvel = [f["name"] for f in ctx["obs_fields"] if f["kind"] == "angular_velocity" and f.get("size", 1) == 1][:2]
     if angvel:
         opts.append(Term("smoothness", "smooth", tuple(angvel), 0.01))
     dist = next((t for t in terms if t.kind in ("distance", "pair_distance")), None)

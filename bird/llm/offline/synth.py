@@ -160,6 +160,6 @@ class OfflineSynthesiser(Generator):
             terms, how = mutate(ctx, parent, rng), "mutated from the parent using the feedback shown"
         else:
             terms, how = propose(ctx, rng), "proposed from the observation index and task text"
-        code = render_program(terms, f"{LABEL}: {how}")
+        code = render_program(terms, f"{LABEL}: {how}", ctx.get("language", "numpy"))
         text = f"Offline synthesiser ({how}).\n\n```python\n{code}```\n"
         return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)

@@ -1,4 +1,4 @@
-"""Typed reward terms over named observation fields, rendered as plain numpy code."""
+"""Typed reward terms over named observation fields, rendered as plain numpy (or jax.numpy) code."""
 
 from __future__ import annotations
 
@@ -35,13 +35,21 @@ class Term:
                     dict(d.get("extra", {})))
 
 
-def _dist_expr(a: str, b: str | None) -> str:
+# reward.language -> (import line, array module name, ones of the batch size)
+_LANGUAGES = {
+    "numpy": ("import numpy as np", "np", "np.ones(len(action))"),
+    "jax": ("import jax.numpy as jnp", "jnp", "jnp.ones(action.shape[0])"),
+}
+
+
+def _dist_expr(a: str, b: str | None, np: str = "np") -> str:
     if b is None:  # a is already a difference vector
-        return f"np.linalg.norm(next_obs[{a!r}], axis=-1)"
-    return f"np.linalg.norm(next_obs[{a!r}] - next_obs[{b!r}], axis=-1)"
+        return f"{np}.linalg.norm(next_obs[{a!r}], axis=-1)"
+    return f"{np}.linalg.norm(next_obs[{a!r}] - next_obs[{b!r}], axis=-1)"
 
 
-def _body(t: Term) -> list[str]:  # noqa: C901 - one case per term kind
+def _body(t: Term, language: str = "numpy") -> list[str]:  # noqa: C901 - one case per term kind
+    _, np, ones = _LANGUAGES[language]
     w, tmp = f"{t.name}_weight", f"{t.name}_temp"
     lines = [f"{w} = {t.weight!r}"]
     if t.form == "exp" or t.kind in ("bonus",):
@@ -49,20 +57,20 @@ def _body(t: Term) -> list[str]:  # noqa: C901 - one case per term kind
     if t.kind == "progress":
         lines.append(f"{t.name} = {w} * next_obs[{t.fields[0]!r}]")
     elif t.kind == "alive":
-        lines.append(f"{t.name} = {w} * np.ones(len(action))")
+        lines.append(f"{t.name} = {w} * {ones}")
     elif t.kind == "upright":
         sq = f"next_obs[{t.fields[0]!r}] ** 2"
-        lines.append(f"{t.name} = {w} * np.exp(-{sq} / {tmp})" if t.form == "exp" else f"{t.name} = -{w} * {sq}")
+        lines.append(f"{t.name} = {w} * {np}.exp(-{sq} / {tmp})" if t.form == "exp" else f"{t.name} = -{w} * {sq}")
     elif t.kind in ("distance", "pair_distance"):
         b = t.fields[1] if len(t.fields) > 1 else None
-        lines.append(f"{t.name}_dist = {_dist_expr(t.fields[0], b)}")
-        lines.append(f"{t.name} = {w} * np.exp(-{t.name}_dist / {tmp})" if t.form == "exp"
+        lines.append(f"{t.name}_dist = {_dist_expr(t.fields[0], b, np)}")
+        lines.append(f"{t.name} = {w} * {np}.exp(-{t.name}_dist / {tmp})" if t.form == "exp"
                      else f"{t.name} = -{w} * {t.name}_dist")
     elif t.kind == "bonus":
         b = t.fields[1] if len(t.fields) > 1 else None
-        lines.append(f"{t.name} = {w} * ({_dist_expr(t.fields[0], b)} < {tmp}).astype(float)")
+        lines.append(f"{t.name} = {w} * ({_dist_expr(t.fields[0], b, np)} < {tmp}).astype(float)")
     elif t.kind == "control":
-        lines.append(f"{t.name} = -{w} * np.sum(np.square(action), axis=-1)")
+        lines.append(f"{t.name} = -{w} * {np}.sum({np}.square(action), axis=-1)")
     elif t.kind == "smooth":
         total = " + ".join(f"next_obs[{f!r}] ** 2" for f in t.fields)
         lines.append(f"{t.name} = -{w} * ({total})")
@@ -71,15 +79,17 @@ def _body(t: Term) -> list[str]:  # noqa: C901 - one case per term kind
     return lines
 
 
-def render_program(terms: list[Term], note: str) -> str:
-    """Plain readable Python in the reward-program contract, with the term spec in a comment line."""
+def render_program(terms: list[Term], note: str, language: str = "numpy") -> str:
+    """Plain readable Python in the reward-program contract, with the term spec in a comment line.
+
+    :param language: reward.language: "numpy" or "jax" (the same terms against jax.numpy)."""
     import json
 
     spec = json.dumps([t.to_json() for t in terms], separators=(",", ":"))
-    out = [f"# {note}", SPEC_MARKER + spec, "import numpy as np", "", "",
+    out = [f"# {note}", SPEC_MARKER + spec, _LANGUAGES[language][0], "", "",
            "def compute_reward(obs, action, next_obs, info):"]
     for t in terms:
-        out += ["    " + line for line in _body(t)]
+        out += ["    " + line for line in _body(t, language)]
     out.append("    reward = " + " + ".join(t.name for t in terms))
     out.append("    components = {" + ", ".join(f"{t.name!r}: {t.name}" for t in terms) + "}")
     out.append("    return reward, components")

@@ -1,0 +1,22 @@
+"""curve.csv: one row per checkpoint, the same columns for every learner."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from bird.types import Checkpoint
+
+__all__ = ["write_curve"]
+
+
+def write_curve(path: Path, curve: list[Checkpoint] | tuple[Checkpoint, ...]) -> None:
+    comps = sorted({k for c in curve for k in c.components})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["env_steps", "score", "quantity", "own_return", "reference_return", "episode_length",
+                    *[f"comp/{c}" for c in comps]])
+        for c in curve:
+            w.writerow([c.env_steps, c.score, c.quantity, c.own_return, c.reference_return, c.episode_length,
+                        *[c.components.get(k, "") for k in comps]])

@@ -1,0 +1,56 @@
+"""The jax language's runner (worker side): compute_reward traced once with jax.export (bird/reward/jax_export.py).
+
+Requests: {"op": "trace", "act_dim"} exports the program (its failures are the CPU path's kinds); {"op": "export"}
+returns the serialised StableHLO and the component names; any other request is a numeric call on a float64 batch,
+answered with the numpy runner's float64 table (the smoke check runs the *exported* computation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bird.reward.jax_export import ExportError, JaxProgram, setup_worker
+
+__all__ = ["JaxRunner", "jax_runner"]
+
+
+class JaxRunner:
+    def __init__(self, fn: Any, fields: list[list[Any]]) -> None:
+        self.fn, self.fields = fn, fields
+        self.obs_dim = sum(int(k) for _, _, k in fields)
+        self.program: JaxProgram | None = None
+        self.meta: dict[str, Any] = {}
+
+    def _trace(self, act_dim: int) -> dict[str, Any] | None:
+        if self.program is None:
+            try:
+                self.program = JaxProgram(self.fn, self.fields, self.obs_dim, int(act_dim))
+            except ExportError as exc:
+                return {"ok": False, "kind": exc.kind, "reason": exc.reason[:500]}
+        return None
+
+    def __call__(self, header: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        op = header.get("op")
+        if op == "trace":
+            return self._trace(int(header["act_dim"])) or {"ok": True, "names": self.program.names}, b""
+        if op == "export":
+            if self.program is None:
+                return {"ok": False, "kind": "runtime_error", "reason": "export before trace"}, b""
+            return {"ok": True, "names": self.program.names}, self.program.serialize()
+        b, d, a = int(header["batch"]), int(header["obs_dim"]), int(header["act_dim"])
+        if (failed := self._trace(a)) is not None:
+            return failed, b""
+        x = np.frombuffer(payload, dtype="<f8")
+        obs, act, nxt = x[: b * d].reshape(b, d), x[b * d : b * d + b * a].reshape(b, a), x[b * d + b * a : b * (2 * d + a)].reshape(b, d)
+        reward, comps = self.program(obs, act, nxt)
+        table = np.column_stack([reward, *comps.values()]) if comps else reward[:, None]
+        return {"ok": True, "names": list(comps)}, np.ascontiguousarray(table, dtype="<f8").tobytes()
+
+
+def jax_runner(ns: dict[str, Any], contract: str, entry: str, fields: list[list[Any]]) -> JaxRunner:
+    """The runner for a loaded program (contract compute_reward only: the JAX learner's contract)."""
+    if contract != "compute_reward":
+        raise ValueError(f"reward.language=jax supports the compute_reward contract, not {contract!r}")
+    setup_worker()  # jax's CPU runtime starts its threads here, after the layers (Landlock needs one thread)
+    return JaxRunner(ns[entry], fields)

@@ -1,0 +1,67 @@
+"""JAX path fixtures: one composed config with test-speed learner settings, reward programs exported once.
+
+Every test here trains brax/hopper with the same settings, so the compiled training program is built once per
+session (and loaded from JAX's persistent cache by the pool's worker process)."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before jaxlib loads: see bird/learners/jax_cache.py
+try:
+    import brax  # noqa: F401
+
+    HAVE_JAX = True
+except ImportError:
+    if os.environ.get("BIRD_REQUIRE_JAX") == "1":  # `make test` sets it: CI runs these tests, never skips them
+        raise ImportError("the [jax] extra is missing: `make test` installs it (pip install -e '.[jax]')") from None
+    HAVE_JAX = False
+# without the [jax] extra (a plain `pytest` in a venv without it) this folder is not collected
+collect_ignore_glob = [] if HAVE_JAX else ["test_*.py"]
+
+
+def pytest_report_header(config):
+    return None if HAVE_JAX else "tests/jaxpath: not collected (the [jax] extra is not installed; make test installs it)"
+
+
+# A compilation cache for this session only, shared by this process and the pool's worker processes (they inherit the
+# environment): programs compile once per session, as on a clean CI machine, and tests never write to ~/.cache.
+# Set BIRD_JAX_CACHE yourself to keep compiled programs between local runs.
+if HAVE_JAX:
+    if "BIRD_JAX_CACHE" not in os.environ:
+        os.environ["BIRD_JAX_CACHE"] = tempfile.mkdtemp(prefix="bird-jax-cache-")
+        atexit.register(shutil.rmtree, os.environ["BIRD_JAX_CACHE"], True)
+    from bird.learners.jax_cache import enable_compilation_cache
+
+    enable_compilation_cache()  # before this process compiles anything, so its programs go to the cache too
+
+from jax_programs import TINY  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def jax_cfg(compose_cfg):
+    return compose_cfg(*TINY)
+
+
+@pytest.fixture(scope="session")
+def make_jobs(jax_cfg, tmp_path_factory):
+    """make_jobs([(code or None, seed), ...], env_steps) -> jobs with exported programs (as the pool sends them)."""
+    from bird.learners.programs import export_jobs
+    from bird.stages.train import make_job
+
+    def _make(specs, env_steps=None, **changes):
+        out = tmp_path_factory.mktemp("jax_jobs")
+        jobs = [make_job(jax_cfg, f"c{i}", code, seed, env_steps or jax_cfg.budget.env_steps, out / f"c{i}")
+                for i, (code, seed) in enumerate(specs)]
+        jobs, failed = export_jobs(jobs)
+        assert not failed, failed
+        from dataclasses import replace
+
+        return [replace(j, **changes) for j in jobs]
+
+    return _make
