@@ -38,7 +38,10 @@ def prepare(learner: str, jobs: list[TrainJob]) -> tuple[list[list[TrainJob]], d
 
     A learner with `language` gets its programs exported first (bird/learners/programs.py); a `batched` learner gets
     all its jobs in one call."""
-    fn = get("learner", learner)
+    try:
+        fn = get("learner", learner)
+    except ValueError:  # an unknown learner fails in each job's worker, recorded as that job's train_error
+        return [[job] for job in jobs], {}
     failed: dict[int, Failure] = {}
     if getattr(fn, "language", None) == "jax":
         from bird.learners.programs import export_jobs
