@@ -72,6 +72,8 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainP
         run.write_candidate(c, res, reports.get(c.id), score)
         if c.id in reports and "judge" in reports[c.id].stats:
             write_json(run.candidate_dir(c.id) / "judge.json", reports[c.id].stats)
+        for name, data in state.records.pop(c.id, {}).items():  # LLM passes' records (thought.json, ...)
+            write_json(run.candidate_dir(c.id) / name, data)
         run.event("candidate_trained", id=c.id, failure=c.failure.to_json() if c.failure else None,
                   fitness=reports[c.id].fitness if c.id in reports else None, score=score)
     best = state.iteration_best if state.iteration_best in reports else None
@@ -129,8 +131,8 @@ def _substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
 def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> None:
     """Inputs some methods need before the first generation: demos, the task decomposition, a judge."""
     from bird.components.decompose import decompose
+    from bird.components.roles import needs_judge
     from bird.llm.factory import make_judge
-    from bird.registry import get
 
     if cfg.demos.enabled:
         from bird.components.demos import load_demo_set
@@ -141,7 +143,7 @@ def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> 
     if state.decomposition is not None:
         write_json(run.root / "decomposition.json", state.decomposition)
         run.event("decomposed", kind=state.decomposition["kind"], valid=state.decomposition["valid"])
-    if getattr(get("feedback_format", cfg.feedback.format), "needs_judge", False):
+    if needs_judge(cfg):
         state.judge = make_judge(cfg.llm, cfg.judge, generator)
 
 

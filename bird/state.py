@@ -50,6 +50,8 @@ class SearchState:
     decomposition: dict[str, Any] | None = None  # decompose.kind's record (graph, validity, attempts)
     judge: Any = None  # the judge generator, when the feedback format asks for one
     substitutes: list[str] = field(default_factory=list)  # substitutes a component had to use at run time
+    thoughts: dict[str, dict[str, str | None]] = field(default_factory=dict)  # candidate id -> {"stated", "aligned"}
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> {file name: JSON}, written once
 
     def fitness(self, cid: str | None) -> float | None:
         if cid is None or cid not in self.reports:

@@ -62,6 +62,10 @@ class GenerateConfig:
     parent_temperature: float = 1.0
     # how a mutation prompt shows the parent's feedback: registry family mutation_view
     mutation_view: str = "feedback_text"
+    # a design thought with each answer: registry family design_thought (none | inline_brace: one sentence in braces)
+    design_thought: str = "none"
+    # show the parent's design thought (aligned, when feedback.thought_alignment) next to its feedback
+    parent_thought: bool = False
 
 
 @dataclass
@@ -145,6 +149,8 @@ class FeedbackConfig:
     p_expert_state_only: float = 0.75
     # judge format, mode vlm: keyframes rendered from the first collected rollout
     judge_keyframes: int = 8
+    # after training, the judge re-describes each reward from its code; that thought replaces the stated one
+    thought_alignment: bool = False
 
 
 @dataclass

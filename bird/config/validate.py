@@ -40,6 +40,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "reward.form": "reward_form",
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
+    "generate.design_thought": "design_thought",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -186,10 +187,24 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")
 
 
+# flag key -> (key it needs, value that key must not have): a flag that would change nothing otherwise
+_FLAG_NEEDS: dict[str, tuple[str, object]] = {
+    "generate.parent_thought": ("generate.design_thought", "none"),
+    "feedback.thought_alignment": ("generate.design_thought", "none"),
+}
+
+
+def _check_flags(cfg: BirdConfig, problems: list[str]) -> None:
+    for flag, (need, not_value) in _FLAG_NEEDS.items():
+        if _get(cfg, flag) and _get(cfg, need) == not_value:
+            problems.append(f"{flag}={_get(cfg, flag)} needs {need} other than {not_value!r}")
+
+
 def validate(cfg: BirdConfig) -> list[str]:
     """Return every problem found in `cfg` (empty when valid)."""
     problems: list[str] = []
     _check_numbers(cfg, problems)
     _check_names(cfg, problems)
     _check_couplings(cfg, problems)
+    _check_flags(cfg, problems)
     return problems

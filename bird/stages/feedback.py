@@ -168,4 +168,7 @@ def feedback(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
             stats = {**stats, "metrics": metrics}
         reports[cand.id] = Report(cand.id, metrics[cfg.feedback.fitness], text, stats,
                                   resolve_fitness(cfg.feedback.fitness, state.spec.suite))
+    from bird.components.thought import align_thoughts
+
+    align_thoughts(cfg, state, cands, reports)
     return reports

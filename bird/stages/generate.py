@@ -109,6 +109,7 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
         first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state)
         messages = [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, t)]
         context.update(shown)
+    messages = _append_to_last_user(messages, *_thought_prompt(cfg, state, chain[-1] if chain else parent, context))
     if chain:
         context["parent_code"] = state.candidates[chain[-1]].code
         context["feedback"] = state.reports[chain[-1]].stats
@@ -124,6 +125,23 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
         sample_index=sample_index,
         seed=state.seed,
     )
+
+
+def _thought_prompt(cfg: BirdConfig, state: SearchState, parent: str | None, context: dict[str, Any]) -> list[str]:
+    from bird.components.thought import thought_prompt
+
+    pieces, shown = thought_prompt(cfg, state, parent)
+    context.update(shown)
+    return pieces
+
+
+def _append_to_last_user(messages: list[Message], *pieces: str) -> list[Message]:
+    """`messages` with `pieces` appended (blank-line separated) to the last user message."""
+    if not pieces:
+        return messages
+    i = max(k for k, m in enumerate(messages) if m.role == "user")
+    last = messages[i]
+    return [*messages[:i], Message("user", "\n\n".join([last.content.rstrip(), *pieces]), last.images), *messages[i + 1:]]
 
 
 def _candidate(state: SearchState, index: int, request: Request, parent: str | None) -> Candidate:
@@ -187,6 +205,9 @@ def generate(cfg: BirdConfig, state: SearchState, generator: Generator) -> list[
         if isinstance(answer, BudgetExhausted):
             state.stop_reason = str(answer)
     _resample(cfg, state, generator, cands)
+    from bird.components.thought import record_thoughts
+
+    record_thoughts(cfg, state, cands)
     if cfg.llm.abort_on_error and any(c.failure and c.failure.kind == FailureKind.LLM_ERROR for c in cands):
         raise LLMError("llm.abort_on_error: a request failed after all retries")
     return cands
