@@ -28,13 +28,18 @@ __all__ = ["search", "make_plan"]
 
 
 def make_plan(cfg: BirdConfig) -> Plan:
-    """Derived values: the method's K and T under the budget's caps, step counts, workers."""
+    """Derived values: the method's schedule of K per iteration and its T under the budget's caps, steps, workers."""
+    from bird.registry import get
+
     b = cfg.budget
-    k = min(cfg.generate.n_candidates, b.max_candidates or cfg.generate.n_candidates)
-    t = min(cfg.loop.iterations, b.max_iterations or cfg.loop.iterations)
-    return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
-                final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k),
-                population_size=cfg.select.population_size or k)
+    full = get("schedule", cfg.generate.schedule)(cfg.generate.n_candidates, cfg.loop.iterations,
+                                                   list(cfg.generate.schedule_values))
+    schedule = tuple(min(k, b.max_candidates or k) for k in full[: b.max_iterations or len(full)])
+    k = max(schedule)
+    return Plan(n_candidates=k, iterations=len(schedule), env_steps=b.env_steps,
+                final_env_steps=b.final_env_steps or b.env_steps, final_seeds=b.final_seeds,
+                workers=cfg.train.workers or min(default_workers(), k),
+                population_size=cfg.select.population_size or k, schedule=schedule)
 
 
 def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir,
@@ -167,7 +172,7 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
         "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
         "failures": {k: sum(1 for c in cands if c.failure and c.failure.kind == k)
                      for k in sorted({str(c.failure.kind) for c in cands if c.failure})},
-        "stop_reason": state.stop_reason,
+        "stop_reason": state.stop_reason, "policy_trainings": state.policy_trainings,
         "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
         "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),

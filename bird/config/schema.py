@@ -40,6 +40,10 @@ class EnvConfig:
 class GenerateConfig:
     # reward programs requested per iteration (K)
     n_candidates: int = 8
+    # candidates per iteration over the search: registry family schedule (constant | taper | ramp | explicit)
+    schedule: str = "constant"
+    # schedule=explicit: the count of each iteration
+    schedule_values: list[int] = field(default_factory=list)
     # prompt template set: methods/<name>/ or a variant methods/<name>/<variant>/ (its files override the method's)
     prompt: str = "eureka"
     # how the env is shown: registry family env_representation
@@ -297,6 +301,8 @@ class BudgetConfig:
     final_env_steps: int | None = None
     # seeds of the final retrain
     final_seeds: int = 1
+    # in-loop policy trainings after which the search stops cleanly (None = no cap; the final retrain is not counted)
+    max_policy_trainings: int | None = None
     # LLM calls / spend after which generation stops and the search finishes with what it has (None = no cap)
     max_llm_calls: int | None = None
     max_cost_usd: float | None = None

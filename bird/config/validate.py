@@ -41,6 +41,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
     "generate.design_thought": "design_thought",
+    "generate.schedule": "schedule",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -110,7 +111,7 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
-                "select.population_size"):
+                "select.population_size", "budget.max_policy_trainings"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
             problems.append(f"{key}={value}: must be >= 1 or null")
@@ -200,6 +201,23 @@ def _check_flags(cfg: BirdConfig, problems: list[str]) -> None:
             problems.append(f"{flag}={_get(cfg, flag)} needs {need} other than {not_value!r}")
 
 
+def _check_schedule(cfg: BirdConfig, problems: list[str]) -> None:
+    """The schedule gives at least one candidate per iteration; values are only read by a schedule that reads them."""
+    if cfg.generate.schedule not in registry.names("schedule"):
+        return
+    fn = registry.get("schedule", cfg.generate.schedule)
+    if cfg.generate.schedule_values and not getattr(fn, "reads_values", False):
+        problems.append(f"generate.schedule_values={list(cfg.generate.schedule_values)} is only read by "
+                        f"generate.schedule=explicit, not {cfg.generate.schedule!r}")
+    try:
+        counts = fn(cfg.generate.n_candidates, cfg.loop.iterations, list(cfg.generate.schedule_values))
+    except ValueError as exc:
+        problems.append(str(exc))
+        return
+    if any(c < 1 for c in counts):
+        problems.append(f"generate.schedule={cfg.generate.schedule!r} gives {counts}: every iteration needs >= 1")
+
+
 def validate(cfg: BirdConfig) -> list[str]:
     """Return every problem found in `cfg` (empty when valid)."""
     problems: list[str] = []
@@ -207,4 +225,5 @@ def validate(cfg: BirdConfig) -> list[str]:
     _check_names(cfg, problems)
     _check_couplings(cfg, problems)
     _check_flags(cfg, problems)
+    _check_schedule(cfg, problems)
     return problems

@@ -191,9 +191,23 @@ def _resample(cfg: BirdConfig, state: SearchState, generator: Generator, cands: 
         _check(cfg, state, bad)
 
 
+def _iteration_k(cfg: BirdConfig, state: SearchState) -> int:
+    from bird.components.schedule import remaining_trainings
+    from bird.stages.train import learner_trains
+
+    k = state.plan.candidates_at(state.iteration)
+    left = remaining_trainings(cfg, state.policy_trainings) if learner_trains(cfg.train.learner) else None
+    if left is not None and left < k:
+        k = left
+        if left == 0:
+            state.stop_reason = f"budget.max_policy_trainings={cfg.budget.max_policy_trainings} reached"
+    return k
+
+
 def generate(cfg: BirdConfig, state: SearchState, generator: Generator) -> list[Candidate]:
-    """K candidates for this iteration; a failed request or parse is recorded on the candidate."""
-    k = state.plan.n_candidates
+    """K candidates for this iteration (the schedule's, at most the policy trainings left); a failed request or parse
+    is recorded on the candidate."""
+    k = _iteration_k(cfg, state)
     if cfg.train.reward_source == "reference":  # oracle: train the env's own reward, nothing to generate
         return [Candidate(id=f"it{state.iteration}-c{i}", iteration=state.iteration, index=i, messages=[],
                           response="(reference reward)") for i in range(k)]
