@@ -96,7 +96,7 @@ def cfg_score(cfg: BirdConfig, res: Any) -> float | None:
 
     if res is None or not res.ok:
         return None
-    return get("aggregate", cfg.feedback.aggregate)([c.score for c in res.curve])
+    return get("aggregate", cfg.feedback.aggregate)([c.score for c in res.curve], res.shipped)
 
 
 def _final_retrain(cfg: BirdConfig, state: SearchState, pool: TrainPool, run: RunDir) -> list[float]:
@@ -112,9 +112,10 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: TrainPool, run: Ru
             for s in seeds]
     results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
     state.env_steps += sum(r.env_steps for r in results)
-    scores = [r.curve[-1].score for r in results if r.ok]
+    scores = [r.shipped_checkpoint.score for r in results if r.ok]
     write_json(run.root / "final" / "final.json", {
-        "candidate_id": cand.id, "seeds": seeds, "scores": [r.curve[-1].score if r.ok else None for r in results],
+        "candidate_id": cand.id, "seeds": seeds, "scores": [r.shipped_checkpoint.score if r.ok else None for r in results],
+        "checkpoints": [r.checkpoint_choice for r in results],
         "failures": [r.failure.to_json() if r.failure else None for r in results]})
     run.event("final_retrain", candidate=cand.id, seeds=seeds, scores=scores)
     return scores

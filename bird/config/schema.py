@@ -123,6 +123,15 @@ class TrainConfig:
     normalize_reward: bool = True
     # what is appended to the policy's observation: registry family obs_augment (needs the progress_program contract)
     obs_augment: str = "none"
+    # which checkpoint's parameters a training ships: registry family checkpoint_selection (final | best_own_return)
+    checkpoint_selection: str = "final"
+    # stop a training early on its own reward: registry family early_stop (none | plateau)
+    early_stop: str = "none"
+    # early_stop=plateau: checkpoints without improvement, the improvement (fraction of the own-return range) that
+    # counts, and the checkpoints before it may stop
+    early_stop_patience: int = 4
+    early_stop_min_delta: float = 0.02
+    early_stop_min_checkpoints: int = 5
 
 
 @dataclass

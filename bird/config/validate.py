@@ -42,6 +42,8 @@ REGISTRY_KEYS: dict[str, str] = {
     "decompose.kind": "decompose",
     "generate.design_thought": "design_thought",
     "generate.schedule": "schedule",
+    "train.checkpoint_selection": "checkpoint_selection",
+    "train.early_stop": "early_stop",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -93,6 +95,8 @@ _POSITIVE_INTS = (
     "demos.stride",
     "feedback.judge_keyframes",
     "verify.progress_expert_episodes",
+    "train.early_stop_patience",
+    "train.early_stop_min_checkpoints",
 )
 
 

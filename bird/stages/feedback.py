@@ -19,17 +19,18 @@ __all__ = ["feedback", "subsample", "Evidence", "NATIVE_SIGNAL", "resolve_fitnes
 
 
 @register("aggregate", "max")
-def _max(values: Sequence[float]) -> float:
+def _max(values: Sequence[float], shipped: int = -1) -> float:
     return float(np.nanmax(values))
 
 
 @register("aggregate", "final")
-def _final(values: Sequence[float]) -> float:
-    return float(values[-1])
+def _final(values: Sequence[float], shipped: int = -1) -> float:
+    """The shipped checkpoint's value (the last one unless train.checkpoint_selection kept another)."""
+    return float(values[shipped])
 
 
 @register("aggregate", "mean")
-def _mean(values: Sequence[float]) -> float:
+def _mean(values: Sequence[float], shipped: int = -1) -> float:
     return float(np.nanmean(values))
 
 
@@ -42,17 +43,21 @@ class Evidence:
     demo: Any = None  # DemoScores on the demonstrations' train split, when the search has demos
     demo_test: Any = None  # ... and on the held-out split
     suite: str = ""  # the task's suite (fitness.native resolves per suite)
+    shipped: int = -1  # index of the shipped checkpoint in `curve` (train.checkpoint_selection)
 
 
 @register("fitness", "benchmark_score")
 def _benchmark(ev: Evidence) -> float | None:
-    return get("aggregate", ev.aggregate)([c.score for c in ev.curve]) if ev.curve else None
+    return get("aggregate", ev.aggregate)([c.score for c in ev.curve], ev.shipped) if ev.curve else None
 
 
 @register("fitness", "reference_return")
 def _reference(ev: Evidence) -> float | None:
-    vals = [c.reference_return for c in ev.curve if not math.isnan(c.reference_return)]
-    return get("aggregate", ev.aggregate)(vals) if vals else None
+    vals = [c.reference_return for c in ev.curve]
+    if all(math.isnan(v) for v in vals):
+        return None
+    value = get("aggregate", ev.aggregate)(vals, ev.shipped)
+    return None if math.isnan(value) else value
 
 
 @register("fitness", "none")
@@ -134,7 +139,7 @@ def _evidence(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainRe
         demo, demo_test = score_candidate(cfg, state, cand)
         if demo is None:
             return None
-    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test, state.spec.suite)
+    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test, state.spec.suite, res.shipped)
 
 
 def _metrics(cfg: BirdConfig, ev: Evidence) -> dict[str, float | None]:
