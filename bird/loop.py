@@ -63,6 +63,12 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainP
     reports = {} if last_unjudged else feedback(cfg, state, cands, results)
     state.reports.update(reports)
     select(cfg, state, cands, reports)
+    if cfg.decompose.co_evolve:
+        from bird.components.subtasks import co_evolve_subtasks
+
+        revision = co_evolve_subtasks(cfg, state, generator, run.root)
+        if revision is not None:
+            run.event("subtasks_revised", iteration=state.iteration, kept_previous=revision["kept_previous"])
     if state.demos is not None:
         run.write_demo_scores(state, cands)
     if state.population:

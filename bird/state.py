@@ -56,6 +56,8 @@ class SearchState:
     judge: Any = None  # the judge generator, when the feedback format asks for one
     substitutes: list[str] = field(default_factory=list)  # substitutes a component had to use at run time
     policy_trainings: int = 0  # in-loop policy trainings started so far (budget.max_policy_trainings)
+    subtasks: list[dict[str, str]] | None = None  # decompose.kind=subtask_list: the current list (co-evolved)
+    judgements: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> judge scores per subtask
     thoughts: dict[str, dict[str, str | None]] = field(default_factory=dict)  # candidate id -> {"stated", "aligned"}
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> {file name: JSON}, written once
 

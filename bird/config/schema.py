@@ -70,6 +70,11 @@ class GenerateConfig:
     design_thought: str = "none"
     # show the parent's design thought (aligned, when feedback.thought_alignment) next to its feedback
     parent_thought: bool = False
+    # show the judge's per-subtask account of how the parent's policy behaved (BIRD choice (2))
+    behavioural_analysis: bool = False
+    # how earlier turns reach the prompt: registry family prompt_mode (dialogue: as messages | replace: one user
+    # message rebuilt each iteration from the search state)
+    prompt_mode: str = "dialogue"
 
 
 @dataclass
@@ -94,6 +99,8 @@ class VerifyConfig:
     progress_max_drop_fraction: float = 0.1
     # progress screen: scripted-expert episodes replayed (suites without a scripted expert skip this part)
     progress_expert_episodes: int = 1
+    # demo_margin screen: episodes of each demonstration policy (scripted expert, uniform random)
+    demo_episodes: int = 2
 
 
 @dataclass
@@ -164,6 +171,9 @@ class FeedbackConfig:
     judge_keyframes: int = 8
     # after training, the judge re-describes each reward from its code; that thought replaces the stated one
     thought_alignment: bool = False
+    # an LLM pass that condenses each candidate's feedback before it is shown: registry family summarisation
+    # (none | per_candidate | per_candidate_per_subtask)
+    summarisation: str = "none"
 
 
 @dataclass
@@ -174,6 +184,8 @@ class SelectConfig:
     returned: str = "global_best"
     # survivors kept by select.rule=mu_plus_lambda (None = the plan's K)
     population_size: int | None = None
+    # the iteration's pick replaces the incumbent (the current parent) only when its fitness is strictly higher
+    require_improvement_over_incumbent: bool = False
 
 
 @dataclass
@@ -214,8 +226,12 @@ class DemosConfig:
 class DecomposeConfig:
     """Task decomposition asked once before the first generation (registry family decompose)."""
 
-    # none | tag_graph
+    # none | tag_graph | subtask_list
     kind: str = "none"
+    # subtask_list: revise the list after each iteration from the feedback shown (co-evolution)
+    co_evolve: bool = False
+    # subtask_list: how many subtasks to ask for (None = the generator decides, 2 to 5)
+    n_subtasks: int | None = None
     # few-shot (task -> graph) examples shown, from methods/<generate.prompt>/decompose_example_*.txt (0 = zero-shot)
     n_examples: int = 2
     # blind re-asks when the answer is not a valid graph (then the search goes on without one, recorded)
@@ -289,6 +305,14 @@ class JudgeConfig:
     price_per_mtok: dict[str, float] | None = None
     # what the judge reads: vlm (keyframes as images) | state_text (per-step state summaries; a labelled substitute)
     mode: str = "state_text"
+    # judge scores: registry family score_scale (unit: a number in [0, 1] | three_point: 0 / 1 / 2), normalised to [0, 1]
+    score_scale: str = "unit"
+    # independent judgements of each rollout, averaged
+    repeats: int = 1
+    # collected rollouts of each trained policy the judge scores (train.collect_episodes is raised to this)
+    rollouts: int = 1
+    # the judge also reads a state table (every feedback.trajectory_stride steps) besides the keyframes
+    state_table: bool = False
 
 
 @dataclass

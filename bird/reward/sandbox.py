@@ -71,6 +71,7 @@ class SandboxedReward:
             self.close()
             raise RewardProgramError(_failure_from(reply))
         self.plan_list: list[str] = [str(p) for p in reply.get("plan_list", [])]  # progress_program only
+        self.weights: dict[str, float] = {str(k): float(v) for k, v in reply.get("weights", {}).items()}  # weighted only
 
     # -- protocol -----------------------------------------------------------------------------------------
     def _roundtrip(self, header: dict[str, Any], payload: bytes, timeout: float) -> tuple[dict[str, Any], bytes]:

@@ -154,6 +154,33 @@ class _ProgressAdapter:
         return out[1].copy(), {"potential_prev": out[0], "potential": out[1], "subtask": out[2]}
 
 
+class _WeightedAdapter:
+    """component_dict_plus_weights: compute_reward returns a dict of components (a (reward, dict) pair is read for its
+    dict); the reward is sum(REWARD_WEIGHTS[k] * component k). Components are reported unweighted."""
+
+    def __init__(self, fn, ns):
+        weights = ns.get("REWARD_WEIGHTS")
+        if not isinstance(weights, dict) or not weights:
+            raise ValueError(f"REWARD_WEIGHTS must be a non-empty dict {{component: weight}}, got {weights!r:.200}")
+        self.weights = {str(k): float(v) for k, v in weights.items()}
+        if not all(math.isfinite(v) for v in self.weights.values()):
+            raise ValueError(f"REWARD_WEIGHTS has a non-finite weight: {self.weights}")
+        self.fn = fn
+
+    def __call__(self, fields, obs, act, nxt):
+        out = self.fn(_split(fields, obs), act.copy(), _split(fields, nxt), {})
+        comps = out[1] if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict) else out
+        if not isinstance(comps, dict):
+            raise TypeError("compute_reward must return a dict of reward components")
+        names = {str(k) for k in comps}
+        if names != set(self.weights):
+            raise TypeError(f"components {sorted(names)} and REWARD_WEIGHTS keys {sorted(self.weights)} must match")
+        reward = np.zeros(len(obs))
+        for k, v in comps.items():
+            reward = reward + self.weights[str(k)] * np.asarray(v, dtype=np.float64)
+        return reward, comps
+
+
 def _call(fn, fields, header, payload):
     b, d, a = header["batch"], header["obs_dim"], header["act_dim"]
     flat = np.frombuffer(payload, dtype=np.float64)
@@ -164,6 +191,11 @@ def _call(fn, fields, header, payload):
     if isinstance(fn, _ClassAdapter):
         out = fn(fields, nxt, dones != 0, int(header.get("n_envs", 1)), bool(header.get("reset")),
                  set(header.get("debug_rows", [])))
+    elif isinstance(fn, _WeightedAdapter):
+        try:
+            out = fn(fields, obs, act, nxt)
+        except TypeError as exc:
+            return {"ok": False, "kind": "bad_output", "reason": str(exc)[:500]}, b""
     elif isinstance(fn, _ProgressAdapter):
         try:
             out = fn(fields, obs, nxt)
@@ -204,6 +236,9 @@ def main():
         elif header.get("contract") == "progress_program":
             fn = _ProgressAdapter(ns)
             meta["plan_list"] = fn.plan
+        elif header.get("contract") == "weighted_components":
+            fn = _WeightedAdapter(fn, ns)
+            meta["weights"] = fn.weights
     except Exception as exc:  # noqa: BLE001 - every failure is reported to the parent
         _write_msg(stdout, _error("runtime_error", exc))
         return

@@ -44,6 +44,7 @@ class Evidence:
     demo_test: Any = None  # ... and on the held-out split
     suite: str = ""  # the task's suite (fitness.native resolves per suite)
     shipped: int = -1  # index of the shipped checkpoint in `curve` (train.checkpoint_selection)
+    judgement: dict[str, Any] | None = None  # judge scores per subtask, when the config needs them
 
 
 @register("fitness", "benchmark_score")
@@ -139,7 +140,14 @@ def _evidence(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainRe
         demo, demo_test = score_candidate(cfg, state, cand)
         if demo is None:
             return None
-    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test, state.spec.suite, res.shipped)
+    from bird.components.roles import needs_judgement
+
+    judgement = None
+    if needs_judgement(cfg):
+        from bird.components.judgement import judge_candidate
+
+        judgement = judge_candidate(cfg, state, cand, res)
+    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test, state.spec.suite, res.shipped, judgement)
 
 
 def _metrics(cfg: BirdConfig, ev: Evidence) -> dict[str, float | None]:
@@ -155,6 +163,8 @@ def feedback(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
              results: dict[str, TrainResult]) -> dict[str, Report]:
     """A report per trained (or, with learner none, verified) candidate, and per screened candidate when
     feedback.screened_format names a format; failed candidates get none."""
+    from bird.components.summary import summarise
+
     reports: dict[str, Report] = {}
     for cand in cands:
         if cand.screened and cfg.feedback.screened_format:
@@ -168,7 +178,7 @@ def feedback(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
         if ev is None:
             continue
         metrics = _metrics(cfg, ev)
-        text, stats = get("feedback_format", cfg.feedback.format)(cfg, state, cand, res)
+        text, stats = summarise(cfg, state, cand, *get("feedback_format", cfg.feedback.format)(cfg, state, cand, res))
         if len(metrics) > 1 or state.demos is not None:
             stats = {**stats, "metrics": metrics}
         reports[cand.id] = Report(cand.id, metrics[cfg.feedback.fitness], text, stats,

@@ -85,6 +85,12 @@ def _dialogue(cfg: BirdConfig, state: SearchState, chain: list[str], t: dict[str
     return out
 
 
+@register("prompt_mode", "dialogue")
+def _dialogue_mode(cfg: BirdConfig, state: SearchState, system: str, first: str, chain: list[str]) -> list[Message]:
+    """System, first user message, then each earlier turn as (assistant answer, user feedback) messages."""
+    return [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, templates(cfg.generate.prompt))]
+
+
 def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Request:
     """The prompt for one sample of this iteration, with the structured context of exactly what it shows."""
     t = templates(cfg.generate.prompt)
@@ -107,9 +113,9 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
         context.update(parent_code=state.candidates[parent].code, **extra)
     else:
         first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state)
-        messages = [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, t)]
+        messages = get("prompt_mode", cfg.generate.prompt_mode)(cfg, state, system, first, chain)
         context.update(shown)
-    messages = _append_to_last_user(messages, *_thought_prompt(cfg, state, chain[-1] if chain else parent, context))
+    messages = _append_to_last_user(messages, *_context_blocks(cfg, state, chain[-1] if chain else parent, context))
     if chain:
         context["parent_code"] = state.candidates[chain[-1]].code
         context["feedback"] = state.reports[chain[-1]].stats
@@ -127,10 +133,11 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
     )
 
 
-def _thought_prompt(cfg: BirdConfig, state: SearchState, parent: str | None, context: dict[str, Any]) -> list[str]:
-    from bird.components.thought import thought_prompt
+def _context_blocks(cfg: BirdConfig, state: SearchState, parent: str | None, context: dict[str, Any]) -> list[str]:
+    """Subtask list, behavioural analysis, parent thought, thought instruction (bird/components/context.py)."""
+    from bird.components.context import context_blocks
 
-    pieces, shown = thought_prompt(cfg, state, parent)
+    pieces, shown = context_blocks(cfg, state, parent)
     context.update(shown)
     return pieces
 

@@ -57,8 +57,10 @@ def train(cfg: BirdConfig, state: SearchState, cands: list[Candidate], pool: Tra
     Rollouts collected after training (train.collect_episodes) go to the trajectory store."""
     live = _within_budget(cfg, state, [c for c in cands if c.alive])
     code_of = (lambda c: None) if cfg.train.reward_source == "reference" else (lambda c: c.code)
+    from bird.components.roles import collect_episodes
+
     jobs = [make_job(cfg, c.id, code_of(c), state.seed, state.plan.env_steps, cand_dir(c.id),
-                     cfg.train.collect_episodes) for c in live]
+                     collect_episodes(cfg)) for c in live]
     if learner_trains(cfg.train.learner):
         results = pool.run(cfg.train.learner, jobs)
     else:

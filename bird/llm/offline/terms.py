@@ -41,9 +41,10 @@ def _dist_expr(a: str, b: str | None) -> str:
     return f"np.linalg.norm(next_obs[{a!r}] - next_obs[{b!r}], axis=-1)"
 
 
-def _body(t: Term) -> list[str]:  # noqa: C901 - one case per term kind
-    w, tmp = f"{t.name}_weight", f"{t.name}_temp"
-    lines = [f"{w} = {t.weight!r}"]
+def _body(t: Term, weighted: bool = True) -> list[str]:  # noqa: C901 - one case per term kind
+    """Lines computing component `t.name`; unweighted (weighted=False) when the weight lives in REWARD_WEIGHTS."""
+    w, tmp = (f"{t.name}_weight", f"{t.name}_temp") if weighted else ("1.0", f"{t.name}_temp")
+    lines = [f"{w} = {t.weight!r}"] if weighted else []
     if t.form == "exp" or t.kind in ("bonus",):
         lines.append(f"{tmp} = {t.temp!r}")
     if t.kind == "progress":
@@ -71,16 +72,22 @@ def _body(t: Term) -> list[str]:  # noqa: C901 - one case per term kind
     return lines
 
 
-def render_program(terms: list[Term], note: str) -> str:
-    """Plain readable Python in the reward-program contract, with the term spec in a comment line."""
+def render_program(terms: list[Term], note: str, weighted: bool = False) -> str:
+    """Plain readable Python in the reward-program contract, with the term spec in a comment line. `weighted`: the
+    weighted_components contract (components returned as a dict, their weights in REWARD_WEIGHTS)."""
     import json
 
     spec = json.dumps([t.to_json() for t in terms], separators=(",", ":"))
-    out = [f"# {note}", SPEC_MARKER + spec, "import numpy as np", "", "",
-           "def compute_reward(obs, action, next_obs, info):"]
+    out = [f"# {note}", SPEC_MARKER + spec, "import numpy as np", "", ""]
+    if weighted:
+        out += ["REWARD_WEIGHTS = {" + ", ".join(f"{t.name!r}: {t.weight!r}" for t in terms) + "}", "", ""]
+    out.append("def compute_reward(obs, action, next_obs, info):")
     for t in terms:
-        out += ["    " + line for line in _body(t)]
-    out.append("    reward = " + " + ".join(t.name for t in terms))
+        out += ["    " + line for line in _body(t, weighted=not weighted)]
     out.append("    components = {" + ", ".join(f"{t.name!r}: {t.name}" for t in terms) + "}")
-    out.append("    return reward, components")
+    if weighted:
+        out.append("    return components")
+    else:
+        out.append("    reward = " + " + ".join(t.name for t in terms))
+        out.append("    return reward, components")
     return "\n".join(out) + "\n"

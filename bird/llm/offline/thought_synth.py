@@ -44,7 +44,7 @@ def answer_alignment(ctx: dict[str, Any], label: str) -> str:
     terms = _terms_in(code)
     if terms:
         body = (f"The reward adds {len(terms)} components: " + "; ".join(_describe(t) for t in terms)
-                + ". The total is their plain sum and each component is reported by name.")
+                + ". The total is their weighted sum; each component is reported by name.")
     else:
         names = sorted(set(re.findall(r"[\"'](\w+)[\"']\s*:", code)))
         body = ("The reward combines the components " + ", ".join(names) + "." if names

@@ -1,0 +1,148 @@
+"""`python -m bird.ablate BASE [--run]`: the design choices (conf/choice/) that apply to a base method, and the Hydra
+multiruns of BASE against each one-key (or one-bundle) flip over tasks and seeds: BIRD's Fig. 5 design (papers/bird.txt:
+"effects of enabling 30 design choices across applicable baselines").
+
+A choice applies to BASE when BASE + choice validates and changes at least one key that matters there. It does not
+apply when it changes nothing, when what it changes is inert in that config (e.g. few-shot graph examples without a
+graph decomposition), or when it swaps the reward-program contract (the base's prompts ask for another program).
+A choice's BIRD number is read from its file's header ("BIRD design choice (N)").
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from bird.config.load import CONF_DIR, ConfigError, compose
+from bird.config.schema import BirdConfig
+from bird.diff import _flatten
+
+__all__ = ["Choice", "choices", "applicable", "sweep_commands", "DEFAULT_ENVS"]
+
+# papers/bird.txt Table 10: ERA-U's development tasks, where BIRD's hill-climb was measured
+DEFAULT_ENVS = ("metaworld/pick_place", "metaworld/push", "metaworld/peg_insert_side", "metaworld/drawer_open")
+_NUMBER = re.compile(r"design choice \((\d+)\)")
+# key -> when it matters in a resolved config (keys not listed always matter)
+_MATTERS: dict[str, Callable[[BirdConfig], bool]] = {
+    "decompose.n_examples": lambda c: c.decompose.kind == "tag_graph",
+    "decompose.retries": lambda c: c.decompose.kind != "none",
+    "decompose.n_subtasks": lambda c: c.decompose.kind == "subtask_list",
+    "generate.schedule_values": lambda c: c.generate.schedule == "explicit",
+}
+_NOT_FLIPS = {"method", "choices"}
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str
+    number: int | None  # BIRD's Fig. 5 / Table 5 number, when it has one
+    summary: str  # the file's first comment sentence
+    changes: dict[str, tuple[object, object]]  # key -> (base value, flipped value), keys that matter only
+    reason: str | None = None  # why it does not apply (None = it applies)
+
+
+def _header(name: str) -> tuple[int | None, str]:
+    lines = [ln[1:].strip() for ln in (CONF_DIR / "choice" / f"{name}.yaml").read_text().splitlines()
+             if ln.startswith("#") and "@package" not in ln]
+    text = " ".join(lines)
+    match = _NUMBER.search(text)
+    return (int(match.group(1)) if match else None), text.split(". ")[0][:160]
+
+
+def choices() -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / "choice").glob("*.yaml"))
+
+
+def _flat(cfg: BirdConfig) -> dict[str, Any]:
+    return _flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
+
+
+def _assess(base: str, base_flat: dict[str, Any], name: str, overrides: list[str]) -> Choice:
+    number, summary = _header(name)
+    try:
+        flipped = compose([f"method={base}", *overrides, f"+choice={name}"])
+        flat = _flat(flipped)
+        diff = {k: (base_flat.get(k), flat.get(k)) for k in sorted(set(base_flat) | set(flat))
+                if base_flat.get(k) != flat.get(k)}
+    except ConfigError as exc:
+        return Choice(name, number, summary, {}, f"invalid on {base}: {str(exc).splitlines()[-1].strip(' -')}")
+    changes = {k: v for k, v in diff.items() if k not in _NOT_FLIPS and _MATTERS.get(k, lambda c: True)(flipped)}
+    if "reward.contract" in changes:
+        return Choice(name, number, summary, changes, f"swaps the reward-program contract {changes['reward.contract']}")
+    if not changes:
+        inert = sorted(set(diff) - _NOT_FLIPS)
+        return Choice(name, number, summary, {}, f"changes nothing that matters on {base}" + (f" ({', '.join(inert)} inert)" if inert else ""))
+    return Choice(name, number, summary, changes)
+
+
+def applicable(base: str, overrides: list[str] | None = None, include_all: bool = False) -> list[Choice]:
+    """The choices that apply to `base` (with `include_all`, every choice, each with its reason when it does not)."""
+    base_flat = _flat(compose([f"method={base}", *(overrides or [])]))
+    out = [_assess(base, base_flat, name, list(overrides or [])) for name in choices()]
+    return out if include_all else [c for c in out if c.reason is None]
+
+
+def sweep_commands(base: str, flips: list[Choice], envs: list[str], seeds: list[int], extra: list[str],
+                   sweep_dir: str) -> list[list[str]]:
+    """Two multiruns into one sweep directory: BASE as is, and BASE with each flip (one job per task × seed × flip)."""
+    common = [f"method={base}", "env=" + ",".join(envs), "seed=" + ",".join(map(str, seeds)), *extra,
+              f"hydra.sweep.dir={sweep_dir}"]
+    cmd = [sys.executable, "-m", "bird", "-m"]
+    return [cmd + common + ["hydra.sweep.subdir=${method}/${env.id}/seed${seed}"],
+            cmd + common + ["+choice=" + ",".join(c.name for c in flips),
+                            "hydra.sweep.subdir=${method}+${hydra:runtime.choices.choice}/${env.id}/seed${seed}"]]
+
+
+def _print_table(base: str, rows: list[Choice]) -> None:
+    print(f"design choices for {base} ({sum(c.reason is None for c in rows)} apply):")
+    for c in rows:
+        num = f"({c.number})" if c.number else ""
+        what = ", ".join(f"{k}: {a!r} → {b!r}" for k, (a, b) in c.changes.items()) if c.reason is None else c.reason
+        print(f"  {num:>5} {c.name:<28} {what}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bird.ablate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("base", help="a method (conf/method/), e.g. eureka")
+    parser.add_argument("--envs", default=",".join(DEFAULT_ENVS), help="comma-separated env ids")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--budget", default="matched", help="budget option (conf/budget/)")
+    parser.add_argument("--sweep-dir", default=None, help="multirun directory (default multirun/ablate-BASE)")
+    parser.add_argument("--all", action="store_true", help="also list the choices that do not apply, with the reason")
+    parser.add_argument("--run", action="store_true", help="launch the two multiruns instead of printing them")
+    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job (e.g. llm=anthropic)")
+    args = parser.parse_args(argv)
+    try:
+        rows = applicable(args.base, args.overrides, include_all=args.all)
+    except Exception as exc:  # noqa: BLE001 - Hydra raises several types for an unknown method
+        print(f"bird.ablate: {exc}", file=sys.stderr)
+        return 2
+    _print_table(args.base, rows)
+    flips = [c for c in rows if c.reason is None]
+    if not flips:
+        return 1
+    seeds = [int(s) for s in args.seeds.split(",")]
+    extra = [f"budget={args.budget}", *args.overrides]
+    commands = sweep_commands(args.base, flips, args.envs.split(","), seeds, extra,
+                              args.sweep_dir or f"multirun/ablate-{args.base.replace('/', '-')}")
+    print(f"\n{len(seeds) * len(args.envs.split(',')) * (1 + len(flips))} searches in two multiruns:")
+    for cmd in commands:
+        print("  " + shlex.join(["python", *cmd[1:]]))
+    if args.run:
+        for cmd in commands:
+            status = subprocess.run(cmd).returncode
+            if status:
+                return status
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
