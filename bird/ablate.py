@@ -30,12 +30,31 @@ __all__ = ["Choice", "choices", "applicable", "sweep_commands", "DEFAULT_ENVS"]
 # papers/bird.txt Table 10: ERA-U's development tasks, where BIRD's hill-climb was measured
 DEFAULT_ENVS = ("metaworld/pick_place", "metaworld/push", "metaworld/peg_insert_side", "metaworld/drawer_open")
 _NUMBER = re.compile(r"design choice \((\d+)\)")
+
+
+def _iterates(c: BirdConfig) -> bool:
+    return c.loop.iterations > 1
+
+
+def _trains(c: BirdConfig) -> bool:
+    from bird.stages.train import learner_trains
+
+    return learner_trains(c.train.learner)
+
+
 # key -> when it matters in a resolved config (keys not listed always matter)
 _MATTERS: dict[str, Callable[[BirdConfig], bool]] = {
     "decompose.n_examples": lambda c: c.decompose.kind == "tag_graph",
     "decompose.retries": lambda c: c.decompose.kind != "none",
     "decompose.n_subtasks": lambda c: c.decompose.kind == "subtask_list",
     "generate.schedule_values": lambda c: c.generate.schedule == "explicit",
+    # what carries from one iteration to the next matters only when there is a next iteration
+    **{k: _iterates for k in ("generate.history", "generate.history_turns", "generate.parent", "generate.parent_thought",
+                              "generate.prompt_mode", "generate.schedule", "decompose.co_evolve",
+                              "select.require_improvement_over_incumbent")},
+    "generate.behavioural_analysis": lambda c: _iterates(c) and _trains(c),
+    "train.checkpoint_selection": _trains,
+    "train.early_stop": _trains,
 }
 _NOT_FLIPS = {"method", "choices"}
 
@@ -101,6 +120,22 @@ def sweep_commands(base: str, flips: list[Choice], envs: list[str], seeds: list[
                             "hydra.sweep.subdir=${method}+${hydra:runtime.choices.choice}/${env.id}/seed${seed}"]]
 
 
+def catalogue(methods: list[str]) -> str:
+    """docs/choices.md: every choice with its keys and values, BIRD number, and the methods it applies to."""
+    applies: dict[str, list[str]] = {c: [] for c in choices()}
+    keys: dict[str, dict[str, object]] = {c: {} for c in choices()}
+    for method in methods:
+        for c in applicable(method):
+            applies[c.name].append(method)
+            keys[c.name].update({k: b for k, (_, b) in c.changes.items()})
+    lines = ["| choice | BIRD no. | keys → values | applies to |", "|---|---|---|---|"]
+    for name in choices():
+        number, summary = _header(name)
+        flips = "; ".join(f"`{k}={v}`" for k, v in sorted(keys[name].items())) or "—"
+        lines.append(f"| `{name}` | {f'({number})' if number else ''} | {flips} | {', '.join(applies[name]) or '—'} |")
+    return "\n".join(lines) + "\n"
+
+
 def _print_table(base: str, rows: list[Choice]) -> None:
     print(f"design choices for {base} ({sum(c.reason is None for c in rows)} apply):")
     for c in rows:
@@ -111,7 +146,7 @@ def _print_table(base: str, rows: list[Choice]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bird.ablate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("base", help="a method (conf/method/), e.g. eureka")
+    parser.add_argument("base", help="a method (conf/method/), e.g. eureka; `catalogue` prints docs/choices.md's table")
     parser.add_argument("--envs", default=",".join(DEFAULT_ENVS), help="comma-separated env ids")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--budget", default="matched", help="budget option (conf/budget/)")
@@ -120,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", action="store_true", help="launch the two multiruns instead of printing them")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job (e.g. llm=anthropic)")
     args = parser.parse_args(argv)
+    if args.base == "catalogue":
+        print(catalogue(sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))), end="")
+        return 0
     try:
         rows = applicable(args.base, args.overrides, include_all=args.all)
     except Exception as exc:  # noqa: BLE001 - Hydra raises several types for an unknown method
