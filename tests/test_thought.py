@@ -115,8 +115,9 @@ def test_a_failed_alignment_keeps_the_stated_thought(compose_cfg):
 
 @pytest.mark.slow
 def test_thought_choice_runs_end_to_end_and_the_aligned_thought_reaches_the_child(smoke_run):
-    run, result = smoke_run("method=eureka", "env=mujoco/inverted_pendulum", "budget.max_iterations=2", "env.horizon=100",
-                            "budget.env_steps=512", "budget.final_env_steps=512", "+choice=thought_parent_alignment")
+    run, result = smoke_run("method=eureka", "env=mujoco/inverted_pendulum", "budget.max_iterations=2",
+                            "budget.max_candidates=1", "env.horizon=100", "budget.env_steps=512",
+                            "budget.final_env_steps=512", "+choice=thought_parent_alignment")
     assert result["status"] == "completed"
     parent_record = json.loads((run / "candidates" / "it1-c0" / "thought.json").read_text())
     assert parent_record["stated"].startswith("A weighted sum of") and parent_record["aligned"]

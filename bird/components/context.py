@@ -36,13 +36,12 @@ def _behaviour(state: SearchState, parent: str | None) -> tuple[str | None, dict
     judgement = state.judgements.get(parent or "")
     if not judgement or not judgement.get("subtasks"):
         return None, {}
-    rows = []
+    rows, lines = [], []
     for i, sub in enumerate(judgement["subtasks"], start=1):
         seen = list(dict.fromkeys(j["behaviour"] for j in sub["judgements"] if j["behaviour"]))
         rows.append({"name": sub["name"], "behaviour": seen})
-        rows_text = " / ".join(seen) or "(no account)"
-        rows[-1]["text"] = f"{i}. {sub['name']}: {rows_text}"
-    return BEHAVIOUR.format(lines="\n".join(r.pop("text") for r in rows)), {"behavioural_analysis": rows}
+        lines.append(f"{i}. {sub['name']}: {' / '.join(seen) or '(no account)'}")
+    return BEHAVIOUR.format(lines="\n".join(lines)), {"behavioural_analysis": rows}
 
 
 def context_blocks(cfg: BirdConfig, state: SearchState, parent: str | None) -> tuple[list[str], dict[str, Any]]:

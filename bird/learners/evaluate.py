@@ -30,22 +30,23 @@ class Evaluator:
     def __call__(self, act: Callable[[np.ndarray], np.ndarray], label: Labeller | None = None) -> dict[str, float]:
         """`act(obs_batch) -> actions` must be deterministic; returns means over episodes."""
         self.venv.seed(self.seeds[0])  # env k is reset with seed seeds[0] + k
-        obs = self.recorder.reset()
+        stepper = self.recorder if label is not None else self.venv  # record transitions only to label them
+        obs = stepper.reset()
         self.recorder.clear()
         done = np.zeros(self.episodes, dtype=bool)
         scores = np.zeros(self.episodes)
         quantities = np.zeros(self.episodes)
         lengths = np.zeros(self.episodes)
         while not done.all():
-            obs, _, dones, infos = self.recorder.step(act(obs))
+            obs, _, dones, infos = stepper.step(act(obs))
             lengths += ~done
             for i in np.flatnonzero(dones & ~done):
                 ep = infos[i]["bird_episode"]
                 scores[i], quantities[i] = ep["score"], ep["quantity"]
             done |= dones
         out = {"score": float(scores.mean()), "quantity": float(quantities.mean()), "episode_length": float(lengths.mean())}
-        data = self.recorder.take()
         if label is not None:
+            data = self.recorder.take()
             own = label(data)  # (T, n): rows after an env's first done belong to the next episode and are dropped
             first_done = np.argmax(data["dones"], axis=0)
             keep = np.arange(len(own))[:, None] <= first_done[None, :]

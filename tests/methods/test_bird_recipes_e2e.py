@@ -81,8 +81,8 @@ def test_era_s_on_hopper_ranks_on_the_reference_return_and_still_shows_the_judge
 @pytest.mark.parametrize("choice", ["four_turn_history", "peak_own_reward_checkpoint", "summarized_feedback",
                                     "benchmark_score_fitness"])
 def test_birds_helpful_choices_run_on_eureka(smoke_run, choice):
-    run, result = smoke_run("method=eureka", "env=mujoco/inverted_pendulum", "budget.max_iterations=2", *SHORT,
-                            f"+choice={choice}")
+    run, result = smoke_run("method=eureka", "env=mujoco/inverted_pendulum", "budget.max_iterations=2",
+                            "budget.max_candidates=1", *SHORT, f"+choice={choice}")
     assert result["status"] == "completed" and result["returned_score"] is not None
     cdir = run / "candidates" / "it1-c0"
     if choice == "four_turn_history":
