@@ -9,8 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bird.components.judge import STATE_TEXT_SUBSTITUTE
-from bird.components.judgement import judge_candidate
+from bird.components.judgement import STATE_TEXT_JUDGE, judge_candidate
 from bird.components.subtasks import co_evolve_subtasks, subtask_problems
 from bird.envs.registry import make_adapter
 from bird.learners.rollouts import save_rollouts
@@ -178,7 +177,7 @@ def test_judge_repeats_multiply_the_calls_and_the_prompt_shows_subtasks_and_keyf
     assert out["n_calls"] == 4 and out["score"] == pytest.approx(0.5)
     prompt = out["calls"][0]["prompt"][1]["content"]
     assert "1. a: x (done when: y)" in prompt and "The state at 20 keyframes" in prompt and "State table" in prompt
-    assert STATE_TEXT_SUBSTITUTE in state.substitutes
+    assert STATE_TEXT_JUDGE in state.substitutes
 
 
 def test_offline_judge_scores_from_the_rows_it_is_shown():

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from bird.components.demo_views import state_dict
-from bird.components.judge import STATE_TEXT_SUBSTITUTE, component_stats
+from bird.components.judge import component_stats
 from bird.config.schema import BirdConfig
 from bird.llm.base import LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
@@ -28,7 +28,10 @@ from bird.registry import get, register
 from bird.state import SearchState
 from bird.types import Candidate, TrainResult
 
-__all__ = ["ScoreScale", "judge_candidate", "subtasks_of", "render_rollout"]
+__all__ = ["ScoreScale", "judge_candidate", "subtasks_of", "render_rollout", "STATE_TEXT_JUDGE"]
+
+STATE_TEXT_JUDGE = ("judge scores: an LLM reads the states at the rollout's keyframes as text (judge.mode=state_text) "
+                    "instead of a VLM viewing the frames")
 
 SYSTEM = ("You are an expert in robotics and reinforcement learning. You judge how well a policy, trained with a "
           "candidate reward function, achieves each subtask of a task, from evidence of one of its rollouts. "
@@ -120,8 +123,8 @@ def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], 
         lines = [f"The rollout lasted {length} steps. {len(images)} keyframes of it are attached, in time order."]
         ctx["judge_mode"], ctx["n_frames"] = "vlm", len(images)
     else:
-        if STATE_TEXT_SUBSTITUTE not in state.substitutes:
-            state.substitutes.append(STATE_TEXT_SUBSTITUTE)
+        if STATE_TEXT_JUDGE not in state.substitutes:
+            state.substitutes.append(STATE_TEXT_JUDGE)
         rows = _episode_rows(cfg, state, data, ep, None, cfg.feedback.judge_keyframes)
         lines = [f"The rollout lasted {length} steps. The state at {len(rows)} keyframes:", render_rollout(rows)]
         ctx["judge_mode"], ctx["keyframes"] = "state_text", rows
