@@ -24,6 +24,7 @@ class Plan:
     final_seeds: int
     workers: int
     population_size: int = 0  # survivors of select.rule=mu_plus_lambda (select.population_size or K)
+    capped: dict[str, list] = field(default_factory=dict)  # what the budget's caps changed: {key: [method's, planned]}
     schedule: tuple[int, ...] = ()  # candidates of each iteration (generate.schedule under the budget caps)
 
     def candidates_at(self, iteration: int) -> int:

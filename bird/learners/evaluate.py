@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from bird.envs.base import TaskAdapter
+from bird.envs.base import TaskAdapter, eval_env
 from bird.learners.relabel import TransitionRecorder
 
 __all__ = ["Evaluator"]
@@ -21,9 +21,9 @@ class Evaluator:
     """Runs `episodes` episodes in parallel and averages the benchmark score, quantity and length; with a labeller,
     also the candidate's own-reward return on those greedy episodes (`own_return`)."""
 
-    def __init__(self, adapter: TaskAdapter, episodes: int, seed: int) -> None:
+    def __init__(self, adapter: TaskAdapter, episodes: int, seed: int, end_on_success: bool = False) -> None:
         self.episodes = episodes
-        self.venv = DummyVecEnv([lambda: adapter.make_env() for _ in range(episodes)])
+        self.venv = DummyVecEnv([lambda: eval_env(adapter, end_on_success) for _ in range(episodes)])
         self.recorder = TransitionRecorder(self.venv)
         self.seeds = [EVAL_SEED_BASE + 1000 * seed + k for k in range(episodes)]
 

@@ -168,7 +168,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     except ValueError as exc:
         return TrainResult(job.candidate_id, job.seed, (), 0, time.monotonic() - start,
                            Failure(FailureKind.TRAIN_ERROR, str(exc)[:500]))
-    evaluator = Evaluator(adapter, job.eval_episodes, job.seed)
+    evaluator = Evaluator(adapter, job.eval_episodes, job.seed, job.train.eval_end_on_success)
     keeper = CheckpointKeeper(job.train)
     label = _labeller(job, reward) if needs_eval_own_return(job.train) else None
 
@@ -199,7 +199,8 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
             write_json(Path(job.out_dir) / "checkpoint.json", choice)
         if cb.failure is None and job.collect_episodes:
             rollouts_path = str(Path(job.out_dir) / "rollouts.npz")
-            save_rollouts(rollouts_path, collect_rollouts(adapter, act, job.collect_episodes, job.seed, reward))
+            save_rollouts(rollouts_path, collect_rollouts(adapter, act, job.collect_episodes, job.seed, reward,
+                                                           job.train.eval_end_on_success))
     except RewardProgramError as exc:
         cb.failure = exc.failure
     except Exception as exc:  # noqa: BLE001 - a learner crash is recorded for this candidate, the search goes on

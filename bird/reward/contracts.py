@@ -41,7 +41,7 @@ class Contract:
 for _name, _contract in {
     "compute_reward": Contract("compute_reward", CONTRACT_ENTRIES["compute_reward"]),
     "reward_class": Contract("reward_class", CONTRACT_ENTRIES["reward_class"], json_key="reward_class_code"),
-    # PRM4RL §4.1: plan_list, Ψ = determine_subtask(obs) -> int, Φ = progress(obs) -> float (worker _ProgressAdapter)
+    # PRM4RL §4.1–4.2: plan_list, Ψ = determine_subtask(obs) -> int, Φ = progress(obs) -> float (worker _ProgressAdapter)
     "progress_program": Contract("progress_program", CONTRACT_ENTRIES["progress_program"]),
     # BIRD's component_dict_plus_weights (bird_release.md §1.5 generate.output.format; RDA §2.2): a dict of
     # components and REWARD_WEIGHTS; the worker applies the weights (bird/reward/worker.py _WeightedAdapter)

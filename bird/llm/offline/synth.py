@@ -196,6 +196,10 @@ class OfflineSynthesiser(Generator):
         ctx = request.context
         if request.purpose == "judge":
             return plan_synth.answer_judge(ctx, LABEL)
+        if request.purpose == "goal_states":
+            from bird.llm.offline.demo_synth import answer_goal_states
+
+            return answer_goal_states(ctx, LABEL)
         if request.purpose == "thought_alignment":
             from bird.llm.offline.thought_synth import answer_alignment
 
