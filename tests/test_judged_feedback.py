@@ -1,7 +1,8 @@
 """Judge scores per subtask, summarised feedback, the co-evolved subtask list, the rebuilt prompt and the incumbent
 gate: what RDA, ERA-U and ERA-S are made of. The no-leak test is counterfactual: two searches that differ only in the
-hidden signals (benchmark scores, reference returns, the episode scores stored with rollouts) must send identical
-requests to every LLM role and select identically; its positive controls leak on purpose and must be caught."""
+hidden signals (benchmark scores, reference returns, the episode scores stored with rollouts), which favour the other
+candidate in each, must send identical requests to every LLM role and select identically; its positive controls leak
+on purpose and must be caught."""
 
 import json
 from dataclasses import replace
@@ -60,9 +61,9 @@ def _rollouts(path, angles: list[float], hidden: float) -> str:
     return str(path)
 
 
-def _searched(cfg, tmp_path, hidden: float, recorder: Recording):
+def _searched(cfg, tmp_path, hidden: tuple[float, float], recorder: Recording):
     """Iteration 1 of a search with two trained candidates, judged, summarised and selected; then the next prompt.
-    `hidden` sets every benchmark score, reference return and stored episode score."""
+    `hidden[i]` sets candidate i's benchmark scores, reference returns and stored episode scores."""
     spec = make_adapter(cfg.env).spec
     state = SearchState(spec, Plan(2, 2, 10, 10, 1, 1), 0, {})
     state.iteration, state.judge = 1, JournalGenerator(recorder, None)
@@ -73,9 +74,9 @@ def _searched(cfg, tmp_path, hidden: float, recorder: Recording):
                          code=CODE.format(w=w))
         state.candidates[cand.id] = cand
         state.thoughts[cand.id] = {"stated": f"idea {i}", "aligned": None}
-        curve = tuple(Checkpoint(100 * k, hidden * (k + i + 1), hidden, 3.0, 100 * hidden * (2 - i), 30.0, {"upright": -0.1})
-                      for k in range(2))
-        path = _rollouts(tmp_path / f"{cand.id}-{hidden}.npz", angles, hidden)
+        h = hidden[i]
+        curve = tuple(Checkpoint(100 * k, h * (k + 1), h * 7, 3.0, 100 * h, 30.0, {"upright": -0.1}) for k in range(2))
+        path = _rollouts(tmp_path / f"{cand.id}-{h}.npz", angles, h)
         results[cand.id] = TrainResult(cand.id, 0, curve, 200, 1.0, rollouts_path=path)
         cands.append(cand)
     state.results.update(results)
@@ -89,9 +90,10 @@ def _searched(cfg, tmp_path, hidden: float, recorder: Recording):
 
 
 def _counterfactual(compose_cfg, tmp_path, *overrides):
-    """(requests, fitness, selection) of two searches differing only in the hidden signals."""
+    """(requests, fitness, selection) of two searches differing only in the hidden signals: the first world's signals favour
+    it1-c1, the second's it1-c0, so a search that ranks or prompts on any of them differs between the two."""
     out = []
-    for hidden in (0.123457, 0.876543):
+    for hidden in ((0.123457, 0.876543), (0.912345, 0.054321)):
         cfg = compose_cfg("method=era_u", ENV, *overrides)
         rec = Recording()
         state, reports = _searched(cfg, tmp_path, hidden, rec)
@@ -112,9 +114,10 @@ def test_the_counterfactual_catches_a_score_shown_to_the_generator(compose_cfg, 
     assert seen_a != seen_b  # positive control: the subtask_judge format shows task_score when told to
 
 
-def test_the_counterfactual_catches_ranking_on_the_native_signal(compose_cfg, tmp_path):
-    (_, fit_a, _), (_, fit_b, _) = _counterfactual(compose_cfg, tmp_path, "feedback.fitness=native")
-    assert fit_a != fit_b  # positive control: ERA-S ranks on the reference-reward return on MuJoCo
+@pytest.mark.parametrize("fitness", ["native", "benchmark_score"])
+def test_the_counterfactual_catches_ranking_on_a_hidden_signal(compose_cfg, tmp_path, fitness):
+    (_, fit_a, sel_a), (_, fit_b, sel_b) = _counterfactual(compose_cfg, tmp_path, f"feedback.fitness={fitness}")
+    assert fit_a != fit_b and sel_a != sel_b  # positive control: ERA-S ranks on the reference return on MuJoCo
 
 
 @pytest.mark.parametrize("scale,value,expected", [("three_point", 2, 1.0), ("three_point", 1, 0.5), ("three_point", 1.5, None),
@@ -205,7 +208,7 @@ def test_subtask_list_schema_names_the_problem(answer, problem):
 
 def test_co_evolution_keeps_the_list_when_the_revision_is_invalid_and_records_why(compose_cfg, tmp_path):
     cfg = compose_cfg("method=rda", ENV, "decompose.retries=0")
-    state, _ = _searched(cfg, tmp_path, 0.5, Recording())
+    state, _ = _searched(cfg, tmp_path, (0.5, 0.5), Recording())
     before = list(state.subtasks)
     state.iteration = 1
     record = co_evolve_subtasks(cfg, state, JournalGenerator(Scripted(['{"subtasks": []}']), None), tmp_path)
@@ -216,19 +219,19 @@ def test_co_evolution_keeps_the_list_when_the_revision_is_invalid_and_records_wh
 
 def test_per_subtask_summaries_replace_the_feedback_and_carry_only_what_they_show(compose_cfg, tmp_path):
     cfg = compose_cfg("method=rda", ENV)
-    state, reports = _searched(cfg, tmp_path, 0.5, Recording())
+    state, reports = _searched(cfg, tmp_path, (0.5, 0.5), Recording())
     report = reports["it1-c0"]
     assert report.feedback.startswith("Summary of the feedback") and set(report.stats) == {"summary"}
     record = state.records["it1-c0"]["summary.json"]
     assert len(record["calls"]) == len(state.subtasks) and "Judge score" in record["raw"]
     raw = compose_cfg("method=rda", ENV, "feedback.summarisation=none")
-    state2, reports2 = _searched(raw, tmp_path, 0.5, Recording())
+    state2, reports2 = _searched(raw, tmp_path, (0.5, 0.5), Recording())
     assert reports2["it1-c0"].feedback.startswith("The policy trained") and "judge_score" in reports2["it1-c0"].stats
 
 
 def test_rebuilt_prompt_is_one_user_message_with_the_lineage_and_the_blocks(compose_cfg, tmp_path):
     cfg = compose_cfg("method=era_u", ENV)
-    state, _ = _searched(cfg, tmp_path, 0.5, Recording())
+    state, _ = _searched(cfg, tmp_path, (0.5, 0.5), Recording())
     grand = state.candidates["it1-c1"]
     state.candidates["it1-c0"] = replace(state.candidates["it1-c0"], parent_id=grand.id)
     request = build_request(cfg, state, 0)
