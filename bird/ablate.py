@@ -4,7 +4,9 @@ multiruns of BASE against each one-key (or one-bundle) flip over tasks and seeds
 
 A choice applies to BASE when BASE + choice validates and changes at least one key that matters there. It does not
 apply when it changes nothing, when what it changes is inert in that config (e.g. few-shot graph examples without a
-graph decomposition), or when it swaps the reward-program contract (the base's prompts ask for another program).
+graph decomposition), when it swaps the reward-program contract (the base's prompts ask for another program), or
+when it swaps the base's prompt templates for another method's (a variant of the base's own, e.g. regot/no_graph for
+regot, is a flip).
 A choice's BIRD number is read from its file's header ("BIRD design choice (N)").
 """
 
@@ -84,6 +86,11 @@ def _flat(cfg: BirdConfig) -> dict[str, Any]:
     return _flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
 
 
+def _same_family(base: object, flipped: object) -> bool:
+    """Whether two prompt template sets (methods/<set>/) are variants of one method's (`regot` and `regot/no_graph`)."""
+    return str(base).split("/")[0] == str(flipped).split("/")[0]
+
+
 def _assess(base: str, base_flat: dict[str, Any], name: str, overrides: list[str]) -> Choice:
     number, summary = _header(name)
     try:
@@ -96,6 +103,8 @@ def _assess(base: str, base_flat: dict[str, Any], name: str, overrides: list[str
     changes = {k: v for k, v in diff.items() if k not in _NOT_FLIPS and _MATTERS.get(k, lambda c: True)(flipped)}
     if "reward.contract" in changes:
         return Choice(name, number, summary, changes, f"swaps the reward-program contract {changes['reward.contract']}")
+    if "generate.prompt" in changes and not _same_family(*changes["generate.prompt"]):
+        return Choice(name, number, summary, changes, f"swaps the prompt templates {changes['generate.prompt']}")
     if not changes:
         inert = sorted(set(diff) - _NOT_FLIPS)
         return Choice(name, number, summary, {}, f"changes nothing that matters on {base}" + (f" ({', '.join(inert)} inert)" if inert else ""))

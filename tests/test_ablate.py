@@ -100,7 +100,8 @@ def test_ablate_lists_birds_numbered_choices_for_eureka(eureka_listing, number, 
 @pytest.mark.parametrize("name,reason", [("judge_repeats", "nothing scores with the judge"),
                                          ("raw_progress_reward", "swaps the reward-program contract"),
                                          ("zero_shot_decomposition", "decompose.n_examples inert"),
-                                         ("continuous_judge_score", "changes nothing")])
+                                         ("continuous_judge_score", "changes nothing"),
+                                         ("no_decomposition", "swaps the prompt templates ('eureka', 'regot/no_graph')")])
 def test_ablate_says_why_a_choice_does_not_apply(eureka_listing, name, reason):
     row = next(ln for ln in eureka_listing[1].splitlines() if f" {name} " in ln)
     assert reason in row
@@ -124,3 +125,11 @@ def test_the_choice_catalogue_documents_every_choice_file():
         number = re.search(r"design choice \((\d+)\)", header)
         row = next(ln for ln in doc.splitlines() if f"`{name}`" in ln)
         assert (f"({number.group(1)})" in row) if number else True
+
+
+def test_a_variant_of_the_bases_own_prompts_is_a_flip():
+    from bird.ablate import _assess, _flat
+    from bird.config.load import compose
+
+    flip = _assess("regot", _flat(compose(["method=regot"])), "no_decomposition", [])
+    assert flip.reason is None and flip.changes["generate.prompt"] == ("regot", "regot/no_graph")
