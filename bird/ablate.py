@@ -111,10 +111,13 @@ def _assess(base: str, base_flat: dict[str, Any], name: str, overrides: list[str
     return Choice(name, number, summary, changes)
 
 
-def applicable(base: str, overrides: list[str] | None = None, include_all: bool = False) -> list[Choice]:
-    """The choices that apply to `base` (with `include_all`, every choice, each with its reason when it does not)."""
+def applicable(base: str, overrides: list[str] | None = None, include_all: bool = False,
+               names: list[str] | None = None) -> list[Choice]:
+    """The choices (all, or `names`) that apply to `base` (with `include_all`, each with its reason when it does not)."""
     base_flat = _flat(compose([f"method={base}", *(overrides or [])]))
-    out = [_assess(base, base_flat, name, list(overrides or [])) for name in choices()]
+    known = choices()
+    out = [_assess(base, base_flat, name, list(overrides or [])) if name in known
+           else Choice(name, None, "", {}, f"no such choice (conf/choice/{name}.yaml)") for name in (names or known)]
     return out if include_all else [c for c in out if c.reason is None]
 
 
@@ -160,20 +163,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--budget", default="matched", help="budget option (conf/budget/)")
     parser.add_argument("--sweep-dir", default=None, help="multirun directory (default multirun/ablate-BASE)")
+    parser.add_argument("--choices", default=None, help="comma-separated choice names: sweep only these (default: all that apply)")
     parser.add_argument("--all", action="store_true", help="also list the choices that do not apply, with the reason")
     parser.add_argument("--run", action="store_true", help="launch the two multiruns instead of printing them")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job (e.g. llm=anthropic)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may follow the flags
     if args.base == "catalogue":
         print(catalogue(sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))), end="")
         return 0
+    wanted = args.choices.split(",") if args.choices else None
     try:
-        rows = applicable(args.base, args.overrides, include_all=args.all)
+        rows = applicable(args.base, args.overrides, include_all=args.all or wanted is not None, names=wanted)
     except Exception as exc:  # noqa: BLE001 - Hydra raises several types for an unknown method
         print(f"bird.ablate: {exc}", file=sys.stderr)
         return 2
     _print_table(args.base, rows)
     flips = [c for c in rows if c.reason is None]
+    refused = [c for c in rows if c.reason is not None and wanted is not None]
+    if refused:
+        print("bird.ablate: " + "; ".join(f"{c.name}: {c.reason}" for c in refused), file=sys.stderr)
+        return 2
     if not flips:
         return 1
     seeds = [int(s) for s in args.seeds.split(",")]

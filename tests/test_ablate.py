@@ -133,3 +133,13 @@ def test_a_variant_of_the_bases_own_prompts_is_a_flip():
 
     flip = _assess("regot", _flat(compose(["method=regot"])), "no_decomposition", [])
     assert flip.reason is None and flip.changes["generate.prompt"] == ("regot", "regot/no_graph")
+
+
+def test_ablate_sweeps_only_the_chosen_flips_and_refuses_one_that_does_not_apply(capsys):
+    assert main(["eureka", "--choices", "four_turn_history", "--seeds", "0", "budget.max_iterations=2"]) == 0
+    sweep = capsys.readouterr().out.split("searches in two multiruns:")[1]
+    assert "+choice=four_turn_history " in sweep and sweep.count("budget.max_iterations=2") == 2
+    assert main(["eureka", "--choices", "four_turn_history,judge_repeats,nope"]) == 2
+    err = capsys.readouterr().err
+    assert "judge_repeats: invalid on eureka" in err and "nope: no such choice" in err
+    assert "four_turn_history" not in err
