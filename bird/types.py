@@ -106,6 +106,7 @@ class TrainResult:
     rollouts_path: str | None = None  # rollouts.npz of the trained policy (train.collect_episodes)
     shipped: int = -1  # index in `curve` of the checkpoint whose parameters were kept (train.checkpoint_selection)
     checkpoint_choice: dict[str, Any] = field(default_factory=dict)  # which checkpoint won and why
+    videos: tuple[str, ...] = ()  # MP4 clips of the trained policy's evaluation episodes (video.record)
 
     @property
     def ok(self) -> bool:

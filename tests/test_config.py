@@ -60,16 +60,83 @@ def test_every_option_of_every_group_composes(group):
     for option in _options(group):
         if group == "llm" and option != "offline":
             continue  # API backends need a key at start-up, not at compose time; tested in tests/llm
-        cfg = compose([f"{group}={option}"])
-        assert cfg.method
+        needs_expert = group == "method" and option == "grace"  # demonstrations: a suite with a scripted expert
+        cfg = compose([f"{group}={option}", *(["env=metaworld/reach"] if needs_expert else [])])
+        assert_option_applied(cfg, CONF_DIR / group / f"{option}.yaml")
 
 
-def test_every_choice_composes_on_a_method_it_applies_to():
-    for option in _options("choice"):
+def test_demonstrations_on_a_suite_without_a_scripted_expert_fail_at_config_time():
+    """GRACE learns from scripted-expert demonstrations; MuJoCo has none: the config is refused before anything runs,
+    saying what is missing, instead of failing (or crashing) once the search has started."""
+    with pytest.raises(ConfigError, match=r"demos.enabled=true: .*suite 'mujoco' has no scripted expert policy .*"
+                                          r"suites with one: \['metaworld'\]"):
+        compose(["method=grace", "env=mujoco/hopper"])
+    with pytest.raises(ConfigError, match="no scripted expert policy"):
+        compose(["demos.enabled=true", "env=mujoco/swimmer"])
+    assert compose(["method=grace", "env=metaworld/reach"]).demos.enabled  # a suite with one: accepted
+    proc = _cli("method=grace", "env=mujoco/hopper", "run.progress=false")
+    assert proc.returncode != 0 and "no scripted expert policy" in proc.stderr
+    assert "search_started" not in proc.stdout + proc.stderr
+
+
+def test_each_suites_scripted_expert_flag_matches_its_adapters():
+    """The flag the check reads (envs/registry.py) against the adapters themselves, so it cannot drift."""
+    from bird.envs.demos import available_envs, env_config
+    from bird.envs.registry import make_adapter
+    from bird.registry import get, names
+
+    for suite in names("suite"):
+        adapter = make_adapter(env_config(available_envs(suite)[0]))
+        assert get("suite", suite).scripted_expert == hasattr(adapter, "expert_policy"), suite
+
+
+def _leaves(node, prefix=""):
+    """(dotted key, value) of every leaf of a YAML mapping."""
+    for key, value in node.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def _option_values(path: Path) -> dict:
+    """Dotted key -> value an option file sets, its parents' first (a file's own values override what it extends)."""
+    import yaml
+
+    text = path.read_text()
+    package = text.splitlines()[0].removeprefix("# @package ").strip()
+    prefix = "" if package == "_global_" else package + "."
+    node = yaml.safe_load(text) or {}
+    values: dict = {}
+    for parent in node.get("defaults", []):  # an alias or a chain step names the file it extends
+        if isinstance(parent, str) and parent.startswith("/"):
+            values.update(_option_values(CONF_DIR / f"{parent[1:]}.yaml"))
+    leaves = {prefix + k: v for k, v in _leaves(node) if k != "defaults"}
+    assert leaves or node.get("defaults"), path
+    return {**values, **leaves}
+
+
+def assert_option_applied(cfg, path: Path) -> None:
+    """Every value the option file sets (under its `# @package` target, or inherits) is the composed config's value."""
+    from bird.config.validate import _get
+
+    for key, value in _option_values(path).items():
+        if isinstance(value, str) and "${" in value:
+            continue  # an interpolation (e.g. ${if_matched:...}): resolved by the budget, not a literal value
+        got = _get(cfg, key)
+        got = list(got) if isinstance(got, tuple) else got
+        assert got == value, (path.name, key, got, value)
+
+
+def test_every_choice_composes_with_its_values_applied():
+    options = _options("choice")
+    assert len(options) >= 5
+    for option in options:
         try:
-            compose([f"+choice={option}"])
+            cfg = compose([f"+choice={option}"])
         except ConfigError:  # judge-score choices apply only where a judge scores (RDA and its recipes)
-            compose(["method=rda", f"+choice={option}"])
+            cfg = compose(["method=rda", f"+choice={option}"])
+        assert_option_applied(cfg, CONF_DIR / "choice" / f"{option}.yaml")
 
 
 def test_diff_prints_exactly_the_keys_that_differ():

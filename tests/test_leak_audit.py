@@ -88,8 +88,8 @@ def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
 @pytest.mark.parametrize("env", TASKS)
 @pytest.mark.parametrize("method", METHODS)
 def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp_path, method, env):
-    cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL)
     try:
+        cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL)
         r = rehearse(cfg, tmp_path)
     except ValueError as exc:  # e.g. a Pythonic class abstraction or a scripted expert this suite does not have
         assert re.search(REFUSALS, str(exc)), exc

@@ -50,6 +50,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "generate.prompt_mode": "prompt_mode",
     "feedback.summarisation": "summarisation",
     "judge.score_scale": "score_scale",
+    "tracker.backend": "tracker",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -71,6 +72,8 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
     "budget.protocol": ("own", "matched"),
+    "video.record": ("none", "returned", "all_candidates"),
+    "tracker.mode": ("offline", "online", "disabled"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -106,6 +109,11 @@ _POSITIVE_INTS = (
     "judge.repeats",
     "judge.rollouts",
     "verify.demo_episodes",
+    "video.every",
+    "video.episodes",
+    "video.width",
+    "video.height",
+    "video.frame_skip",
 )
 
 
@@ -196,6 +204,11 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
             _ = resolve(suite) if resolve else None
         except ValueError as exc:
             problems.append(str(exc))
+    if cfg.demos.enabled and suite in registry.names("suite") and not getattr(registry.get("suite", suite),
+                                                                             "scripted_expert", False):
+        with_expert = [s for s in registry.names("suite") if getattr(registry.get("suite", s), "scripted_expert", False)]
+        problems.append(f"demos.enabled=true: this configuration learns from scripted-expert demonstrations, and suite "
+                        f"{suite!r} has no scripted expert policy to record them; suites with one: {with_expert}")
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")

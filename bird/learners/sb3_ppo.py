@@ -22,6 +22,7 @@ from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder, label_transitions
 from bird.learners.rollouts import collect_rollouts, save_rollouts
+from bird.reward.isolation import harden_host
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.rundir import write_json
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
@@ -152,6 +153,7 @@ def _build(job: TrainJob, prior: Any = None) -> tuple[Any, TransitionRecorder, V
 
 def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     """Train one policy under the job's reward; evaluate the benchmark score at each checkpoint."""
+    harden_host()  # a training process: its environment and memory unreadable by same-user processes
     torch.set_num_threads(1)
     start = time.monotonic()
     reward: SandboxedReward | None = None
@@ -187,6 +189,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
 
     cb = _BirdCallback(job, recorder, reward, evaluate, progress, keeper)
     shipped, choice = -1, {}
+    videos: list[str] = []
     try:
         model.learn(total_timesteps=job.env_steps, callback=cb)
         if cb.failure is None and not cb.stopped:
@@ -197,6 +200,10 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
                 _restore(model, vecnorm, params)
             Path(job.out_dir).mkdir(parents=True, exist_ok=True)
             write_json(Path(job.out_dir) / "checkpoint.json", choice)
+        if cb.failure is None and job.video is not None:  # films the shipped policy
+            from bird.learners.video import film_policy
+
+            videos = film_policy(adapter, act, job.video, job.seed, job.out_dir, cb.curve[shipped].score)
         if cb.failure is None and job.collect_episodes:
             rollouts_path = str(Path(job.out_dir) / "rollouts.npz")
             save_rollouts(rollouts_path, collect_rollouts(adapter, act, job.collect_episodes, job.seed, reward,
@@ -218,4 +225,4 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         vecnorm.save(str(out / "vecnormalize.pkl"))
     return TrainResult(job.candidate_id, job.seed, tuple(cb.curve), int(model.num_timesteps),
                        time.monotonic() - start, cb.failure, policy_path, rollouts_path if cb.failure is None else None,
-                       shipped, choice)
+                       shipped, choice, tuple(videos))
