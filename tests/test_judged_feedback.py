@@ -183,6 +183,31 @@ def test_judge_repeats_multiply_the_calls_and_the_prompt_shows_subtasks_and_keyf
     assert STATE_TEXT_JUDGE in state.substitutes
 
 
+def test_vlm_judge_is_shown_the_keyframes_saved_with_the_candidate_rendered_once_per_rollout(compose_cfg, tmp_path,
+                                                                                               monkeypatch):
+    import imageio.v3 as iio
+
+    from bird.envs import frames
+    from bird.envs.frames import RenderingUnavailable, gl_backend
+
+    try:
+        gl_backend()
+    except RenderingUnavailable as exc:
+        pytest.skip(f"no offscreen GL here ({exc})")
+    renders = []
+    real = frames.render_episode
+    monkeypatch.setattr(frames, "render_episode", lambda *a, **k: renders.append(1) or real(*a, **k))
+    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(2, 2)] * 2, "judge.mode=vlm",
+                                          "judge.rollouts=1", "judge.repeats=2", "feedback.judge_keyframes=4")
+    out = judge_candidate(cfg, state, cand, res)
+    assert out["n_calls"] == 2 and len(renders) == 1  # 2 judgements of one rollout, rendered once
+    saved = sorted((tmp_path / "keyframes").glob("*.png"))
+    assert [p.name for p in saved] == [f"{k:02d}_rollout0_step{t:04d}.png" for k, t in enumerate((0, 10, 20, 30))]
+    first = out["calls"][0]
+    assert first["judge_mode"] == "vlm" and "4 keyframes of it are attached" in first["prompt"][1]["content"]
+    assert iio.imread(saved[0]).shape == (224, 224, 3) and STATE_TEXT_JUDGE not in state.substitutes
+
+
 def test_offline_judge_scores_from_the_rows_it_is_shown():
     from bird.llm.offline.judge_synth import answer_judge_score
 

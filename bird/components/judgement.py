@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bird.components.demo_views import state_dict
-from bird.components.judge import component_stats
+from bird.components.judge import component_stats, save_keyframes
 from bird.config.schema import BirdConfig
 from bird.llm.base import LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
@@ -89,8 +90,10 @@ def render_rollout(rows: list[dict[str, Any]]) -> str:
     return "\n".join(f"  step {r['step']}: " + ", ".join(f"{k}={v}" for k, v in r["state"].items()) for r in rows)
 
 
-def _keyframe_images(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int) -> list[bytes]:
-    """PNG keyframes of episode `ep`, replayed from its reset seed (raises RenderingUnavailable)."""
+def _keyframe_images(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int,
+                     folder: Path) -> list[bytes]:
+    """PNG keyframes of episode `ep`, replayed from its reset seed (raises RenderingUnavailable), saved as
+    folder/keyframes/<k>_rollout<ep>_step<t>.png (what the VLM was shown)."""
     import imageio.v3 as iio
 
     from bird.envs.frames import render_episode
@@ -102,11 +105,15 @@ def _keyframe_images(cfg: BirdConfig, state: SearchState, data: dict[str, np.nda
     steps = iter(actions)
     frames = render_episode(make_adapter(cfg.env), seed=ROLLOUT_SEED_BASE + 1000 * state.seed + ep,
                             policy=lambda obs: next(steps), max_steps=len(actions), every=every, width=224, height=224)
-    return [iio.imwrite("<bytes>", f, extension=".png") for f in frames[: cfg.feedback.judge_keyframes]]
+    keyframes = [(ep, min(k * every, len(actions)), iio.imwrite("<bytes>", f, extension=".png"))
+                 for k, f in enumerate(frames[: cfg.feedback.judge_keyframes])]
+    save_keyframes(folder / "keyframes", keyframes, first=ep * cfg.feedback.judge_keyframes)
+    return [png for _, _, png in keyframes]
 
 
-def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int) -> tuple[str, dict, list]:
-    """(text, context, images) of one rollout's evidence."""
+def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int,
+              folder: Path) -> tuple[str, dict, list]:
+    """(text, context, images) of one rollout's evidence; a VLM's images are also saved under folder/keyframes/."""
     length = int(np.sum(data["episode"] == ep))
     ctx: dict[str, Any] = {"length": length}
     images: list[bytes] = []
@@ -114,7 +121,7 @@ def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], 
         from bird.envs.frames import RenderingUnavailable
 
         try:
-            images = _keyframe_images(cfg, state, data, ep)
+            images = _keyframe_images(cfg, state, data, ep, folder)
         except RenderingUnavailable as exc:
             ctx["fallback"] = f"vlm requested, rendering unavailable: {exc}"
             label = f"judge=vlm fell back to state_text ({ctx['fallback']})"
@@ -136,13 +143,13 @@ def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], 
 
 
 def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, data: dict[str, np.ndarray], ep: int,
-             repeat: int, subtasks: list[dict[str, str]], scale: ScoreScale) -> Request:
+             repeat: int, subtasks: list[dict[str, str]], scale: ScoreScale, shown: tuple[str, dict, list]) -> Request:
     t = templates(cfg.generate.prompt)
     mask = data["episode"] == ep
     stats = component_stats({k: v[mask] for k, v in data.items() if k == "reward" or k.startswith("comp/")})
     stat_text = "\n".join(f"- {n}: {s['max']:.3f} / {s['mean']:.3f} / {s['min']:.3f} / {s['std']:.3f}"
                           for n, s in stats.items())
-    evidence, ctx, images = _evidence(cfg, state, data, ep)
+    evidence, ctx, images = shown
     listing = "\n".join(f"{i}. {s['name']}: {s['description']} (done when: {s['done_when']})"
                         for i, s in enumerate(subtasks, start=1))
     user = t.get("score_user", USER).format(task=state.spec.description, subtasks=listing, code=cand.code,
@@ -185,7 +192,9 @@ def judge_candidate(cfg: BirdConfig, state: SearchState, cand: Candidate, res: T
         return {"score": None, "error": "no rollouts were collected", "subtasks": [], "calls": []}
     data = load_rollouts(res.rollouts_path)
     episodes = range(min(cfg.judge.rollouts, len(data["length"])))
-    requests = [_request(cfg, state, cand, data, ep, r, subtasks, scale) for ep in episodes for r in range(cfg.judge.repeats)]
+    shown = {ep: _evidence(cfg, state, data, ep, Path(res.rollouts_path).parent) for ep in episodes}  # once per rollout
+    requests = [_request(cfg, state, cand, data, ep, r, subtasks, scale, shown[ep])
+                for ep in episodes for r in range(cfg.judge.repeats)]
     answers = state.judge.complete_many(requests)
     per_sub: list[list[dict[str, Any]]] = [[] for _ in subtasks]
     calls = []
