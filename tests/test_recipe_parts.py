@@ -51,6 +51,16 @@ def test_weighted_components_reject_mismatched_missing_or_bad_weights(pendulum, 
     assert err.value.failure.kind == kind and reason in err.value.failure.reason
 
 
+@pytest.mark.parametrize("weights", [{"up": float("inf")}, {"up": "2"}, [1.0], {f"c{i}": 1.0 for i in range(65)}])
+def test_the_host_refuses_weights_no_worker_should_send(pendulum, monkeypatch, weights):
+    """Defence in depth: the worker checks REWARD_WEIGHTS; a reply it could not have sent is refused by the host too."""
+    from bird.reward import sandbox
+
+    monkeypatch.setattr(sandbox.WorkerProcess, "request", lambda self, *a, **k: ({"ok": True, "weights": weights}, b""))
+    with pytest.raises(RewardProgramError, match="REWARD_WEIGHTS must map at most 64 names to finite numbers"):
+        SandboxedReward(WEIGHTED, pendulum.spec.obs_index, contract="weighted_components")
+
+
 def test_offline_weighted_programs_pass_the_checks_and_match_the_summed_form(compose_cfg, pendulum):
     terms = [Term("upright", "upright", ("hinge_angle",), 3.0), Term("alive", "alive", (), 0.5)]
     cfg = compose_cfg("method=rda", "env=mujoco/inverted_pendulum")
