@@ -143,3 +143,11 @@ def test_ablate_sweeps_only_the_chosen_flips_and_refuses_one_that_does_not_apply
     err = capsys.readouterr().err
     assert "judge_repeats: invalid on eureka" in err and "nope: no such choice" in err
     assert "four_turn_history" not in err
+
+
+def test_ablate_assesses_a_method_on_the_sweeps_first_task(capsys):
+    # GRACE is refused on MuJoCo (no scripted expert): assessed on --envs' first task, it is listed and swept there
+    assert main(["grace", "--choices", "four_turn_history", "--envs", "metaworld/reach,metaworld/push", "--seeds", "0"]) == 0
+    assert "env=metaworld/reach,metaworld/push" in capsys.readouterr().out
+    assert main(["grace", "--choices", "four_turn_history", "env=mujoco/hopper"]) == 2
+    assert "no scripted expert" in capsys.readouterr().err
