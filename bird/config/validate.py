@@ -50,6 +50,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "generate.prompt_mode": "prompt_mode",
     "feedback.summarisation": "summarisation",
     "judge.score_scale": "score_scale",
+    "train.executor": "executor",
     "tracker.backend": "tracker",
 }
 
@@ -209,6 +210,7 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
         with_expert = [s for s in registry.names("suite") if getattr(registry.get("suite", s), "scripted_expert", False)]
         problems.append(f"demos.enabled=true: this configuration learns from scripted-expert demonstrations, and suite "
                         f"{suite!r} has no scripted expert policy to record them; suites with one: {with_expert}")
+    _check_executor(cfg, problems)
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")
@@ -257,6 +259,16 @@ def _check_judge_keys(cfg: BirdConfig, problems: list[str]) -> None:
         if not judged and _get(cfg, key) != default:
             problems.append(f"{key}={_get(cfg, key)} has no effect: nothing scores with the judge (feedback.fitness="
                             "judge_score, feedback.format=subtask_judge or generate.behavioural_analysis)")
+def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
+    """An executor that needs an optional package (attribute `needs_module`) names how to install it."""
+    import importlib.util
+
+    if cfg.train.resources.num_cpus <= 0 or cfg.train.resources.num_gpus < 0:
+        problems.append(f"train.resources: num_cpus must be > 0 and num_gpus >= 0, got {cfg.train.resources}")
+    if cfg.train.executor in registry.names("executor"):
+        module, hint = getattr(registry.get("executor", cfg.train.executor), "needs_module", (None, ""))
+        if module and importlib.util.find_spec(module) is None:
+            problems.append(f"train.executor={cfg.train.executor!r} needs the {module!r} package: {hint}")
 
 
 def validate(cfg: BirdConfig) -> list[str]:
