@@ -22,11 +22,13 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def method_diff(a: str, b: str, overrides: list[str] | None = None) -> dict[str, tuple[Any, Any]]:
-    """{dotted key: (value in a, value in b)} for every key whose resolved value differs."""
+def method_diff(a: str, b: str, overrides: list[str] | None = None,
+                extra_b: list[str] | None = None) -> dict[str, tuple[Any, Any]]:
+    """{dotted key: (value in a, value in b)} for every key whose resolved value differs; `overrides` apply to both,
+    `extra_b` to b only (e.g. a design-choice flip)."""
     flat = []
-    for method in (a, b):
-        cfg = compose([f"method={method}", *(overrides or [])])
+    for method, extra in ((a, []), (b, extra_b or [])):
+        cfg = compose([f"method={method}", *(overrides or []), *extra])
         flat.append(_flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)))
     keys = sorted(set(flat[0]) | set(flat[1]))
     return {k: (flat[0].get(k), flat[1].get(k)) for k in keys if flat[0].get(k) != flat[1].get(k)}

@@ -125,6 +125,9 @@ def _run_texts(run: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:
         for i, m in enumerate(judge.get("prompt") or []):
             prompts.append((f"{cdir.name}/judge.json:prompt[{i}]", str(m.get("content", ""))))
         authored += [judge.get("response") or "", json.dumps(judge.get("verdict") or {})]
+        for where, messages, answers in _pass_exchanges(cdir):
+            prompts += [(f"{cdir.name}/{where}[{i}]", str(m.get("content", ""))) for i, m in enumerate(messages)]
+            authored += answers
     decomposition = _read_json(run / "decomposition.json") or {}
     for i, m in enumerate(decomposition.get("prompt") or []):
         prompts.append((f"decomposition.json:prompt[{i}]", str(m.get("content", ""))))
@@ -133,7 +136,29 @@ def _run_texts(run: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:
         from bird.components.decompose import render_graph
 
         authored.append(render_graph(decomposition["graph"]))
+    revisions = (run / "subtasks.jsonl").read_text().splitlines() if (run / "subtasks.jsonl").exists() else []
+    for k, rec in enumerate(json.loads(line) for line in revisions):
+        prompts += [(f"subtasks.jsonl[{k}]:prompt[{i}]", str(m.get("content", ""))) for i, m in enumerate(rec["prompt"])]
+        authored += [a.get("response", "") for a in rec.get("attempts", [])]
+    from bird.components.subtasks import render_subtasks
+
+    lists = [decomposition.get("subtasks")] + [json.loads(line).get("revised") for line in revisions]
+    authored += [render_subtasks(x) for x in lists if x]
     return prompts, list(decomposition.get("examples") or []), authored
+
+
+def _pass_exchanges(cdir: Path) -> list[tuple[str, list[dict], list[str]]]:
+    """(where, prompt messages, answers) of the judge-role passes a candidate recorded: judge scores, summaries and
+    thought alignment (bird/components/judgement.py, summary.py, thought.py)."""
+    out = []
+    for name in ("judge_scores.json", "summary.json"):
+        for k, call in enumerate((_read_json(cdir / name) or {}).get("calls") or []):
+            out.append((f"{name}:calls[{k}]", call.get("prompt") or [], [call.get("response") or ""]))
+    thought = _read_json(cdir / "thought.json") or {}
+    if thought:
+        out.append(("thought.json:prompt", thought.get("prompt") or [], [thought.get("response") or "",
+                                                                         thought.get("stated") or ""]))
+    return out
 
 
 def audit_run(run_dir: str | Path) -> list[str]:

@@ -34,18 +34,23 @@ __all__ = ["search", "make_plan"]
 
 
 def make_plan(cfg: BirdConfig) -> Plan:
-    """Derived values: the method's K and T under the budget's caps, step counts, workers."""
+    """Derived values: the method's schedule of K per iteration and its T under the budget's caps, steps, workers."""
+    from bird.registry import get
+
     b = cfg.budget
-    k = min(cfg.generate.n_candidates, b.max_candidates or cfg.generate.n_candidates)
-    t = min(cfg.loop.iterations, b.max_iterations or cfg.loop.iterations)
+    full = get("schedule", cfg.generate.schedule)(cfg.generate.n_candidates, cfg.loop.iterations,
+                                                   list(cfg.generate.schedule_values))
+    schedule = tuple(min(k, b.max_candidates or k) for k in full[: b.max_iterations or len(full)])
+    k = max(schedule)
     own = {"n_candidates": cfg.generate.n_candidates, "iterations": cfg.loop.iterations,
-           "population_size": cfg.select.population_size or cfg.generate.n_candidates}
-    planned = {"n_candidates": k, "iterations": t, "population_size": cfg.select.population_size or k}
+           "population_size": cfg.select.population_size or cfg.generate.n_candidates, "schedule": list(full)}
+    planned = {"n_candidates": k, "iterations": len(schedule), "population_size": cfg.select.population_size or k,
+               "schedule": list(schedule)}
     per_core = max(1, int(default_workers() // cfg.train.resources.num_cpus))
-    return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
-                final_seeds=b.final_seeds, workers=cfg.train.workers or min(per_core, k),
-                population_size=planned["population_size"],
-                capped={key: [own[key], planned[key]] for key in own if own[key] != planned[key]})
+    return Plan(n_candidates=k, iterations=len(schedule), env_steps=b.env_steps,
+                final_env_steps=b.final_env_steps or b.env_steps, final_seeds=b.final_seeds,
+                workers=cfg.train.workers or min(per_core, k), population_size=planned["population_size"],
+                capped={key: [own[key], planned[key]] for key in own if own[key] != planned[key]}, schedule=schedule)
 
 
 def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir,
@@ -69,6 +74,12 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Execut
     reports = {} if last_unjudged else feedback(cfg, state, cands, results)
     state.reports.update(reports)
     select(cfg, state, cands, reports)
+    if cfg.decompose.co_evolve:
+        from bird.components.subtasks import co_evolve_subtasks
+
+        revision = co_evolve_subtasks(cfg, state, generator, run.root)
+        if revision is not None:
+            run.event("subtasks_revised", iteration=state.iteration, kept_previous=revision["kept_previous"])
     if state.demos is not None:
         run.write_demo_scores(state, cands)
     if state.population:
@@ -83,6 +94,8 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Execut
         run.write_candidate(c, res, reports.get(c.id), score)
         if c.id in reports and "judge" in reports[c.id].stats:
             write_json(run.candidate_dir(c.id) / "judge.json", reports[c.id].stats)
+        for name, data in state.records.pop(c.id, {}).items():  # LLM passes' records (thought.json, ...)
+            write_json(run.candidate_dir(c.id) / name, data)
         run.event("candidate_trained", id=c.id, failure=c.failure.to_json() if c.failure else None,
                   fitness=reports[c.id].fitness if c.id in reports else None, score=score)
     best = state.iteration_best if state.iteration_best in reports else None
@@ -99,7 +112,7 @@ def cfg_score(cfg: BirdConfig, res: Any) -> float | None:
 
     if res is None or not res.ok:
         return None
-    return get("aggregate", cfg.feedback.aggregate)([c.score for c in res.curve])
+    return get("aggregate", cfg.feedback.aggregate)([c.score for c in res.curve], res.shipped)
 
 
 def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: RunDir) -> list[float]:
@@ -116,9 +129,10 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: Run
                      video=video) for s in seeds]
     results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
     state.env_steps += sum(r.env_steps for r in results)
-    scores = [r.curve[-1].score for r in results if r.ok]
+    scores = [r.shipped_checkpoint.score for r in results if r.ok]
     write_json(run.root / "final" / "final.json", {
-        "candidate_id": cand.id, "seeds": seeds, "scores": [r.curve[-1].score if r.ok else None for r in results],
+        "candidate_id": cand.id, "seeds": seeds, "scores": [r.shipped_checkpoint.score if r.ok else None for r in results],
+        "checkpoints": [r.checkpoint_choice for r in results],
         "failures": [r.failure.to_json() if r.failure else None for r in results],
         "videos": [[str(Path(v).relative_to(run.root)) for v in r.videos] for r in results]})
     run.event("final_retrain", candidate=cand.id, seeds=seeds, scores=scores)
@@ -157,11 +171,11 @@ def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> 
 
 
 def _attach_judge(cfg: BirdConfig, state: SearchState, generator: Any) -> None:
-    """The judge generator, when the feedback format asks for one (rebuilt, not checkpointed)."""
+    """The judge generator, when a configured component asks for one (rebuilt, not checkpointed)."""
+    from bird.components.roles import needs_judge
     from bird.llm.factory import make_judge
-    from bird.registry import get
 
-    if getattr(get("feedback_format", cfg.feedback.format), "needs_judge", False):
+    if needs_judge(cfg):
         state.judge = make_judge(cfg.llm, cfg.judge, generator)
 
 
@@ -197,7 +211,7 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
         "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
         "failures": {k: sum(1 for c in cands if c.failure and c.failure.kind == k)
                      for k in sorted({str(c.failure.kind) for c in cands if c.failure})},
-        "stop_reason": state.stop_reason,
+        "stop_reason": state.stop_reason, "policy_trainings": state.policy_trainings,
         "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
         "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),

@@ -24,7 +24,12 @@ class Plan:
     final_seeds: int
     workers: int
     population_size: int = 0  # survivors of select.rule=mu_plus_lambda (select.population_size or K)
-    capped: dict[str, list[int]] = field(default_factory=dict)  # what the budget's caps changed: {key: [method's, planned]}
+    capped: dict[str, list] = field(default_factory=dict)  # what the budget's caps changed: {key: [method's, planned]}
+    schedule: tuple[int, ...] = ()  # candidates of each iteration (generate.schedule under the budget caps)
+
+    def candidates_at(self, iteration: int) -> int:
+        """K of a 1-based iteration (n_candidates when no schedule was given)."""
+        return self.schedule[iteration - 1] if self.schedule else self.n_candidates
 
 
 @dataclass
@@ -51,6 +56,11 @@ class SearchState:
     decomposition: dict[str, Any] | None = None  # decompose.kind's record (graph, validity, attempts)
     judge: Any = None  # the judge generator, when the feedback format asks for one
     substitutes: list[str] = field(default_factory=list)  # substitutes a component had to use at run time
+    policy_trainings: int = 0  # in-loop policy trainings started so far (budget.max_policy_trainings)
+    subtasks: list[dict[str, str]] | None = None  # decompose.kind=subtask_list: the current list (co-evolved)
+    judgements: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> judge scores per subtask
+    thoughts: dict[str, dict[str, str | None]] = field(default_factory=dict)  # candidate id -> {"stated", "aligned"}
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> {file name: JSON}, written once
 
     def fitness(self, cid: str | None) -> float | None:
         if cid is None or cid not in self.reports:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -90,6 +91,7 @@ class Checkpoint:
     reference_return: float  # episodic return under the env's shipped reward (never shown to generators)
     episode_length: float
     components: dict[str, float] = field(default_factory=dict)  # mean per-step value of each reward term
+    eval_own_return: float = math.nan  # own-reward return on the greedy evaluation episodes (when a rule reads it)
 
 
 @dataclass(frozen=True)
@@ -102,11 +104,18 @@ class TrainResult:
     failure: Failure | None = None
     policy_path: str | None = None
     rollouts_path: str | None = None  # rollouts.npz of the trained policy (train.collect_episodes)
+    shipped: int = -1  # index in `curve` of the checkpoint whose parameters were kept (train.checkpoint_selection)
+    checkpoint_choice: dict[str, Any] = field(default_factory=dict)  # which checkpoint won and why
     videos: tuple[str, ...] = ()  # MP4 clips of the trained policy's evaluation episodes (video.record)
 
     @property
     def ok(self) -> bool:
         return self.failure is None and len(self.curve) > 0
+
+    @property
+    def shipped_checkpoint(self) -> Checkpoint:
+        """The evaluation of the parameters this training ships (rolled out, saved, retrained scores)."""
+        return self.curve[self.shipped]
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,10 @@ def compose_cfg():
 # The env each method's shared smoke search runs on (methods that need demonstrations, a Pythonic class abstraction or
 # a scripted expert run on Meta-World, which has them; MuJoCo has none of these). Add a line for a new method that needs it.
 METHOD_SMOKE_ENV = {"grace": "metaworld/reach", "card": "metaworld/reach", "regot": "metaworld/drawer_open",
-                    "prm4rl": "metaworld/drawer_open"}
+                    "prm4rl": "metaworld/drawer_open", "era_u": "metaworld/push", "era_s": "mujoco/hopper"}
+# Short episodes and trainings for methods whose smoke search does much per candidate (judge calls on collected rollouts)
+SHORT = ("env.horizon=100", "budget.env_steps=512", "budget.final_env_steps=512")
+METHOD_SMOKE_EXTRA = {"rda": SHORT, "era_u": SHORT, "era_s": SHORT}
 
 
 def method_smoke_overrides(method: str) -> tuple[str, ...]:
@@ -32,7 +35,7 @@ def method_smoke_overrides(method: str) -> tuple[str, ...]:
     env = METHOD_SMOKE_ENV.get(method, "mujoco/inverted_pendulum")
     extra = ("demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2", "train.collect_episodes=1") \
         if env.startswith("metaworld") else ()
-    return (f"method={method}", f"env={env}", "budget.max_iterations=2", *extra)
+    return (f"method={method}", f"env={env}", "budget.max_iterations=2", *extra, *METHOD_SMOKE_EXTRA.get(method, ()))
 
 
 @pytest.fixture(scope="session")

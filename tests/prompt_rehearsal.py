@@ -1,5 +1,6 @@
 """Render every prompt kind a method sends, without training: the real setup (demos, goal identification,
-decomposition, judge), generate, verify and feedback stages with the offline generator, a recorder in front of the
+decomposition, judge), generate, verify and feedback stages (judge scores, summaries, thought alignment), the subtask
+list's co-evolution with the offline generator, a recorder in front of the
 generator and the judge, and a stand-in for training (a uniform-random policy's rollouts labelled by the candidate's
 reward, and a curve whose reference return is a sentinel that must never reach a prompt)."""
 
@@ -140,6 +141,10 @@ def rehearse(cfg: Any, workdir: Path) -> Rehearsal:
         state.reports.update(reports)
         out.feedback += [r.feedback for r in reports.values()]
         select(cfg, state, cands, reports)
+        if cfg.decompose.co_evolve:  # the subtask list's revision from the feedback just shown
+            from bird.components.subtasks import co_evolve_subtasks
+
+            co_evolve_subtasks(cfg, state, generator, workdir)
     out.authored = [text for _, text in out.calls] + [c.code or "" for c in state.candidates.values()]
     if state.decomposition and state.decomposition.get("graph"):
         from bird.components.decompose import render_graph

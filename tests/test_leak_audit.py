@@ -68,13 +68,21 @@ def findings(r: Rehearsal, cfg) -> list[str]:
 
 
 def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
+    from bird.components.roles import needs_judgement
+
     out = {"reward"}
+    iterates = min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) > 1
     if cfg.decompose.kind != "none":
         out.add("decompose")
     if getattr(get("feedback_format", cfg.feedback.format), "needs_judge", False):
         out.add("judge")
-    if min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) > 1 and cfg.generate.parent != "none":
+    if iterates and cfg.generate.parent != "none":
         out.add("mutation")
+    for purpose, used in (("judge_score", needs_judgement(cfg)), ("summary", cfg.feedback.summarisation != "none"),
+                          ("thought_alignment", cfg.feedback.thought_alignment),
+                          ("subtask_revision", cfg.decompose.co_evolve)):
+        if iterates and used:
+            out.add(purpose)
     return out
 
 

@@ -38,20 +38,32 @@ def _env_source(run) -> str:
 
 
 def _paste(run, text: str) -> list[str]:
-    """Append `text` to the last user message of every saved prompt file; returns the files changed."""
+    """Append `text` to the last user message of every saved prompt (prompt files, the judge-role passes' calls, the
+    subtask revisions); returns the files changed."""
     changed = []
     files = [p for p in run.glob("candidates/*/prompt.json")] + [run / "decomposition.json"]
-    files += list(run.glob("candidates/*/judge.json"))
+    for name in ("judge.json", "judge_scores.json", "summary.json", "thought.json"):
+        files += list(run.glob(f"candidates/*/{name}"))
     for path in files:
         if not path.exists():
             continue
         data = json.loads(path.read_text())
-        messages = data if isinstance(data, list) else data.get("prompt") or []
-        users = [m for m in messages if m["role"] == "user"]
-        if users:
-            users[-1]["content"] += "\n" + text
+        lists = [data] if isinstance(data, list) else [data.get("prompt") or []]
+        lists += [c.get("prompt") or [] for c in (data.get("calls") or [] if isinstance(data, dict) else [])]
+        users = [[m for m in messages if m["role"] == "user"] for messages in lists]
+        for found in users:
+            if found:
+                found[-1]["content"] += "\n" + text
+        if any(users):
             path.write_text(json.dumps(data))
             changed.append(path.name)
+    revisions = run / "subtasks.jsonl"
+    if revisions.exists():
+        recs = [json.loads(line) for line in revisions.read_text().splitlines()]
+        for rec in recs:
+            rec["prompt"][-1]["content"] += "\n" + text
+        revisions.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        changed.append("subtasks.jsonl")
     return changed
 
 

@@ -68,10 +68,11 @@ def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray])
     return out
 
 
-def save_keyframes(folder: Path, keyframes: list[tuple[int, int, bytes]]) -> None:
-    """The judge's images as keyframes/<k>_rollout<r>_step<t>.png in the candidate folder (what the VLM was shown)."""
+def save_keyframes(folder: Path, keyframes: list[tuple[int, int, bytes]], first: int = 0) -> None:
+    """The judge's images as keyframes/<k>_rollout<r>_step<t>.png in the candidate folder (what the VLM was shown),
+    numbered from `first`."""
     folder.mkdir(parents=True, exist_ok=True)
-    for k, (rollout, step, png) in enumerate(keyframes):
+    for k, (rollout, step, png) in enumerate(keyframes, start=first):
         (folder / f"{k:02d}_rollout{rollout}_step{step:04d}.png").write_bytes(png)
 
 

@@ -48,6 +48,10 @@ class EnvConfig:
 class GenerateConfig:
     # reward programs requested per iteration (K)
     n_candidates: int = 8
+    # candidates per iteration over the search: registry family schedule (constant | taper | ramp | explicit)
+    schedule: str = "constant"
+    # schedule=explicit: the count of each iteration
+    schedule_values: list[int] = field(default_factory=list)
     # prompt template set: methods/<name>/ or a variant methods/<name>/<variant>/ (its files override the method's)
     prompt: str = "eureka"
     # how the env is shown: registry family env_representation
@@ -72,6 +76,15 @@ class GenerateConfig:
     parent_temperature: float = 1.0
     # how a mutation prompt shows the parent's feedback: registry family mutation_view
     mutation_view: str = "feedback_text"
+    # a design thought with each answer: registry family design_thought (none | inline_brace: one sentence in braces)
+    design_thought: str = "none"
+    # show the parent's design thought (aligned, when feedback.thought_alignment) next to its feedback
+    parent_thought: bool = False
+    # show the judge's per-subtask account of how the parent's policy behaved (BIRD choice (2))
+    behavioural_analysis: bool = False
+    # how earlier turns reach the prompt: registry family prompt_mode (dialogue: as messages | replace: one user
+    # message rebuilt each iteration from the search state)
+    prompt_mode: str = "dialogue"
 
 
 @dataclass
@@ -96,6 +109,8 @@ class VerifyConfig:
     progress_max_drop_fraction: float = 0.1
     # progress screen: scripted-expert episodes replayed (suites without a scripted expert skip this part)
     progress_expert_episodes: int = 1
+    # demo_margin screen: episodes of each demonstration policy (scripted expert, uniform random)
+    demo_episodes: int = 2
 
 
 @dataclass
@@ -168,6 +183,15 @@ class TrainConfig:
     obs_augment: str = "none"
     # train.learner=jax_ppo: its own hyper-parameters (conf/trainer/jax_ppo.yaml)
     jax: JaxPPOConfig = field(default_factory=JaxPPOConfig)
+    # which checkpoint's parameters a training ships: registry family checkpoint_selection (final | best_own_return)
+    checkpoint_selection: str = "final"
+    # stop a training early on its own reward: registry family early_stop (none | plateau)
+    early_stop: str = "none"
+    # early_stop=plateau: checkpoints without improvement, the improvement (fraction of the own-return range) that
+    # counts, and the checkpoints before it may stop
+    early_stop_patience: int = 4
+    early_stop_min_delta: float = 0.02
+    early_stop_min_checkpoints: int = 5
 
 
 @dataclass
@@ -198,6 +222,11 @@ class FeedbackConfig:
     p_expert_state_only: float = 0.75
     # judge format, mode vlm: keyframes rendered from each collected rollout
     judge_keyframes: int = 8
+    # after training, the judge re-describes each reward from its code; that thought replaces the stated one
+    thought_alignment: bool = False
+    # an LLM pass that condenses each candidate's feedback before it is shown: registry family summarisation
+    # (none | per_candidate | per_candidate_per_subtask)
+    summarisation: str = "none"
 
 
 @dataclass
@@ -208,6 +237,8 @@ class SelectConfig:
     returned: str = "global_best"
     # survivors kept by select.rule=mu_plus_lambda (None = the plan's K)
     population_size: int | None = None
+    # the iteration's pick replaces the incumbent (the current parent) only when its fitness is strictly higher
+    require_improvement_over_incumbent: bool = False
 
 
 @dataclass
@@ -250,8 +281,12 @@ class DemosConfig:
 class DecomposeConfig:
     """Task decomposition asked once before the first generation (registry family decompose)."""
 
-    # none | tag_graph
+    # none | tag_graph | subtask_list
     kind: str = "none"
+    # subtask_list: revise the list after each iteration from the feedback shown (co-evolution)
+    co_evolve: bool = False
+    # subtask_list: how many subtasks to ask for (None = the generator decides, 2 to 5)
+    n_subtasks: int | None = None
     # few-shot (task -> graph) examples shown, from methods/<generate.prompt>/decompose_example_*.txt (0 = zero-shot)
     n_examples: int = 2
     # blind re-asks when the answer is not a valid graph (then the search goes on without one, recorded)
@@ -328,6 +363,14 @@ class JudgeConfig:
     price_per_mtok: dict[str, float] | None = None
     # what the judge reads: vlm (keyframes as images) | state_text (per-step state summaries; a labelled substitute)
     mode: str = "state_text"
+    # judge scores: registry family score_scale (unit: a number in [0, 1] | three_point: 0 / 1 / 2), normalised to [0, 1]
+    score_scale: str = "unit"
+    # independent judgements of each rollout, averaged
+    repeats: int = 1
+    # collected rollouts of each trained policy the judge scores (train.collect_episodes is raised to this)
+    rollouts: int = 1
+    # the judge also reads a state table (every feedback.trajectory_stride steps) besides the keyframes
+    state_table: bool = False
 
 
 @dataclass
@@ -352,6 +395,8 @@ class BudgetConfig:
     final_env_steps: int | None = None
     # seeds of the final retrain
     final_seeds: int = 1
+    # in-loop policy trainings after which the search stops cleanly (None = no cap; the final retrain is not counted)
+    max_policy_trainings: int | None = None
     # LLM calls / spend after which generation stops and the search finishes with what it has (None = no cap)
     max_llm_calls: int | None = None
     max_cost_usd: float | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import bird.methods
@@ -42,6 +43,13 @@ REGISTRY_KEYS: dict[str, str] = {
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
     "demos.positive_states": "positive_states",
+    "generate.design_thought": "design_thought",
+    "generate.schedule": "schedule",
+    "train.checkpoint_selection": "checkpoint_selection",
+    "train.early_stop": "early_stop",
+    "generate.prompt_mode": "prompt_mode",
+    "feedback.summarisation": "summarisation",
+    "judge.score_scale": "score_scale",
     "train.executor": "executor",
     "tracker.backend": "tracker",
 }
@@ -98,6 +106,11 @@ _POSITIVE_INTS = (
     "demos.stride",
     "feedback.judge_keyframes",
     "verify.progress_expert_episodes",
+    "train.early_stop_patience",
+    "train.early_stop_min_checkpoints",
+    "judge.repeats",
+    "judge.rollouts",
+    "verify.demo_episodes",
     "video.every",
     "video.episodes",
     "video.width",
@@ -121,7 +134,7 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
-                "select.population_size", "demos.max_train"):
+                "select.population_size", "demos.max_train", "budget.max_policy_trainings", "decompose.n_subtasks"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
             problems.append(f"{key}={value}: must be >= 1 or null")
@@ -205,6 +218,49 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")
 
 
+# flag key -> (key it needs, test of that key's value, what the test asks): a flag that would change nothing otherwise
+_FLAG_NEEDS: dict[str, tuple[str, Callable[[object], bool], str]] = {
+    "generate.parent_thought": ("generate.design_thought", lambda v: v != "none", "other than 'none'"),
+    "feedback.thought_alignment": ("generate.design_thought", lambda v: v != "none", "other than 'none'"),
+    "decompose.co_evolve": ("decompose.kind", lambda v: v == "subtask_list", "= 'subtask_list'"),
+}
+
+
+def _check_flags(cfg: BirdConfig, problems: list[str]) -> None:
+    for flag, (need, ok, wanted) in _FLAG_NEEDS.items():
+        if _get(cfg, flag) and not ok(_get(cfg, need)):
+            problems.append(f"{flag}={_get(cfg, flag)} needs {need} {wanted}, got {_get(cfg, need)!r}")
+
+
+def _check_schedule(cfg: BirdConfig, problems: list[str]) -> None:
+    """The schedule gives at least one candidate per iteration; values are only read by a schedule that reads them."""
+    if cfg.generate.schedule not in registry.names("schedule"):
+        return
+    fn = registry.get("schedule", cfg.generate.schedule)
+    if cfg.generate.schedule_values and not getattr(fn, "reads_values", False):
+        problems.append(f"generate.schedule_values={list(cfg.generate.schedule_values)} is only read by "
+                        f"generate.schedule=explicit, not {cfg.generate.schedule!r}")
+    try:
+        counts = fn(cfg.generate.n_candidates, cfg.loop.iterations, list(cfg.generate.schedule_values))
+    except ValueError as exc:
+        problems.append(str(exc))
+        return
+    if any(c < 1 for c in counts):
+        problems.append(f"generate.schedule={cfg.generate.schedule!r} gives {counts}: every iteration needs >= 1")
+
+
+def _check_judge_keys(cfg: BirdConfig, problems: list[str]) -> None:
+    """Judge-score settings that would change nothing: no configured component asks for judge scores."""
+    from bird.components.roles import needs_judgement
+
+    try:
+        judged = needs_judgement(cfg)
+    except ValueError:  # an unregistered name, reported by _check_names
+        return
+    for key, default in (("judge.state_table", False), ("judge.repeats", 1)):
+        if not judged and _get(cfg, key) != default:
+            problems.append(f"{key}={_get(cfg, key)} has no effect: nothing scores with the judge (feedback.fitness="
+                            "judge_score, feedback.format=subtask_judge or generate.behavioural_analysis)")
 def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
     """An executor that needs an optional package (attribute `needs_module`) names how to install it."""
     import importlib.util
@@ -257,4 +313,7 @@ def validate(cfg: BirdConfig) -> list[str]:
     _check_numbers(cfg, problems)
     _check_names(cfg, problems)
     _check_couplings(cfg, problems)
+    _check_flags(cfg, problems)
+    _check_schedule(cfg, problems)
+    _check_judge_keys(cfg, problems)
     return problems

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bird.learners import checkpoints  # noqa: F401  (registers checkpoint_selection and early_stop)
 from bird.registry import register
 
 __all__: list[str] = []

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-__all__ = ["TransitionRecorder", "ReturnNormalizer", "EpisodeStats", "RewardFn"]
+__all__ = ["TransitionRecorder", "ReturnNormalizer", "EpisodeStats", "RewardFn", "label_transitions"]
 
 # reward_fn(obs (N, D), action (N, A), next_obs (N, D)) -> (reward (N,), {component: (N,)})
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
@@ -75,6 +75,23 @@ class TransitionRecorder(VecEnvWrapper):
         }
         self.clear()
         return out
+
+
+def label_transitions(reward, data: dict[str, np.ndarray], reward_form: str, gamma: float, success_bonus: float,
+                      reset: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The training reward of a recorded block (TransitionRecorder.take()): the sandboxed program on every row in one
+    call, then the harness-side reward form (bird/reward/shaping.py). Returns own (T, n_envs) and components (T*n,)."""
+    from bird.registry import get
+    from bird.reward.shaping import Transitions
+
+    t, n = data["dones"].shape
+    rows = t * n
+    raw, comps = reward(data["obs"].reshape(rows, -1), data["actions"].reshape(rows, -1),
+                        data["next_obs"].reshape(rows, -1), dones=data["dones"].reshape(rows), n_envs=n, reset=reset)
+    tr = Transitions(data["ref_rewards"].reshape(rows), data["terminals"].reshape(rows), data["success"].reshape(rows),
+                     gamma, success_bonus)
+    shaped, comps = get("reward_form", reward_form)(raw, comps, tr)
+    return shaped.reshape(t, n), comps
 
 
 class ReturnNormalizer:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,13 +17,15 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from bird.envs.registry import make_adapter
+from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
 from bird.learners.curves import write_curve
 from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
-from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder
+from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder, label_transitions
 from bird.learners.rollouts import collect_rollouts, save_rollouts
 from bird.reward.isolation import harden_host
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.rundir import write_json
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
 __all__ = ["train_ppo"]
@@ -33,18 +37,20 @@ class _BirdCallback(BaseCallback):
     """Relabels each rollout with the candidate reward, then evaluates at the checkpoint thresholds."""
 
     def __init__(self, job: TrainJob, recorder: TransitionRecorder, reward: SandboxedReward | None,
-                 evaluate: Callable[[], Checkpoint], progress: Progress | None) -> None:
+                 evaluate: Callable[[], Checkpoint], progress: Progress | None, keeper: CheckpointKeeper) -> None:
         super().__init__()
         self.job, self.recorder, self.reward, self.evaluate, self.progress = job, recorder, reward, evaluate, progress
+        self.keeper = keeper
         self.normalizer = ReturnNormalizer(job.n_envs, job.train.gamma) if job.train.normalize_reward else None
         self.stats = EpisodeStats(job.n_envs)
         self.pending = list(job.checkpoint_steps())
         self.curve: list[Checkpoint] = []
         self.failure: Failure | None = None
+        self.stopped = False  # early stop on own reward (train.early_stop)
         self.started = time.monotonic()
 
     def _on_step(self) -> bool:
-        if self.failure is not None:
+        if self.failure is not None or self.stopped:
             return False
         if self.job.train.timeout_s and time.monotonic() - self.started > self.job.train.timeout_s:
             self.failure = Failure(FailureKind.TIMEOUT, f"training exceeded train.timeout_s={self.job.train.timeout_s:g}")
@@ -53,30 +59,16 @@ class _BirdCallback(BaseCallback):
 
     def _relabel(self) -> None:
         data = self.recorder.take()
-        t, n = data["dones"].shape
         if self.reward is None:
             own, comps = data["ref_rewards"], {}
         else:
-            flat = self.reward(
-                data["obs"].reshape(t * n, -1), data["actions"].reshape(t * n, -1), data["next_obs"].reshape(t * n, -1),
-                dones=data["dones"].reshape(t * n), n_envs=n,
-            )
-            shaped, comps = self._form(flat[0], flat[1], data, t * n)
-            own = shaped.reshape(t, n)
+            own, comps = label_transitions(self.reward, data, self.job.reward_form, self.job.train.gamma,
+                                           self.job.success_bonus)
         self.stats.add(own, data["ref_rewards"], data["dones"], comps)
         scaled = self.normalizer(own, data["dones"]) if self.normalizer else own
         buf = self.model.rollout_buffer
         buf.rewards += scaled.astype(np.float32)
         buf.compute_returns_and_advantage(last_values=self.locals["values"], dones=self.locals["dones"])
-
-    def _form(self, reward: np.ndarray, comps: dict, data: dict, rows: int) -> tuple[np.ndarray, dict]:
-        """The harness-side reward form (bird/reward/shaping.py), with γ tied to the learner's γ."""
-        from bird.registry import get
-        from bird.reward.shaping import Transitions
-
-        tr = Transitions(data["ref_rewards"].reshape(rows), data["terminals"].reshape(rows),
-                         data["success"].reshape(rows), self.job.train.gamma, self.job.success_bonus)
-        return get("reward_form", self.job.reward_form)(reward, comps, tr)
 
     def _on_rollout_end(self) -> None:
         if self.failure is not None:
@@ -86,12 +78,31 @@ class _BirdCallback(BaseCallback):
         except RewardProgramError as exc:
             self.failure = exc.failure
             return
-        while self.pending and self.num_timesteps >= self.pending[0]:
+        while self.pending and self.num_timesteps >= self.pending[0] and not self.stopped:
             self.pending.pop(0)
             self.curve.append(self.evaluate())
+            self.stopped = self.keeper.should_stop()
         if self.progress:
             last = self.curve[-1].score if self.curve else None
             self.progress(self.job.candidate_id, self.num_timesteps, self.job.env_steps, last)
+
+
+def _labeller(job: TrainJob, reward: SandboxedReward | None) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """The own reward of a recorded evaluation block (the reference reward for an oracle training)."""
+    if reward is None:
+        return lambda data: data["ref_rewards"]
+    return lambda data: label_transitions(reward, data, job.reward_form, job.train.gamma, job.success_bonus,
+                                          reset=True)[0]
+
+
+def _snapshot(model: PPO, vecnorm: VecNormalize) -> tuple[dict, Any]:
+    """A deep copy of what a greedy action depends on: the policy's parameters and the observation statistics."""
+    return copy.deepcopy(model.policy.state_dict()), copy.deepcopy(vecnorm.obs_rms)
+
+
+def _restore(model: PPO, vecnorm: VecNormalize, params: tuple[dict, Any]) -> None:
+    model.policy.load_state_dict(params[0])
+    vecnorm.obs_rms = copy.deepcopy(params[1])
 
 
 def _prior(job: TrainJob, reward: SandboxedReward | None) -> Any:
@@ -150,27 +161,39 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         return TrainResult(job.candidate_id, job.seed, (), 0, time.monotonic() - start,
                            Failure(FailureKind.TRAIN_ERROR, str(exc)[:500]))
     evaluator = Evaluator(adapter, job.eval_episodes, job.seed, job.train.eval_end_on_success)
+    keeper = CheckpointKeeper(job.train)
+    label = _labeller(job, reward) if needs_eval_own_return(job.train) else None
 
     def act(obs: np.ndarray) -> np.ndarray:
         seen = prior(obs) if prior is not None else obs
         return model.predict(vecnorm.normalize_obs(seen), deterministic=True)[0]
 
     def evaluate() -> Checkpoint:
-        ev = evaluator(act)
+        ev = evaluator(act, label)
         window = cb.stats.summary()
-        return Checkpoint(model.num_timesteps, ev["score"], ev["quantity"], window["own_return"],
-                          window["reference_return"], ev["episode_length"], window["components"])
+        ckpt = Checkpoint(model.num_timesteps, ev["score"], ev["quantity"], window["own_return"],
+                          window["reference_return"], ev["episode_length"], window["components"],
+                          ev.get("own_return", math.nan))
+        keeper.offer(ckpt, lambda: _snapshot(model, vecnorm))
+        return ckpt
 
-    cb = _BirdCallback(job, recorder, reward, evaluate, progress)
+    cb = _BirdCallback(job, recorder, reward, evaluate, progress, keeper)
+    shipped, choice = -1, {}
     videos: list[str] = []
     try:
         model.learn(total_timesteps=job.env_steps, callback=cb)
-        if cb.failure is None:
+        if cb.failure is None and not cb.stopped:
             cb.curve.append(evaluate())
-        if cb.failure is None and job.video is not None:
+        if cb.failure is None:
+            shipped, params, choice = keeper.choose()
+            if params is not None:
+                _restore(model, vecnorm, params)
+            Path(job.out_dir).mkdir(parents=True, exist_ok=True)
+            write_json(Path(job.out_dir) / "checkpoint.json", choice)
+        if cb.failure is None and job.video is not None:  # films the shipped policy
             from bird.learners.video import film_policy
 
-            videos = film_policy(adapter, act, job.video, job.seed, job.out_dir, cb.curve[-1].score)
+            videos = film_policy(adapter, act, job.video, job.seed, job.out_dir, cb.curve[shipped].score)
         if cb.failure is None and job.collect_episodes:
             rollouts_path = str(Path(job.out_dir) / "rollouts.npz")
             save_rollouts(rollouts_path, collect_rollouts(adapter, act, job.collect_episodes, job.seed, reward,
@@ -192,4 +215,4 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         vecnorm.save(str(out / "vecnormalize.pkl"))
     return TrainResult(job.candidate_id, job.seed, tuple(cb.curve), int(model.num_timesteps),
                        time.monotonic() - start, cb.failure, policy_path, rollouts_path if cb.failure is None else None,
-                       tuple(videos))
+                       shipped, choice, tuple(videos))

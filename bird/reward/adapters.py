@@ -1,7 +1,8 @@
-"""The numpy language's runner (worker side): the three contracts as one batch call returning a float64 table.
+"""The numpy language's runner (worker side): the four contracts as one batch call returning a float64 table.
 
 `compute_reward` is called on the whole batch; GRACE's `Reward` class (one instance per env slot, re-created after
-a done) and PRM4RL's (plan_list, Ψ, Φ) are called per row. Every value the program returns is converted to
+a done) and PRM4RL's (plan_list, Ψ, Φ) are called per row; BIRD's weighted components (a dict of components and
+REWARD_WEIGHTS) on the whole batch, weighted here. Every value the program returns is converted to
 float64 here, in the worker: the host only ever receives raw float64 bytes.
 """
 
@@ -98,6 +99,36 @@ class _ProgressAdapter:
         return out[1].copy(), {"potential_prev": out[0], "potential": out[1], "subtask": out[2]}
 
 
+class _WeightedAdapter:
+    """component_dict_plus_weights: compute_reward returns a dict of components (a (reward, dict) pair is read for its
+    dict); the reward is sum(REWARD_WEIGHTS[k] * component k). Components are reported unweighted."""
+
+    def __init__(self, fn: Any, ns: dict[str, Any]) -> None:
+        weights = ns.get("REWARD_WEIGHTS")
+        if type(weights) is not dict or not weights or len(weights) > MAX_COMPONENTS:
+            raise ValueError(f"REWARD_WEIGHTS must be a dict of 1 to {MAX_COMPONENTS} {{component: weight}}, "
+                             f"got a {type(weights).__name__}")
+        if not all(type(k) is str for k in weights):
+            raise ValueError("REWARD_WEIGHTS keys must be component names (strings)")
+        self.weights = {k: float(v) for k, v in weights.items()}
+        if not all(math.isfinite(v) for v in self.weights.values()):
+            raise ValueError(f"REWARD_WEIGHTS has a non-finite weight: {self.weights}")
+        self.fn = fn
+
+    def __call__(self, fields, obs, act, nxt):
+        out = self.fn(_split(fields, obs), act.copy(), _split(fields, nxt), {})
+        comps = out[1] if type(out) is tuple and len(out) == 2 and type(out[1]) is dict else out
+        if type(comps) is not dict:
+            raise TypeError("compute_reward must return a dict of reward components")
+        names = {k for k in comps if type(k) is str}
+        if names != set(self.weights) or len(comps) != len(names):
+            raise TypeError(f"components {sorted(map(str, comps))} and REWARD_WEIGHTS keys {sorted(self.weights)} must match")
+        reward = np.zeros(len(obs))
+        for k, v in comps.items():
+            reward = reward + self.weights[k] * np.asarray(v, dtype=np.float64)
+        return reward, comps
+
+
 class NumpyRunner:
     """One call: header {batch, obs_dim, act_dim, n_envs, reset, has_dones, debug_rows} + float64 payload
     -> reply {ok, names[, debug]} + float64 (batch, 1 + len(names)) bytes."""
@@ -109,6 +140,9 @@ class NumpyRunner:
         elif contract == "progress_program":
             self.fn = _ProgressAdapter(ns)
             self.meta["plan_list"] = self.fn.plan
+        elif contract == "weighted_components":
+            self.fn = _WeightedAdapter(ns[entry], ns)
+            self.meta["weights"] = self.fn.weights
         else:
             self.fn = ns[entry]
 
@@ -124,6 +158,8 @@ class NumpyRunner:
                            {int(r) for r in header.get("debug_rows", [])})
         if isinstance(self.fn, _ProgressAdapter):
             return self.fn(self.fields, obs, nxt)
+        if isinstance(self.fn, _WeightedAdapter):
+            return self.fn(self.fields, obs, act, nxt)
         return self.fn(_split(self.fields, obs), act.copy(), _split(self.fields, nxt), {})
 
     def __call__(self, header: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
@@ -131,7 +167,7 @@ class NumpyRunner:
         try:
             out = self._outputs(header, payload)
         except (TypeError, IndexError) as exc:
-            if not isinstance(self.fn, _ProgressAdapter):
+            if not isinstance(self.fn, _ProgressAdapter | _WeightedAdapter):
                 raise
             return {"ok": False, "kind": "bad_output", "reason": str(exc)}, b""
         except FloatingPointError as exc:

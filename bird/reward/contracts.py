@@ -1,6 +1,7 @@
 """Reward-program contracts (registry family contract): the entry point a program defines and how its code is
 read from an answer. `compute_reward` is bird's batch function; `reward_class` is GRACE's state-only class and
-`progress_program` PRM4RL's (plan_list, Ψ, Φ); the worker adapts both to the same batch call (bird/reward/worker.py)."""
+`progress_program` PRM4RL's (plan_list, Ψ, Φ); `weighted_components` BIRD's component_dict_plus_weights; the worker
+adapts each to the same batch call (bird/reward/adapters.py)."""
 
 from __future__ import annotations
 
@@ -42,5 +43,8 @@ for _name, _contract in {
     "reward_class": Contract("reward_class", CONTRACT_ENTRIES["reward_class"], json_key="reward_class_code"),
     # PRM4RL §4.1–4.2: plan_list, Ψ = determine_subtask(obs) -> int, Φ = progress(obs) -> float (worker _ProgressAdapter)
     "progress_program": Contract("progress_program", CONTRACT_ENTRIES["progress_program"]),
+    # BIRD's component_dict_plus_weights (bird_release.md §1.5 generate.output.format; RDA §2.2): a dict of
+    # components and REWARD_WEIGHTS; the worker applies the weights (bird/reward/adapters.py _WeightedAdapter)
+    "weighted_components": Contract("weighted_components", CONTRACT_ENTRIES["weighted_components"]),
 }.items():
     register("contract", _name)(_contract)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import select
@@ -290,6 +291,12 @@ class SandboxedReward:
             self.close()
             raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "plan_list must be a list of at most 64 strings"))
         self.plan_list: list[str] = [protocol.clean_text(p, 300) for p in plan]  # progress_program only
+        weights = reply.get("weights", {})
+        if (not isinstance(weights, dict) or len(weights) > 64
+                or not all(isinstance(v, int | float) and math.isfinite(v) for v in weights.values())):
+            self.close()
+            raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "REWARD_WEIGHTS must map at most 64 names to finite numbers"))
+        self.weights: dict[str, float] = {protocol.clean_text(k, 100): float(v) for k, v in weights.items()}  # weighted only
         self.action_dim = action_dim
         if language == "jax":  # traced and exported now: tracing failures are this program's failure
             if action_dim is None:

@@ -19,7 +19,10 @@ __all__ = ["check_source", "ALLOWED_IMPORTS", "ENTRY_POINT", "CONTRACT_ENTRIES"]
 
 ENTRY_POINT = "compute_reward"
 # contract -> the top-level name a program must define (a function, or GRACE's state-only class)
-CONTRACT_ENTRIES = {"compute_reward": ENTRY_POINT, "reward_class": "Reward", "progress_program": "progress"}
+CONTRACT_ENTRIES = {"compute_reward": ENTRY_POINT, "reward_class": "Reward", "progress_program": "progress",
+                    "weighted_components": ENTRY_POINT}
+# weighted_components (component_dict_plus_weights): the module-level weights the harness applies
+WEIGHTS_NAME = "REWARD_WEIGHTS"
 # progress_program (PRM4RL): a subtask list and two functions of one state
 PROGRESS_NAMES = ("plan_list", "determine_subtask", "progress")
 ENTRY_ARGS = ("obs", "action", "next_obs", "info")
@@ -284,12 +287,21 @@ def _progress_failure(tree: ast.Module) -> Failure | None:
     return None
 
 
+def _weights_failure(tree: ast.Module) -> Failure | None:
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assigned |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    if WEIGHTS_NAME not in assigned:
+        return Failure(FailureKind.BAD_SIGNATURE, f"no top-level {WEIGHTS_NAME} = {{component: weight}}")
+    return None
+
+
 def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_ARGS),
                  contract: str = "compute_reward", language: str = "numpy") -> Failure | None:
     """Return the first reason to reject `code`, or None when the static checks pass.
 
-    :param contract: "compute_reward" (a function `entry`), "reward_class" (a class `entry` with reward_fn) or
-        "progress_program" (plan_list, determine_subtask(obs), progress(obs)).
+    :param contract: "compute_reward" (a function `entry`), "reward_class" (a class `entry` with reward_fn),
+        "progress_program" (plan_list, determine_subtask(obs), progress(obs)) or "weighted_components" (a function
+        `entry` returning a dict of components, and REWARD_WEIGHTS).
     :param language: the reward-program language (bird/reward/languages.py): which modules may be imported.
     """
     try:
@@ -304,4 +316,6 @@ def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_AR
         return _class_failure(tree, entry)
     if contract == "progress_program":
         return _progress_failure(tree)
+    if contract == "weighted_components":
+        return _entry_failure(tree, entry, n_args) or _weights_failure(tree)
     return _entry_failure(tree, entry, n_args)

@@ -19,17 +19,18 @@ __all__ = ["feedback", "subsample", "Evidence", "NATIVE_SIGNAL", "resolve_fitnes
 
 
 @register("aggregate", "max")
-def _max(values: Sequence[float]) -> float:
+def _max(values: Sequence[float], shipped: int = -1) -> float:
     return float(np.nanmax(values))
 
 
 @register("aggregate", "final")
-def _final(values: Sequence[float]) -> float:
-    return float(values[-1])
+def _final(values: Sequence[float], shipped: int = -1) -> float:
+    """The shipped checkpoint's value (the last one unless train.checkpoint_selection kept another)."""
+    return float(values[shipped])
 
 
 @register("aggregate", "mean")
-def _mean(values: Sequence[float]) -> float:
+def _mean(values: Sequence[float], shipped: int = -1) -> float:
     return float(np.nanmean(values))
 
 
@@ -42,17 +43,22 @@ class Evidence:
     demo: Any = None  # DemoScores on the demonstrations' train split, when the search has demos
     demo_test: Any = None  # ... and on the held-out split
     suite: str = ""  # the task's suite (fitness.native resolves per suite)
+    shipped: int = -1  # index of the shipped checkpoint in `curve` (train.checkpoint_selection)
+    judgement: dict[str, Any] | None = None  # judge scores per subtask, when the config needs them
 
 
 @register("fitness", "benchmark_score")
 def _benchmark(ev: Evidence) -> float | None:
-    return get("aggregate", ev.aggregate)([c.score for c in ev.curve]) if ev.curve else None
+    return get("aggregate", ev.aggregate)([c.score for c in ev.curve], ev.shipped) if ev.curve else None
 
 
 @register("fitness", "reference_return")
 def _reference(ev: Evidence) -> float | None:
-    vals = [c.reference_return for c in ev.curve if not math.isnan(c.reference_return)]
-    return get("aggregate", ev.aggregate)(vals) if vals else None
+    vals = [c.reference_return for c in ev.curve]
+    if all(math.isnan(v) for v in vals):
+        return None
+    value = get("aggregate", ev.aggregate)(vals, ev.shipped)
+    return None if math.isnan(value) else value
 
 
 @register("fitness", "none")
@@ -134,7 +140,14 @@ def _evidence(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainRe
         demo, demo_test = score_candidate(cfg, state, cand)
         if demo is None:
             return None
-    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test, state.spec.suite)
+    from bird.components.roles import needs_judgement
+
+    judgement = None
+    if needs_judgement(cfg):
+        from bird.components.judgement import judge_candidate
+
+        judgement = judge_candidate(cfg, state, cand, res)
+    return Evidence(res.curve, cfg.feedback.aggregate, demo, demo_test, state.spec.suite, res.shipped, judgement)
 
 
 def _metrics(cfg: BirdConfig, ev: Evidence) -> dict[str, float | None]:
@@ -150,6 +163,8 @@ def feedback(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
              results: dict[str, TrainResult]) -> dict[str, Report]:
     """A report per trained (or, with learner none, verified) candidate, and per screened candidate when
     feedback.screened_format names a format; failed candidates get none."""
+    from bird.components.summary import summarise
+
     reports: dict[str, Report] = {}
     for cand in cands:
         if cand.screened and cfg.feedback.screened_format:
@@ -163,9 +178,12 @@ def feedback(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
         if ev is None:
             continue
         metrics = _metrics(cfg, ev)
-        text, stats = get("feedback_format", cfg.feedback.format)(cfg, state, cand, res)
+        text, stats = summarise(cfg, state, cand, *get("feedback_format", cfg.feedback.format)(cfg, state, cand, res))
         if len(metrics) > 1 or state.demos is not None:
             stats = {**stats, "metrics": metrics}
         reports[cand.id] = Report(cand.id, metrics[cfg.feedback.fitness], text, stats,
                                   resolve_fitness(cfg.feedback.fitness, state.spec.suite))
+    from bird.components.thought import align_thoughts
+
+    align_thoughts(cfg, state, cands, reports)
     return reports

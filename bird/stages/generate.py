@@ -85,6 +85,12 @@ def _dialogue(cfg: BirdConfig, state: SearchState, chain: list[str], t: dict[str
     return out
 
 
+@register("prompt_mode", "dialogue")
+def _dialogue_mode(cfg: BirdConfig, state: SearchState, system: str, first: str, chain: list[str]) -> list[Message]:
+    """System, first user message, then each earlier turn as (assistant answer, user feedback) messages."""
+    return [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, templates(cfg.generate.prompt))]
+
+
 def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Request:
     """The prompt for one sample of this iteration, with the structured context of exactly what it shows."""
     language = cfg.reward.language or "numpy"
@@ -110,8 +116,9 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
     else:
         first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state,
                                             cfg.generate.field_view, _rng(state, sample_index, "shown_demos"))
-        messages = [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, t)]
+        messages = get("prompt_mode", cfg.generate.prompt_mode)(cfg, state, system, first, chain)
         context.update(shown)
+    messages = _append_to_last_user(messages, *_context_blocks(cfg, state, chain[-1] if chain else parent, context))
     if chain:
         context["parent_code"] = state.candidates[chain[-1]].code
         context["feedback"] = state.reports[chain[-1]].stats
@@ -127,6 +134,24 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Req
         sample_index=sample_index,
         seed=state.seed,
     )
+
+
+def _context_blocks(cfg: BirdConfig, state: SearchState, parent: str | None, context: dict[str, Any]) -> list[str]:
+    """Subtask list, behavioural analysis, parent thought, thought instruction (bird/components/context.py)."""
+    from bird.components.context import context_blocks
+
+    pieces, shown = context_blocks(cfg, state, parent)
+    context.update(shown)
+    return pieces
+
+
+def _append_to_last_user(messages: list[Message], *pieces: str) -> list[Message]:
+    """`messages` with `pieces` appended (blank-line separated) to the last user message."""
+    if not pieces:
+        return messages
+    i = max(k for k, m in enumerate(messages) if m.role == "user")
+    last = messages[i]
+    return [*messages[:i], Message("user", "\n\n".join([last.content.rstrip(), *pieces]), last.images), *messages[i + 1:]]
 
 
 def _candidate(state: SearchState, index: int, request: Request, parent: str | None) -> Candidate:
@@ -182,9 +207,23 @@ def _resample(cfg: BirdConfig, state: SearchState, generator: Generator, cands: 
         _check(cfg, state, bad)
 
 
+def _iteration_k(cfg: BirdConfig, state: SearchState) -> int:
+    from bird.components.schedule import remaining_trainings
+    from bird.stages.train import learner_trains
+
+    k = state.plan.candidates_at(state.iteration)
+    left = remaining_trainings(cfg, state.policy_trainings) if learner_trains(cfg.train.learner) else None
+    if left is not None and left < k:
+        k = left
+        if left == 0:
+            state.stop_reason = f"budget.max_policy_trainings={cfg.budget.max_policy_trainings} reached"
+    return k
+
+
 def generate(cfg: BirdConfig, state: SearchState, generator: Generator) -> list[Candidate]:
-    """K candidates for this iteration; a failed request or parse is recorded on the candidate."""
-    k = state.plan.n_candidates
+    """K candidates for this iteration (the schedule's, at most the policy trainings left); a failed request or parse
+    is recorded on the candidate."""
+    k = _iteration_k(cfg, state)
     if cfg.train.reward_source == "reference":  # oracle: train the env's own reward, nothing to generate
         return [Candidate(id=f"it{state.iteration}-c{i}", iteration=state.iteration, index=i, messages=[],
                           response="(reference reward)") for i in range(k)]
@@ -196,6 +235,9 @@ def generate(cfg: BirdConfig, state: SearchState, generator: Generator) -> list[
         if isinstance(answer, BudgetExhausted):
             state.stop_reason = str(answer)
     _resample(cfg, state, generator, cands)
+    from bird.components.thought import record_thoughts
+
+    record_thoughts(cfg, state, cands)
     if cfg.llm.abort_on_error and any(c.failure and c.failure.kind == FailureKind.LLM_ERROR for c in cands):
         raise LLMError("llm.abort_on_error: a request failed after all retries")
     return cands

@@ -48,7 +48,10 @@ def _returned_global_best(state: SearchState, best: str | None, cands: list[Cand
 
 @register("returned", "chain_end")
 def _returned_chain_end(state: SearchState, best: str | None, cands: list[Candidate]) -> str | None:
-    """The latest candidate that trained successfully (the end of the chain)."""
+    """The end of the chain: the candidate carried forward (the iteration's pick after the incumbent gate), or,
+    when nothing is ranked, the latest candidate that trained successfully."""
+    if best is not None:
+        return best
     trained = [c.id for c in cands if c.alive and c.id in state.results]
     return trained[-1] if trained else state.returned
 
@@ -60,9 +63,21 @@ def _returned_final_incumbent(state: SearchState, best: str | None, cands: list[
     return valid[-1] if valid else state.returned
 
 
+def _incumbent_gate(state: SearchState, best: str | None) -> str | None:
+    """select.require_improvement_over_incumbent: the pick replaces the incumbent (the candidate carried forward so
+    far) only with a strictly higher fitness; else the incumbent stays (bird_release.md §1.5, §2.6 v1)."""
+    incumbent = state.iteration_best
+    if best is None or incumbent is None or best == incumbent:
+        return best if best is not None else incumbent
+    new, old = state.fitness(best), state.fitness(incumbent)
+    return best if old is None or (new is not None and new > old) else incumbent
+
+
 def select(cfg: BirdConfig, state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> None:
-    """Update the iteration best, the global best and the returned candidate."""
+    """Update the iteration best (the candidate carried forward), the global best and the returned candidate."""
     best = get("select", cfg.select.rule)(state, cands, reports)
+    if cfg.select.require_improvement_over_incumbent:
+        best = _incumbent_gate(state, best)
     if best is not None:
         state.iteration_best = best
         if state.global_best is None or (state.fitness(best) or float("-inf")) > (state.fitness(state.global_best) or float("-inf")):

@@ -11,7 +11,7 @@ from bird.learners.job import TrainJob
 from bird.learners.video import VideoSpec, video_spec
 from bird.registry import get
 from bird.state import SearchState
-from bird.types import Candidate, TrainResult
+from bird.types import Candidate, Failure, FailureKind, TrainResult
 
 __all__ = ["train", "make_job", "learner_trains"]
 
@@ -33,15 +33,36 @@ def learner_trains(name: str) -> bool:
     return getattr(get("learner", name), "trains", True)
 
 
+def _within_budget(cfg: BirdConfig, state: SearchState, live: list[Candidate]) -> list[Candidate]:
+    """The candidates budget.max_policy_trainings still allows (in index order); the rest are recorded as skipped.
+    Counts the trainings; when none are left the search stops after this iteration."""
+    from bird.components.schedule import remaining_trainings
+
+    if not learner_trains(cfg.train.learner):
+        return live
+    left = remaining_trainings(cfg, state.policy_trainings)
+    if left is not None:
+        cap = f"budget.max_policy_trainings={cfg.budget.max_policy_trainings} reached"
+        for cand in live[left:]:
+            cand.failure = Failure(FailureKind.SKIPPED, cap)
+        live = live[:left]
+        if left - len(live) == 0:
+            state.stop_reason = cap
+    state.policy_trainings += len(live)
+    return live
+
+
 def train(cfg: BirdConfig, state: SearchState, cands: list[Candidate], pool: Executor,
           cand_dir: Callable[[str], Path]) -> dict[str, TrainResult]:
     """Train the candidates that passed verification; a failed training is recorded on the candidate.
 
     Rollouts collected after training (train.collect_episodes) go to the trajectory store."""
-    live = [c for c in cands if c.alive]
+    live = _within_budget(cfg, state, [c for c in cands if c.alive])
     code_of = (lambda c: None) if cfg.train.reward_source == "reference" else (lambda c: c.code)
+    from bird.components.roles import collect_episodes
+
     jobs = [make_job(cfg, c.id, code_of(c), state.seed, state.plan.env_steps, cand_dir(c.id),
-                     cfg.train.collect_episodes, video_spec(cfg, "candidate", state.iteration, c.id)) for c in live]
+                     collect_episodes(cfg), video_spec(cfg, "candidate", state.iteration, c.id)) for c in live]
     if learner_trains(cfg.train.learner):
         results = pool.run(cfg.train.learner, jobs)
     else:

@@ -13,6 +13,8 @@ from bird.config.validate import METHODS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
+# every method config, those in subfolders too (BIRD's hill-climb steps: method=hillclimb/<step>)
+ALL_CONFIGS = sorted(p.relative_to(CONF_DIR / "method").with_suffix("").as_posix() for p in (CONF_DIR / "method").rglob("*.yaml"))
 MATCHES = {"paper", "BIRD", "both", "neither"}
 VERDICTS = ("faithful with labelled substitutes", "faithful", "port")
 
@@ -45,7 +47,7 @@ def _value(cell: str) -> object:
     return yaml.safe_load(cell.strip("`")) if cell.startswith("`") else cell
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", ALL_CONFIGS)
 def test_every_key_a_method_yaml_sets_has_a_row_with_its_value_source_and_verdict(method):
     readme = (METHODS_DIR / method / "README.md").read_text()
     rows = table_rows(readme)
@@ -60,7 +62,7 @@ def test_every_key_a_method_yaml_sets_has_a_row_with_its_value_source_and_verdic
         assert matches != "neither" or len(note) > 10, f"{key}: 'neither' needs a reason"
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", ALL_CONFIGS)
 def test_every_substitute_is_listed_in_the_methods_table(method):
     readme = (METHODS_DIR / method / "README.md").read_text()
     for sub in yaml_keys(method).get("substitutes", []):

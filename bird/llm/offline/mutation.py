@@ -4,6 +4,7 @@ misranked preferences, rescale a component that barely changes or dominates), ap
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from bird.llm.offline.terms import Term
@@ -36,13 +37,34 @@ def _stats(values: list[float]) -> tuple[float, float]:
     return sum(vals) / len(vals), max(vals) - min(vals)
 
 
-def mutate(ctx: dict[str, Any], parent: list[Term], rng: random.Random) -> list[Term]:
-    """Eureka's advice, applied mechanically: restructure on a zero score, rescale flat or dominant components."""
-    fb = ctx.get("feedback") or {}
+def _summary_cues(fb: dict[str, Any]) -> tuple[set[str], set[str], bool]:
+    """(flat, dominant, near-zero score) read from a summarised feedback's text (bird/llm/offline/judge_synth.py)."""
+    text = " ".join(p.get("summary", "") for p in fb.get("summary", []))
+    flat = set(re.findall(r"Component (\w+) barely changes", text))
+    dominant = set(re.findall(r"Component (\w+) dominates", text))
+    return flat, dominant, "near zero" in text
+
+
+def _signals(fb: dict[str, Any]) -> tuple[dict[str, list[float]], list[float]]:
+    """(component curves, scores) as the feedback shows them: Eureka-style curves, per-step statistics of judged
+    rollouts ([min, mean, max]), and the task score or, for judged methods, the judge score."""
     comps: dict[str, list[float]] = fb.get("components", {})
+    if "component_stats" in fb:
+        comps = {n: [s["min"], s["mean"], s["max"]] for n, s in fb["component_stats"].items() if n != "reward"}
     scores = [s for s in fb.get("task_score", []) if s == s]
+    if not scores and fb.get("judge_score") is not None:
+        scores = [fb["judge_score"]]
+    return comps, scores
+
+
+def mutate(ctx: dict[str, Any], parent: list[Term], rng: random.Random) -> list[Term]:
+    """Eureka's advice, applied mechanically: restructure on a zero score, rescale flat or dominant components.
+    Reads the feedback's statistics, or the cues of a summarised feedback's text."""
+    fb = ctx.get("feedback") or {}
+    comps, scores = _signals(fb)
+    flat_text, dominant_text, zero_text = _summary_cues(fb)
     terms = list(parent)
-    if (scores and max(scores) <= NEAR_ZERO_SCORE) or "preference" in fb:  # (1) near-zero score or misranked prefs: restructure
+    if (scores and max(scores) <= NEAR_ZERO_SCORE) or "preference" in fb or zero_text:  # (1) near-zero score or misranked prefs: restructure
         extra = optional_terms(ctx, terms)
         if extra and rng.random() < 0.6:
             terms.append(rng.choice(extra))
@@ -55,10 +77,11 @@ def mutate(ctx: dict[str, Any], parent: list[Term], rng: random.Random) -> list[
     for t in terms:
         mean, spread = _stats(comps.get(t.name, []))
         others = sum(m for n, m in means.items() if n != t.name)
-        if t.name in comps and t.kind != "alive" and spread <= 0.05 * abs(mean) + 1e-6:  # (2) barely changes
+        flat = t.name in flat_text or (t.name in comps and spread <= 0.05 * abs(mean) + 1e-6)
+        if flat and t.kind != "alive":  # (2) barely changes
             t = Term(t.name, t.kind, t.fields, t.weight, t.form, round(t.temp * rng.choice((0.25, 4.0)), 4), t.extra) \
                 if t.form == "exp" else t.scaled(3.0)
-        if t.name in comps and others > 0 and abs(mean) > 5 * others:  # (3) dominates: rescale it
+        if t.name in dominant_text or (t.name in comps and others > 0 and abs(mean) > 5 * others):  # (3) dominates
             t = t.scaled(0.25)
         out.append(t)
     if out:  # sample diversity: jitter one weight

@@ -110,8 +110,9 @@ def _parent_terms(code: str | None) -> list[Term] | None:
 
 
 class OfflineSynthesiser(Generator):
-    """Answers `reward` and `mutation` requests deterministically from (seed, sample_index, context), and
-    `decompose`, progress-program and `judge` requests (bird/llm/offline/plan_synth.py)."""
+    """Answers `reward` and `mutation` requests deterministically from (seed, sample_index, context) (with a design
+    thought in braces when the prompt asks for one), `decompose`, progress-program and `judge` requests
+    (bird/llm/offline/plan_synth.py) and `thought_alignment` requests (bird/llm/offline/thought_synth.py)."""
 
     provider = "offline"
     label = LABEL
@@ -127,6 +128,16 @@ class OfflineSynthesiser(Generator):
             from bird.llm.offline.demo_synth import answer_goal_states
 
             return answer_goal_states(ctx, LABEL)
+        if request.purpose == "thought_alignment":
+            from bird.llm.offline.thought_synth import answer_alignment
+
+            return answer_alignment(ctx, LABEL)
+        if request.purpose in ("judge_score", "summary", "subtask_revision") or ctx.get("kind") == "subtask_list":
+            from bird.llm.offline import judge_synth
+
+            answer = {"judge_score": judge_synth.answer_judge_score, "summary": judge_synth.answer_summary,
+                      "subtask_revision": judge_synth.answer_revision}.get(request.purpose, judge_synth.answer_subtasks)
+            return answer(ctx, LABEL)
         if request.purpose == "decompose" and "obs_fields" in ctx:
             return plan_synth.answer_decompose(ctx, LABEL)
         if ctx.get("contract") == "progress_program" and "obs_fields" in ctx:
@@ -160,6 +171,11 @@ class OfflineSynthesiser(Generator):
             terms, how = mutate(ctx, parent, rng), "mutated from the parent using the feedback shown"
         else:
             terms, how = propose(ctx, rng), "proposed from the observation index and task text"
-        code = render_program(terms, f"{LABEL}: {how}", ctx.get("language", "numpy"))
+        code = render_program(terms, f"{LABEL}: {how}", ctx.get("language", "numpy"),
+                              weighted=ctx.get("contract") == "weighted_components")
         text = f"Offline synthesiser ({how}).\n\n```python\n{code}```\n"
+        if ctx.get("design_thought"):  # the prompt asked for a design thought in braces before the code
+            from bird.llm.offline.thought_synth import design_thought
+
+            text = "{" + design_thought(terms) + "}\n" + text
         return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)

@@ -48,10 +48,11 @@ def _dist_expr(a: str, b: str | None, np: str = "np") -> str:
     return f"{np}.linalg.norm(next_obs[{a!r}] - next_obs[{b!r}], axis=-1)"
 
 
-def _body(t: Term, language: str = "numpy") -> list[str]:  # noqa: C901 - one case per term kind
+def _body(t: Term, language: str = "numpy", weighted: bool = True) -> list[str]:  # noqa: C901 - one case per term
+    """Lines computing component `t.name`; unweighted (weighted=False) when the weight lives in REWARD_WEIGHTS."""
     _, np, ones = _LANGUAGES[language]
-    w, tmp = f"{t.name}_weight", f"{t.name}_temp"
-    lines = [f"{w} = {t.weight!r}"]
+    w, tmp = (f"{t.name}_weight", f"{t.name}_temp") if weighted else ("1.0", f"{t.name}_temp")
+    lines = [f"{w} = {t.weight!r}"] if weighted else []
     if t.form == "exp" or t.kind in ("bonus",):
         lines.append(f"{tmp} = {t.temp!r}")
     if t.kind == "progress":
@@ -79,18 +80,24 @@ def _body(t: Term, language: str = "numpy") -> list[str]:  # noqa: C901 - one ca
     return lines
 
 
-def render_program(terms: list[Term], note: str, language: str = "numpy") -> str:
+def render_program(terms: list[Term], note: str, language: str = "numpy", weighted: bool = False) -> str:
     """Plain readable Python in the reward-program contract, with the term spec in a comment line.
 
-    :param language: reward.language: "numpy" or "jax" (the same terms against jax.numpy)."""
+    :param language: reward.language: "numpy" or "jax" (the same terms against jax.numpy).
+    :param weighted: the weighted_components contract (components returned as a dict, weights in REWARD_WEIGHTS)."""
     import json
 
     spec = json.dumps([t.to_json() for t in terms], separators=(",", ":"))
-    out = [f"# {note}", SPEC_MARKER + spec, _LANGUAGES[language][0], "", "",
-           "def compute_reward(obs, action, next_obs, info):"]
+    out = [f"# {note}", SPEC_MARKER + spec, _LANGUAGES[language][0], "", ""]
+    if weighted:
+        out += ["REWARD_WEIGHTS = {" + ", ".join(f"{t.name!r}: {t.weight!r}" for t in terms) + "}", "", ""]
+    out.append("def compute_reward(obs, action, next_obs, info):")
     for t in terms:
-        out += ["    " + line for line in _body(t, language)]
-    out.append("    reward = " + " + ".join(t.name for t in terms))
+        out += ["    " + line for line in _body(t, language, weighted=not weighted)]
     out.append("    components = {" + ", ".join(f"{t.name!r}: {t.name}" for t in terms) + "}")
-    out.append("    return reward, components")
+    if weighted:
+        out.append("    return components")
+    else:
+        out.append("    reward = " + " + ".join(t.name for t in terms))
+        out.append("    return reward, components")
     return "\n".join(out) + "\n"

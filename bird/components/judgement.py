@@ -1,0 +1,217 @@
+"""Judge scores per subtask: the fitness `judge_score`, the feedback format `subtask_judge` and the evidence behind
+generate.behavioural_analysis.
+
+RDA's judged fitness (bird_release.md §2.4 rda: vlm_score, per-subtask granularity with rationale, score_scale;
+§3.6): one judge call per (collected rollout × judge.repeats) scores every subtask in order. The judge reads the task,
+the subtask list (SearchState.subtasks, or the whole task as one subtask), the reward code, the per-step statistics of
+its components on that rollout, and keyframes of the rollout: images (judge.mode=vlm) or the same keyframes as state
+rows (state_text, a labelled substitute), plus a state table when judge.state_table. Scores are normalised by
+judge.score_scale to [0, 1] and averaged over calls, then over subtasks. rollouts.npz also holds each episode's
+benchmark score; nothing here reads it: the judge sees states, actions' consequences and the candidate's own reward.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bird.components.demo_views import state_dict
+from bird.components.judge import component_stats, save_keyframes
+from bird.config.schema import BirdConfig
+from bird.llm.base import LLMError, Message, Request
+from bird.llm.parsing import AnswerParseError, parse_json_answer
+from bird.prompts import templates
+from bird.registry import get, register
+from bird.state import SearchState
+from bird.types import Candidate, TrainResult
+
+__all__ = ["ScoreScale", "judge_candidate", "subtasks_of", "render_rollout", "STATE_TEXT_JUDGE"]
+
+STATE_TEXT_JUDGE = ("judge scores: an LLM reads the states at the rollout's keyframes as text (judge.mode=state_text) "
+                    "instead of a VLM viewing the frames")
+
+SYSTEM = ("You are an expert in robotics and reinforcement learning. You judge how well a policy, trained with a "
+          "candidate reward function, achieves each subtask of a task, from evidence of one of its rollouts. "
+          "Answer with one JSON object.")
+USER = ("Task: {task}\n\nSubtasks, in order:\n{subtasks}\n\nThe reward function the policy was trained with:\n"
+        "```python\n{code}```\nIts components per step on this rollout (max / mean / min / std):\n{component_stats}\n\n"
+        "{evidence}\n\nFor every subtask, in order, describe what the agent does (behaviour), explain your judgement "
+        "(rationale) and give a score: {scale}.\n"
+        'Answer as JSON: {{"subtasks": [{{"name": str, "behaviour": str, "rationale": str, "score": number}}]}}')
+
+
+@dataclass(frozen=True)
+class ScoreScale:
+    """How a judge scores one subtask (registry family score_scale) and how that becomes a number in [0, 1]."""
+
+    name: str
+    instruction: str
+    top: float  # the best score on this scale
+    integer: bool
+
+    def normalise(self, value: Any) -> float | None:
+        """value / top, or None when the value is not on the scale."""
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            return None
+        if not 0 <= value <= self.top or (self.integer and value != int(value)):
+            return None
+        return float(value) / self.top
+
+
+register("score_scale", "unit")(ScoreScale("unit", "a number from 0 (not achieved at all) to 1 (fully achieved)", 1.0, False))
+# RDA's three-point scale (bird_release.md §2.4 rda: score_scale three_point)
+register("score_scale", "three_point")(ScoreScale("three_point", "0 (not achieved), 1 (partly achieved) or 2 (achieved)",
+                                                  2.0, True))
+
+
+def subtasks_of(state: SearchState) -> list[dict[str, str]]:
+    """The subtasks a judge scores: the current list, or the whole task as one subtask."""
+    if state.subtasks:
+        return state.subtasks
+    return [{"name": "task", "description": state.spec.description, "done_when": "the task is achieved"}]
+
+
+def _episode_rows(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int, every: int | None,
+                  count: int | None) -> list[dict[str, Any]]:
+    """States of one episode: every `every` steps, or `count` evenly spaced keyframes (first and last included)."""
+    idx = np.flatnonzero(data["episode"] == ep)
+    if count is not None:
+        keep = sorted({int(round(k * (len(idx) - 1) / max(count - 1, 1))) for k in range(count)})
+    else:
+        keep = [k for k in range(len(idx)) if k % (every or 1) == 0 or k == len(idx) - 1]
+    return [{"step": k + 1, "state": state_dict(state.spec, data["next_obs"][idx[k]])} for k in keep]
+
+
+def render_rollout(rows: list[dict[str, Any]]) -> str:
+    return "\n".join(f"  step {r['step']}: " + ", ".join(f"{k}={v}" for k, v in r["state"].items()) for r in rows)
+
+
+def _keyframe_images(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int,
+                     folder: Path) -> list[bytes]:
+    """PNG keyframes of episode `ep`, replayed from its reset seed (raises RenderingUnavailable), saved as
+    folder/keyframes/<k>_rollout<ep>_step<t>.png (what the VLM was shown)."""
+    import imageio.v3 as iio
+
+    from bird.envs.frames import render_episode
+    from bird.envs.registry import make_adapter
+    from bird.learners.rollouts import ROLLOUT_SEED_BASE
+
+    actions = data["actions"][data["episode"] == ep]
+    every = max(1, len(actions) // max(cfg.feedback.judge_keyframes - 1, 1))
+    steps = iter(actions)
+    frames = render_episode(make_adapter(cfg.env), seed=ROLLOUT_SEED_BASE + 1000 * state.seed + ep,
+                            policy=lambda obs: next(steps), max_steps=len(actions), every=every, width=224, height=224)
+    keyframes = [(ep, min(k * every, len(actions)), iio.imwrite("<bytes>", f, extension=".png"))
+                 for k, f in enumerate(frames[: cfg.feedback.judge_keyframes])]
+    save_keyframes(folder / "keyframes", keyframes, first=ep * cfg.feedback.judge_keyframes)
+    return [png for _, _, png in keyframes]
+
+
+def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int,
+              folder: Path) -> tuple[str, dict, list]:
+    """(text, context, images) of one rollout's evidence; a VLM's images are also saved under folder/keyframes/."""
+    length = int(np.sum(data["episode"] == ep))
+    ctx: dict[str, Any] = {"length": length}
+    images: list[bytes] = []
+    if cfg.judge.mode == "vlm":
+        from bird.envs.frames import RenderingUnavailable
+
+        try:
+            images = _keyframe_images(cfg, state, data, ep, folder)
+        except RenderingUnavailable as exc:
+            ctx["fallback"] = f"vlm requested, rendering unavailable: {exc}"
+            label = f"judge=vlm fell back to state_text ({ctx['fallback']})"
+            state.substitutes += [] if label in state.substitutes else [label]
+    if images:
+        lines = [f"The rollout lasted {length} steps. {len(images)} keyframes of it are attached, in time order."]
+        ctx["judge_mode"], ctx["n_frames"] = "vlm", len(images)
+    else:
+        if STATE_TEXT_JUDGE not in state.substitutes:
+            state.substitutes.append(STATE_TEXT_JUDGE)
+        rows = _episode_rows(cfg, state, data, ep, None, cfg.feedback.judge_keyframes)
+        lines = [f"The rollout lasted {length} steps. The state at {len(rows)} keyframes:", render_rollout(rows)]
+        ctx["judge_mode"], ctx["keyframes"] = "state_text", rows
+    if cfg.judge.state_table:
+        table = _episode_rows(cfg, state, data, ep, cfg.feedback.trajectory_stride, None)
+        lines += [f"State table, every {cfg.feedback.trajectory_stride} steps:", render_rollout(table)]
+        ctx["state_table"] = table
+    return "\n".join(lines), ctx, images
+
+
+def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, data: dict[str, np.ndarray], ep: int,
+             repeat: int, subtasks: list[dict[str, str]], scale: ScoreScale, shown: tuple[str, dict, list]) -> Request:
+    t = templates(cfg.generate.prompt)
+    mask = data["episode"] == ep
+    stats = component_stats({k: v[mask] for k, v in data.items() if k == "reward" or k.startswith("comp/")})
+    stat_text = "\n".join(f"- {n}: {s['max']:.3f} / {s['mean']:.3f} / {s['min']:.3f} / {s['std']:.3f}"
+                          for n, s in stats.items())
+    evidence, ctx, images = shown
+    listing = "\n".join(f"{i}. {s['name']}: {s['description']} (done when: {s['done_when']})"
+                        for i, s in enumerate(subtasks, start=1))
+    user = t.get("score_user", USER).format(task=state.spec.description, subtasks=listing, code=cand.code,
+                                            component_stats=stat_text, evidence=evidence, scale=scale.instruction)
+    return Request(purpose="judge_score",
+                   messages=(Message("system", t.get("score_system", SYSTEM).strip()), Message("user", user, tuple(images))),
+                   context={"task": state.spec.description, "subtasks": subtasks, "scale": scale.name, "code": cand.code,
+                            "component_stats": stats, "rollout": ctx},
+                   temperature=cfg.judge.temperature if cfg.judge.temperature is not None else 0.0,
+                   max_tokens=cfg.generate.max_tokens, sample_index=100 * ep + repeat, seed=state.seed)
+
+
+def _parse(text: str, subtasks: list[dict[str, str]], scale: ScoreScale) -> tuple[list[dict] | None, str | None]:
+    """Per subtask {score (normalised), raw, behaviour, rationale} from an answer, or (None, why)."""
+    try:
+        items = parse_json_answer(text).get("subtasks")
+    except AnswerParseError as exc:
+        return None, str(exc)
+    if not isinstance(items, list) or len(items) != len(subtasks):
+        return None, f"expected a list of {len(subtasks)} subtask judgements"
+    out = []
+    for i, item in enumerate(items):
+        score = scale.normalise(item.get("score")) if isinstance(item, dict) else None
+        if score is None:
+            return None, f"subtask {i + 1}: score {item.get('score') if isinstance(item, dict) else item!r} is not on the {scale.name} scale"
+        out.append({"score": score, "raw": item["score"], "behaviour": str(item.get("behaviour", "")),
+                    "rationale": str(item.get("rationale", ""))})
+    return out, None
+
+
+def judge_candidate(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult) -> dict[str, Any]:
+    """Judge every collected rollout judge.repeats times; returns (and keeps in state.judgements) the judgement:
+    score (mean over subtasks of the mean over valid calls; None when no call gave a valid answer), per subtask the
+    normalised mean and each call's score, behaviour and rationale, and every call's prompt and answer."""
+    from bird.learners.rollouts import load_rollouts
+
+    scale = get("score_scale", cfg.judge.score_scale)
+    subtasks = subtasks_of(state)
+    if not res.rollouts_path:
+        return {"score": None, "error": "no rollouts were collected", "subtasks": [], "calls": []}
+    data = load_rollouts(res.rollouts_path)
+    episodes = range(min(cfg.judge.rollouts, len(data["length"])))
+    shown = {ep: _evidence(cfg, state, data, ep, Path(res.rollouts_path).parent) for ep in episodes}  # once per rollout
+    requests = [_request(cfg, state, cand, data, ep, r, subtasks, scale, shown[ep])
+                for ep in episodes for r in range(cfg.judge.repeats)]
+    answers = state.judge.complete_many(requests)
+    per_sub: list[list[dict[str, Any]]] = [[] for _ in subtasks]
+    calls = []
+    for req, answer in zip(requests, answers, strict=True):
+        ep, repeat = divmod(req.sample_index, 100)
+        parsed, error = (None, f"judge request failed: {answer}") if isinstance(answer, LLMError) else _parse(answer.text, subtasks, scale)
+        calls.append({"rollout": ep + 1, "repeat": repeat + 1, "error": error, "prompt": req.messages_json(),
+                      "response": None if isinstance(answer, LLMError) else answer.text,
+                      "judge_mode": req.context["rollout"]["judge_mode"]})
+        for k, item in enumerate(parsed or []):
+            per_sub[k].append({"rollout": ep + 1, "repeat": repeat + 1, **item})
+    rows = [{"name": s["name"], "score": float(np.mean([j["score"] for j in js])) if js else None, "judgements": js}
+            for s, js in zip(subtasks, per_sub, strict=True)]
+    valid = [r["score"] for r in rows if r["score"] is not None]
+    out = {"score": float(np.mean(valid)) if len(valid) == len(rows) else None, "scale": scale.name,
+           "subtasks": rows, "n_calls": len(calls), "n_valid": sum(c["error"] is None for c in calls),
+           "judge": state.judge.describe(), "calls": calls}
+    state.judgements[cand.id] = out
+    state.records.setdefault(cand.id, {})["judge_scores.json"] = out
+    return out

@@ -1,0 +1,130 @@
+"""The task as an ordered list of subtasks (decompose.kind=subtask_list), asked once before the first generation and,
+with decompose.co_evolve, revised after each iteration from the feedback the method already shows (BIRD's RDA
+`task_decomposition` with `co_evolve.subtasks`, bird_release.md §1.5, §2.1–2.4; BIRD choice (5) "co-evolve subtasks",
+papers/bird.txt Table 5).
+
+A subtask is {"name", "description", "done_when"}: what to achieve and an observable condition that says it is done
+(read by judges, including the offline one). The current list is SearchState.subtasks (plain data); every revision is
+a line of subtasks.jsonl. An invalid answer is re-asked decompose.retries times, then the old list is kept (recorded).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bird.config.schema import BirdConfig
+from bird.llm.base import LLMError, Message, Request
+from bird.llm.parsing import AnswerParseError, parse_json_answer
+from bird.prompts import obs_fields_context, templates
+from bird.registry import get, register
+
+__all__ = ["subtask_problems", "render_subtasks", "co_evolve_subtasks"]
+
+MAX_SUBTASKS = 8
+_KEYS = ("name", "description", "done_when")
+SYSTEM = ("You are a reinforcement-learning expert who breaks robot and locomotion tasks into an ordered list of "
+          "subtasks that a reward function can shape one after another. Answer with one JSON object.")
+ASK = ("The environment:\n{env_repr}\n\nTask: {task}\n\nBreak the task into {count} ordered subtasks that together "
+       "achieve it. For each give a short name, one sentence saying what the agent must achieve, and `done_when`: a "
+       "condition on the observation fields that says the subtask is done.\n"
+       'Answer as JSON: {{"subtasks": [{{"name": str, "description": str, "done_when": str}}]}}')
+REVISE = ("Task: {task}\n\nThe current subtask list:\n{subtasks}\n\nThe best reward function of the last iteration got "
+          "this feedback:\n{feedback}\n\nRevise the subtask list so that it better guides the next reward functions: "
+          "split, merge, reorder, reword or keep subtasks, and make each `done_when` observable. Keep the list at most "
+          f"{MAX_SUBTASKS} long.\n"
+          'Answer as JSON: {{"subtasks": [{{"name": str, "description": str, "done_when": str}}], "changes": str}}')
+
+
+def subtask_problems(answer: Any, n_subtasks: int | None = None) -> list[str]:
+    """Every reason `answer` is not a valid {"subtasks": [...]} list. Empty = valid."""
+    items = answer.get("subtasks") if isinstance(answer, dict) else None
+    if not isinstance(items, list) or not items:
+        return ["'subtasks' must be a non-empty list"]
+    problems = [f"subtasks[{i}] needs non-empty strings {list(_KEYS)}" for i, s in enumerate(items)
+                if not isinstance(s, dict) or not all(isinstance(s.get(k), str) and s[k].strip() for k in _KEYS)]
+    names = [s.get("name") for s in items if isinstance(s, dict)]
+    if len(set(names)) != len(names):
+        problems.append(f"subtask names repeat: {names}")
+    if len(items) > MAX_SUBTASKS:
+        problems.append(f"{len(items)} subtasks; at most {MAX_SUBTASKS}")
+    if n_subtasks is not None and len(items) != n_subtasks:
+        problems.append(f"{len(items)} subtasks; decompose.n_subtasks={n_subtasks}")
+    return problems
+
+
+def _clean(answer: dict[str, Any]) -> list[dict[str, str]]:
+    return [{k: str(s[k]).strip() for k in _KEYS} for s in answer["subtasks"]]
+
+
+def render_subtasks(subtasks: list[dict[str, str]]) -> str:
+    return "\n".join(f"{i}. {s['name']}: {s['description']} (done when: {s['done_when']})"
+                     for i, s in enumerate(subtasks, start=1))
+
+
+def _ask(cfg: BirdConfig, state: Any, generator: Any, request: Request) -> tuple[list[dict] | None, list[dict]]:
+    """Ask (1 + decompose.retries times) until the answer is a valid list; returns (list or None, attempts)."""
+    attempts: list[dict[str, Any]] = []
+    for attempt in range(cfg.decompose.retries + 1):
+        req = replace(request, sample_index=request.sample_index + attempt)
+        [answer] = generator.complete_many([req])
+        if isinstance(answer, LLMError):
+            attempts.append({"error": str(answer)[:500]})
+            continue
+        try:
+            parsed: Any = parse_json_answer(answer.text)
+            problems = subtask_problems(parsed, cfg.decompose.n_subtasks)
+        except AnswerParseError as exc:
+            parsed, problems = None, [str(exc)]
+        attempts.append({"response": answer.text, "problems": problems, "llm": answer.to_json()})
+        if not problems:
+            return _clean(parsed), attempts
+    return None, attempts
+
+
+@register("decompose", "subtask_list")
+def _subtask_list(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any]:
+    """One request for the list; the record (with the prompt and every attempt) goes to decomposition.json."""
+    t = templates(cfg.generate.prompt)
+    count = str(cfg.decompose.n_subtasks) if cfg.decompose.n_subtasks else "2 to 5"
+    env_repr = get("env_representation", cfg.generate.env_representation)(state.spec)
+    user = t.get("subtasks_user", ASK).format(env_repr=env_repr, task=state.spec.description, count=count)
+    request = Request(purpose="decompose", messages=(Message("system", t.get("subtasks_system", SYSTEM).strip()),
+                                                     Message("user", user)),
+                      context={"kind": "subtask_list", "task": state.spec.description,
+                               "obs_fields": obs_fields_context(state.spec), "n_subtasks": cfg.decompose.n_subtasks},
+                      temperature=cfg.generate.temperature, max_tokens=cfg.generate.max_tokens, seed=state.seed)
+    subtasks, attempts = _ask(cfg, state, generator, request)
+    state.subtasks = subtasks
+    return {"kind": "subtask_list", "valid": subtasks is not None, "subtasks": subtasks,
+            "prompt": request.messages_json(), "attempts": attempts}
+
+
+def co_evolve_subtasks(cfg: BirdConfig, state: Any, generator: Any, run_root: Path) -> dict[str, Any] | None:
+    """decompose.co_evolve: after an iteration (not the last), revise the list from the feedback shown for the
+    iteration's selected candidate; append the revision (or why the old list was kept) to subtasks.jsonl."""
+    best = state.iteration_best
+    if (not cfg.decompose.co_evolve or not state.subtasks or best not in state.reports
+            or state.iteration >= state.plan.iterations):
+        return None
+    t = templates(cfg.generate.prompt)
+    shown = state.reports[best].feedback
+    user = t.get("subtasks_revise", REVISE).format(task=state.spec.description, subtasks=render_subtasks(state.subtasks),
+                                                   feedback=shown)
+    request = Request(purpose="subtask_revision",
+                      messages=(Message("system", t.get("subtasks_system", SYSTEM).strip()), Message("user", user)),
+                      context={"kind": "subtask_list", "task": state.spec.description, "subtasks": state.subtasks,
+                               "feedback_text": shown, "feedback": state.reports[best].stats,
+                               "obs_fields": obs_fields_context(state.spec), "n_subtasks": cfg.decompose.n_subtasks},
+                      temperature=cfg.generate.temperature, max_tokens=cfg.generate.max_tokens,
+                      sample_index=1000 * state.iteration, seed=state.seed)
+    revised, attempts = _ask(cfg, state, generator, request)
+    record = {"iteration": state.iteration, "from_candidate": best, "previous": state.subtasks, "revised": revised,
+              "kept_previous": revised is None, "prompt": request.messages_json(), "attempts": attempts}
+    if revised is not None:
+        state.subtasks = revised
+    with open(run_root / "subtasks.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record, default=str) + "\n")
+    return record
