@@ -23,6 +23,7 @@ from bird.stages.select import select
 from bird.stages.train import make_job, train
 from bird.stages.verify import random_transitions, verify
 from bird.state import Plan, SearchState
+from bird.types import Candidate, Report, TrainResult
 
 __all__ = ["search", "make_plan"]
 
@@ -30,16 +31,23 @@ __all__ = ["search", "make_plan"]
 def make_plan(cfg: BirdConfig) -> Plan:
     """Derived values: the method's K and T under the budget's caps, step counts, workers."""
     b = cfg.budget
+    from bird.components.crossover import crossover_share
+    from bird.components.tree import rescale_counts
+
     k = min(cfg.generate.n_candidates, b.max_candidates or cfg.generate.n_candidates)
     t = min(cfg.loop.iterations, b.max_iterations or cfg.loop.iterations)
     return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
                 final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k),
-                population_size=cfg.select.population_size or k)
+                population_size=cfg.select.population_size or k, n_crossover=crossover_share(cfg, k),
+                actions=rescale_counts(cfg.tree.actions, k))
 
 
-def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir,
-               ui: ProgressDisplay) -> None:
-    cands = generate(cfg, state, generator)
+def _wave(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir, ui: ProgressDisplay,
+          wave: int) -> tuple[list[Candidate], dict[str, TrainResult], dict[str, Report]]:
+    """Generate, verify, train and give feedback to one wave of candidates (wave 1: crossover children owed)."""
+    cands = generate(cfg, state, generator, wave)
+    if not cands:
+        return [], {}, {}
     for c in cands:
         state.candidates[c.id] = c
         run.write_generated(c)
@@ -57,11 +65,21 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainP
     state.results.update(results)
     reports = {} if last_unjudged else feedback(cfg, state, cands, results)
     state.reports.update(reports)
+    return cands, results, reports
+
+
+def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir,
+               ui: ProgressDisplay) -> None:
+    cands, results, reports = _wave(cfg, state, generator, pool, run, ui, 0)
+    if state.pending_crossovers:
+        more, more_results, more_reports = _wave(cfg, state, generator, pool, run, ui, 1)
+        cands, results, reports = cands + more, {**results, **more_results}, {**reports, **more_reports}
     select(cfg, state, cands, reports)
     if state.demos is not None:
         run.write_demo_scores(state, cands)
     if state.population:
         run.write_population(state)
+    run.write_search_structures(state)
     if cfg.demos.rl_every and state.iteration % cfg.demos.rl_every == 0 and state.iteration < state.plan.iterations:
         from bird.components.demos import expand_negatives
 

@@ -56,6 +56,8 @@ class Candidate:
     code: str | None = None  # extracted reward program
     parent_id: str | None = None
     failure: Failure | None = None
+    operator: str = "sample"  # how it was made: "sample" (the method's prompt) or a registry operator / crossover
+    co_parents: tuple[str, ...] = ()  # further parents (crossover), after parent_id
     llm: dict[str, Any] = field(default_factory=dict)  # model, tokens, cost, latency, cached
     attempts: int = 1  # answers requested for this candidate (1 + blind resamples)
     request: Any = field(default=None, repr=False, compare=False)  # the Request it answers (not saved)

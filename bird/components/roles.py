@@ -11,7 +11,7 @@ __all__ = ["needs_judge"]
 # config key -> registry family, for components that may declare `needs_judge = True`
 _COMPONENT_KEYS = {"feedback.format": "feedback_format", "feedback.fitness": "fitness"}
 # flags whose passes call the judge
-_FLAGS = ("feedback.thought_alignment",)
+_FLAGS = ("feedback.thought_alignment", "feedback.self_verify")
 
 
 def _get(cfg: object, dotted: str) -> object:

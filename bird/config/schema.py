@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
+from bird.config.search import AlignmentConfig, CrossoverConfig, IslandsConfig, TreeConfig
+
 __all__ = [
     "BirdConfig",
     "EnvConfig",
@@ -66,6 +68,14 @@ class GenerateConfig:
     design_thought: str = "none"
     # show the parent's design thought (aligned, when feedback.thought_alignment) next to its feedback
     parent_thought: bool = False
+    # how the iteration's samples are planned (operator and parents per sample): registry family sampling
+    sampling: str = "iid"
+    # generate.sampling=evolutionary_operators: chance that a sample is a crossover of two parents
+    crossover_rate: float = 0.0
+    # what a resample after a failed answer shows: registry family repair (blind | with_trace)
+    repair: str = "blind"
+    # suites the method's prompts are written for (empty = any); another suite is refused before the run
+    suites: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -151,6 +161,8 @@ class FeedbackConfig:
     judge_keyframes: int = 8
     # after training, the judge re-describes each reward from its code; that thought replaces the stated one
     thought_alignment: bool = False
+    # ask the generator to rate each trained reward in [-1, 1] from its feedback (stored, used by the search tree)
+    self_verify: bool = False
 
 
 @dataclass
@@ -336,3 +348,7 @@ class BirdConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    islands: IslandsConfig = field(default_factory=IslandsConfig)
+    tree: TreeConfig = field(default_factory=TreeConfig)
+    crossover: CrossoverConfig = field(default_factory=CrossoverConfig)
+    alignment: AlignmentConfig = field(default_factory=AlignmentConfig)

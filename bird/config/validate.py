@@ -202,9 +202,12 @@ def _check_flags(cfg: BirdConfig, problems: list[str]) -> None:
 
 def validate(cfg: BirdConfig) -> list[str]:
     """Return every problem found in `cfg` (empty when valid)."""
+    from bird.config.validate_search import check_search
+
     problems: list[str] = []
     _check_numbers(cfg, problems)
     _check_names(cfg, problems)
     _check_couplings(cfg, problems)
     _check_flags(cfg, problems)
+    check_search(cfg, problems)
     return problems

@@ -14,7 +14,7 @@ from typing import Any
 from bird.llm.base import Generator, LLMError, Request, Response
 from bird.llm.offline.terms import SPEC_MARKER, Term, render_program
 
-__all__ = ["OfflineSynthesiser", "propose", "mutate"]
+__all__ = ["OfflineSynthesiser", "propose", "mutate", "parent_terms", "optional_terms"]
 
 LABEL = "offline synthesiser (no-LLM baseline)"
 _WEIGHTS = (0.1, 0.3, 1.0, 3.0)
@@ -87,7 +87,7 @@ def _required_terms(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
     return terms
 
 
-def _optional_terms(ctx: dict[str, Any], terms: list[Term]) -> list[Term]:
+def optional_terms(ctx: dict[str, Any], terms: list[Term]) -> list[Term]:
     opts = [Term("action_cost", "control", (), 0.01)]
     angvel = [f["name"] for f in ctx["obs_fields"] if f["kind"] == "angular_velocity"][:2]
     if angvel:
@@ -104,7 +104,7 @@ def _optional_terms(ctx: dict[str, Any], terms: list[Term]) -> list[Term]:
 def propose(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
     """A fresh program: the task-implied terms plus a seeded subset of optional ones."""
     terms = _required_terms(ctx, rng)
-    for opt in _optional_terms(ctx, terms):
+    for opt in optional_terms(ctx, terms):
         if rng.random() < 0.5:
             terms.append(opt.scaled(rng.choice((0.3, 1.0, 3.0))))
     return terms
@@ -124,7 +124,7 @@ def mutate(ctx: dict[str, Any], parent: list[Term], rng: random.Random) -> list[
     scores = [s for s in fb.get("task_score", []) if s == s]
     terms = list(parent)
     if (scores and max(scores) <= 0.05) or "preference" in fb:  # (1) near-zero score or misranked prefs: restructure
-        extra = _optional_terms(ctx, terms)
+        extra = optional_terms(ctx, terms)
         if extra and rng.random() < 0.6:
             terms.append(rng.choice(extra))
         elif len(terms) > 1:
@@ -148,7 +148,8 @@ def mutate(ctx: dict[str, Any], parent: list[Term], rng: random.Random) -> list[
     return out
 
 
-def _parent_terms(code: str | None) -> list[Term] | None:
+def parent_terms(code: str | None) -> list[Term] | None:
+    """The term spec an offline program carries in its marker comment (None for any other program)."""
     if not code:
         return None
     for line in code.splitlines():
@@ -204,10 +205,20 @@ class OfflineSynthesiser(Generator):
 
             text = answer_demo_request(ctx, request.purpose, self._rng(request), LABEL)
             return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+        if request.purpose == "self_verify":
+            from bird.llm.offline.operator_synth import answer_operator
+
+            text = answer_operator(request.purpose, ctx, self._rng(request), LABEL) or ""
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
         if "obs_fields" not in ctx or "task" not in ctx:
             raise LLMError(f"offline synthesiser cannot answer a {request.purpose!r} request without obs_fields/task")
         rng = self._rng(request)
-        parent = _parent_terms(ctx.get("parent_code"))
+        from bird.llm.offline.operator_synth import answer_operator
+
+        text = answer_operator(request.purpose, ctx, rng, LABEL)
+        if text is not None:
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+        parent = parent_terms(ctx.get("parent_code"))
         if request.purpose == "mutation" and parent and not ctx.get("error"):
             terms, how = mutate(ctx, parent, rng), "mutated from the parent using the feedback shown"
         else:
