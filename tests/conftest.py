@@ -24,7 +24,7 @@ def compose_cfg():
 # The env each method's shared smoke search runs on (methods that need demonstrations, a Pythonic class abstraction or
 # a scripted expert run on Meta-World, which has them; MuJoCo has none of these). Add a line for a new method that needs it.
 METHOD_SMOKE_ENV = {"grace": "metaworld/reach", "card": "metaworld/reach", "regot": "metaworld/drawer_open",
-                    "prm4rl": "metaworld/drawer_open"}
+                    "prm4rl": "metaworld/drawer_open", "t2r_zeroshot": "metaworld/push"}
 
 
 def method_smoke_overrides(method: str) -> tuple[str, ...]:

@@ -3,6 +3,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bird.config.load import CONF_DIR, ConfigError, compose
 from bird.diff import method_diff
@@ -55,12 +56,18 @@ def _options(group: str) -> list[str]:
     return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.rglob("*.yaml"))
 
 
+SUITE_ENV = {"metaworld": "metaworld/push", "mujoco": "mujoco/hopper"}
+
+
 @pytest.mark.parametrize("group", ["method", "env", "llm", "trainer", "budget"])
 def test_every_option_of_every_group_composes(group):
     for option in _options(group):
         if group == "llm" and option != "offline":
             continue  # API backends need a key at start-up, not at compose time; tested in tests/llm
-        cfg = compose([f"{group}={option}"])
+        suites = yaml.safe_load((CONF_DIR / group / f"{option}.yaml").read_text()).get("generate", {}).get("suites") \
+            if group == "method" else None
+        env = [f"env={SUITE_ENV[suites[0]]}"] if suites else []  # a method written for another suite than the default's
+        cfg = compose([f"{group}={option}", *env])
         assert cfg.method
 
 
