@@ -35,9 +35,9 @@ def _child(state: SearchState, cid: str, fitness: float, parent: str | None, *co
 def test_a_child_enters_its_parents_island_only_above_the_island_mean(island_cfg):
     cfg = island_cfg()
     state = _state([["a", "b"], ["c"]], {"a": 1.0, "b": 3.0, "c": 10.0})  # island 0 mean 2.0
+    assert not admit(cfg, state, _child(state, "y", 2.0, "b"))["admitted"]  # equal to the mean: out
     assert admit(cfg, state, _child(state, "x", 2.5, "a")) == {"id": "x", "island": 0, "admitted": True,
                                                                "dropped": None}
-    assert not admit(cfg, state, _child(state, "y", 2.0, "b"))["admitted"]  # equal to the mean: out
     assert admit(cfg, state, _child(state, "z", 9.0, "c"))["admitted"] is False  # island 1's mean is 10
     assert state.islands == [["a", "b", "x"], ["c"]] and state.island_admissions == 1
 

@@ -145,3 +145,19 @@ def test_a_method_written_for_meta_world_refuses_another_suite_before_running(co
     with pytest.raises(ConfigError, match=r"t2r_zeroshot' is written for suites \['metaworld'\]"):
         compose_cfg("method=t2r_zeroshot", "env=mujoco/hopper")
     assert compose_cfg("method=t2r_zeroshot", "env=metaworld/push").generate.suites == ["metaworld"]
+
+
+def test_offline_crossover_keeps_parent_a_and_takes_a_term_only_b_has(revolve):
+    from bird.llm.base import Request
+    from bird.llm.offline.terms import Term, render_program
+
+    cfg, state = revolve
+    a = render_program([Term("forward_progress", "progress", ("rootx_vel",)), Term("alive", "alive", (), 0.1)], "a")
+    b = render_program([Term("forward_progress", "progress", ("rootx_vel",), 3.0),
+                        Term("upright", "upright", ("rooty_angle",), 0.3, "exp", 0.1)], "b")
+    ctx = {"obs_fields": [], "task": "hop", "operator": "crossover",
+           "parents": [{"id": "a", "code": a, "feedback": {}}, {"id": "b", "code": b, "feedback": {}}], "parent_code": a}
+    text = OfflineSynthesiser("m").complete(Request("crossover", (), ctx)).text
+    child = {t.name: t for t in parent_terms(extract_code(text, "compute_reward"))}
+    assert set(child) == {"forward_progress", "alive", "upright"}
+    assert child["forward_progress"].weight == 1.0 and child["upright"].temp == 0.1  # A's own term, B's new one

@@ -102,3 +102,22 @@ def test_t2r_zeroshot_smoke_search_checks_one_reward_and_trains_it_only_in_the_f
     assert not (run / "candidates" / "it1-c0" / "curve.csv").exists() and math.isfinite(result["returned_score"])
     prompt = json.loads((run / "candidates" / "it1-c0" / "prompt.json").read_text())
     assert "Sawyer" in prompt[0]["content"] and "class Push" in prompt[1]["content"]
+
+
+@pytest.mark.parametrize("suite,expected", [("metaworld", [True, False]), ("mujoco", [False, False])])
+def test_stored_episodes_are_successes_only_where_the_score_is_a_success_flag(tmp_path, suite, expected):
+    """BIRD Table 8 note a: CARD's trajectory screen reads Meta-World's success flag and passes every reward elsewhere
+    (a store without successes is one-sided, so the screen passes)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from bird.components.trajectories import add_rollouts
+    from bird.learners.rollouts import save_rollouts
+
+    path = tmp_path / "rollouts.npz"
+    save_rollouts(path, {"obs": np.zeros((4, 2)), "actions": np.zeros((4, 1)), "next_obs": np.zeros((4, 2)),
+                         "episode": np.array([0, 0, 1, 1]), "score": np.array([1.0, 0.0])})  # hopper: 1.0 m/s
+    state = SimpleNamespace(spec=SimpleNamespace(suite=suite), trajectories=None)
+    add_rollouts(state, "c", str(path), 1.0)
+    assert state.trajectories.success == expected
