@@ -121,3 +121,15 @@ def test_stored_episodes_are_successes_only_where_the_score_is_a_success_flag(tm
     state = SimpleNamespace(spec=SimpleNamespace(suite=suite), trajectories=None)
     add_rollouts(state, "c", str(path), 1.0)
     assert state.trajectories.success == expected
+
+
+def test_bad_search_keys_fail_before_the_run_naming_each_key(compose_cfg):
+    from bird.config.load import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        compose_cfg("method=rf_agent", "+tree.actions.jump=1", "generate.sampling=nosuch", "islands.migration_rate=2",
+                    "crossover.operator=splice", "tree.best_weight=0.9")
+    text = str(err.value)
+    for needle in ("tree.actions: 'jump' is not a registered operator", "generate.sampling='nosuch'",
+                   "islands.migration_rate=2", "crossover.operator='splice'", "tree.best_weight=0.9"):
+        assert needle in text, needle
