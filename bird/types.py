@@ -30,6 +30,7 @@ class FailureKind(StrEnum):
     NON_FINITE = "non_finite"  # reward or a component was NaN or infinite
     BAD_OUTPUT = "bad_output"  # wrong return type or shape
     SCREENED = "screened"  # a verify screen decided not to train it
+    OPERATOR_ERROR = "operator_error"  # a programmatic operator (crossover) could not build a program from its parents
     TRAIN_ERROR = "train_error"  # the learner itself failed
     SKIPPED = "skipped"  # not attempted (budget exhausted)
 

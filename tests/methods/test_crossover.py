@@ -86,3 +86,41 @@ def test_crossover_share_rescales_n_to_the_plans_k(compose_cfg):
     cfg = compose_cfg("method=rstar")  # n = 2 of K = 8
     assert [crossover_share(cfg, k) for k in (1, 2, 4, 8)] == [0, 1, 1, 2]
     assert crossover_share(compose_cfg("method=eureka"), 8) == 0
+
+
+def _xo_state(cfg, hopper, programs):
+    from bird.state import Plan, SearchState
+    from bird.types import Candidate, Report
+
+    spec, batch = hopper
+    state = SearchState(spec, Plan(8, 5, 1, 1, 1, 1, n_crossover=2), 0, batch)
+    state.iteration = 2
+    for cid, (code, fitness) in programs.items():
+        state.candidates[cid] = Candidate(cid, 1, 0, [], code=code)
+        state.reports[cid] = Report(cid, fitness, "")
+    return state
+
+
+def test_backfill_swaps_a_pair_that_gives_no_child_and_records_every_draw(compose_cfg, hopper):
+    from bird.components.crossover import crossover_children
+
+    cfg = compose_cfg("method=rstar")
+    # softmax(T=1) draws the fitter B-rich parent first; it lacks nothing A has, so the pair is swapped
+    lean = 'def compute_reward(obs, action, next_obs, info):\n    f = next_obs["rootx_vel"]\n    return f, {"forward": f}\n'
+    state = _xo_state(cfg, hopper, {"rich": (PARENT_B, 10.0), "lean": (lean, 0.0)})
+    children = crossover_children(cfg, state, 6, 0)
+    assert [c.id for c in children] == ["it2-c6", "it2-c7"] and state.pending_crossovers == 0
+    child = children[0]
+    assert child.alive and (child.parent_id, child.co_parents) == ("lean", ("rich",)) and child.verified.ok
+    draws = state.records["it2-c6"]["crossover.json"]["draws"]
+    assert [d["parents"] for d in draws] == [["rich", "lean"], ["lean", "rich"]] and "error" in draws[0]
+
+
+def test_crossover_children_wait_for_a_second_wave_while_there_is_no_archive(compose_cfg, hopper):
+    from bird.components.crossover import crossover_children
+
+    cfg = compose_cfg("method=rstar")
+    state = _xo_state(cfg, hopper, {"only": (PARENT_A, 1.0)})
+    assert crossover_children(cfg, state, 6, 0) == [] and state.pending_crossovers == 2
+    owed = crossover_children(cfg, state, 6, 1)  # wave 1 still finds one ranked parent: recorded as skipped
+    assert [c.failure.kind for c in owed] == ["skipped", "skipped"] and state.pending_crossovers == 0
