@@ -218,7 +218,7 @@ def _ranked(state: SearchState) -> list[str]:
 
 def _child(cfg: BirdConfig, state: SearchState, index: int) -> Candidate:
     """One crossover child: parents drawn by crossover.parent; with backfill, redrawn while the child cannot be
-    built or fails the checks."""
+    built or fails the checks (a pair already tried is swapped, A ↔ B [ours])."""
     from bird.components.operators import draw_mate
     from bird.stages.verify import verify_code
 
@@ -233,12 +233,16 @@ def _child(cfg: BirdConfig, state: SearchState, index: int) -> Candidate:
         if a is None or b is None:
             cand.failure = Failure(FailureKind.SKIPPED, "no two ranked parents to cross")
             break
+        if [a, b] in [t["parents"] for t in tried]:  # a pair already tried: the other way round, else give up
+            if [b, a] in [t["parents"] for t in tried]:
+                break
+            a, b = b, a
         cand.parent_id, cand.co_parents, cand.failure, cand.code = a, (b,), None, None
         try:
             cand.code, record = get("crossover", cfg.crossover.operator)(
                 state.candidates[a].code, state.candidates[b].code, rng)
         except CrossoverError as exc:
-            cand.failure = Failure(FailureKind.BAD_OUTPUT, f"crossover {a} × {b}: {exc}")
+            cand.failure = Failure(FailureKind.OPERATOR_ERROR, f"crossover {a} × {b}: {exc}")
             tried.append({"parents": [a, b], "error": str(exc)})
             continue
         cand.verified = verify_code(cand.code, cfg, state.smoke_batch, state.spec)
