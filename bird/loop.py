@@ -30,30 +30,34 @@ __all__ = ["search", "make_plan"]
 
 def make_plan(cfg: BirdConfig) -> Plan:
     """Derived values: the method's K and T under the budget's caps, step counts, workers."""
-    b = cfg.budget
     from bird.components.crossover import crossover_share
     from bird.components.tree import rescale_counts
 
+    b = cfg.budget
     k = min(cfg.generate.n_candidates, b.max_candidates or cfg.generate.n_candidates)
     t = min(cfg.loop.iterations, b.max_iterations or cfg.loop.iterations)
+    own = {"n_candidates": cfg.generate.n_candidates, "iterations": cfg.loop.iterations,
+           "population_size": cfg.select.population_size or cfg.generate.n_candidates}
+    planned = {"n_candidates": k, "iterations": t, "population_size": cfg.select.population_size or k}
     return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
                 final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k),
-                population_size=cfg.select.population_size or k, n_crossover=crossover_share(cfg, k),
-                actions=rescale_counts(cfg.tree.actions, k))
+                population_size=planned["population_size"], n_crossover=crossover_share(cfg, k),
+                actions=rescale_counts(cfg.tree.actions, k),
+                capped={key: [own[key], planned[key]] for key in own if own[key] != planned[key]})
 
 
 def _wave(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir, ui: ProgressDisplay,
           wave: int) -> tuple[list[Candidate], dict[str, TrainResult], dict[str, Report]]:
     """Generate, verify, train and give feedback to one wave of candidates (wave 1: crossover children owed)."""
-    cands = generate(cfg, state, generator, wave)
+    last_unjudged = state.iteration == state.plan.iterations and not cfg.loop.feedback_on_last
+    screened_cfg = replace(cfg, verify=replace(cfg.verify, screens=[])) if last_unjudged else cfg
+    cands = generate(screened_cfg, state, generator, wave)
     if not cands:
         return [], {}, {}
     for c in cands:
         state.candidates[c.id] = c
         run.write_generated(c)
         run.event("candidate_generated", id=c.id, failure=c.failure.to_json() if c.failure else None)
-    last_unjudged = state.iteration == state.plan.iterations and not cfg.loop.feedback_on_last
-    screened_cfg = replace(cfg, verify=replace(cfg.verify, screens=[])) if last_unjudged else cfg
     for cid, vr in verify(screened_cfg, state, cands).items():
         run.write_verified(cid, vr)
         run.event("candidate_verified", id=cid, ok=vr.ok, failure=vr.failure.to_json() if vr.failure else None)
@@ -138,7 +142,9 @@ def _substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
     from bird.config.validate import REGISTRY_KEYS, _get
     from bird.registry import get
 
-    out = list(cfg.substitutes)
+    judge = state.judge.describe() if state.judge is not None else {}
+    model = f"{judge['model']} ({judge['label']})" if judge.get("label") else judge.get("model", "no judge")
+    out = [s.replace("{judge_model}", model) for s in cfg.substitutes]  # the judge the run actually used
     for key, family in REGISTRY_KEYS.items():
         label = getattr(get(family, _get(cfg, key)), "substitute", None)
         out += [label] if label else []
@@ -165,6 +171,16 @@ def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> 
         state.judge = make_judge(cfg.llm, cfg.judge, generator)
 
 
+def _why_nothing_returned(state: SearchState) -> str | None:
+    """Why the search has no returned candidate (None when it has one): each candidate's failure and attempts."""
+    if state.returned is not None:
+        return None
+    failed = [f"{c.id}: {c.failure.kind} after {c.attempts} attempt(s): {c.failure.reason}"
+              for c in state.candidates.values() if c.failure is not None]
+    reason = "; ".join(failed[:10]) or "no candidate was generated"
+    return f"no candidate could be returned ({reason})" + (f"; {state.stop_reason}" if state.stop_reason else "")
+
+
 def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[float], wall: float) -> dict[str, Any]:
     totals = generator.totals()
     cand = state.candidates.get(state.returned or "")
@@ -180,6 +196,7 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
             "candidate_id": cand.id, "code_path": f"candidates/{cand.id}/reward.py" if cand.code else None,
             "in_loop_score": cfg_score(cfg, state.results.get(cand.id))},
         "returned_score": float(np.mean(scores)) if scores else None,
+        "no_return_reason": _why_nothing_returned(state),
         "returned_score_per_seed": scores,
         "iterations": state.iterations_log,
         "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),

@@ -10,7 +10,7 @@ from bird.config.validate import METHODS_DIR
 from bird.envs.base import TaskSpec
 from bird.registry import register
 
-__all__ = ["templates", "render_obs_index", "obs_fields_context", "initial_user_message"]
+__all__ = ["templates", "render_obs_index", "render_fields", "obs_fields_context", "initial_user_message"]
 
 
 @cache
@@ -30,24 +30,49 @@ def _parents(name: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def obs_fields_context(spec: TaskSpec) -> list[dict]:
-    """The observation index as the structured context carries it (the same facts the prompt renders)."""
-    return [
-        {"name": f.name, "size": f.size, "kind": f.kind, "unit": f.unit, "axis": f.axis,
-         "description": f.description, "always_zero": f.always_zero}
-        for f in spec.obs_index.fields
-    ]
+def _shape(size: int) -> str:
+    return "(batch,)" if size == 1 else f"(batch, {size})"
 
 
-def render_obs_index(spec: TaskSpec) -> str:
-    lines = []
+@register("field_view", "described")
+def _described(spec: TaskSpec) -> tuple[str, list[dict]]:
+    """Each field's name, shape, kind, unit, axis and description (the observation index in full)."""
+    lines, ctx = [], []
     for f in spec.obs_index.fields:
-        shape = "(batch,)" if f.size == 1 else f"(batch, {f.size})"
         unit = f", {f.unit}" if f.unit else ""
         axis = f", axis {f.axis}" if f.axis else ""
         zero = " [always zero for this task]" if f.always_zero else ""
-        lines.append(f'- obs["{f.name}"]: {shape}, kind {f.kind}{unit}{axis}: {f.description}{zero}')
-    return "\n".join(lines)
+        lines.append(f'- obs["{f.name}"]: {_shape(f.size)}, kind {f.kind}{unit}{axis}: {f.description}{zero}')
+        ctx.append({"name": f.name, "size": f.size, "kind": f.kind, "unit": f.unit, "axis": f.axis,
+                    "description": f.description, "always_zero": f.always_zero})
+    return "\n".join(lines), ctx
+
+
+@register("field_view", "bare")
+def _bare(spec: TaskSpec) -> tuple[str, list[dict]]:
+    """Each field's name, shape and unit only: nothing about what it means for the task (GRACE §5.1)."""
+    lines = [f'- state["{f.name}"]: ' + ("scalar" if f.size == 1 else f"array of shape ({f.size},)")
+             + (f", {f.unit}" if f.unit else "") for f in spec.obs_index.fields]
+    return "\n".join(lines), [{"name": f.name, "size": f.size, "unit": f.unit} for f in spec.obs_index.fields]
+
+
+def render_fields(spec: TaskSpec, view: str = "described") -> str:
+    """The observation fields as prompt text, in the `generate.field_view` view."""
+    from bird import registry
+
+    return registry.get("field_view", view)(spec)[0]
+
+
+def obs_fields_context(spec: TaskSpec, view: str = "described") -> list[dict]:
+    """The observation fields as the structured context carries them (the same facts the prompt renders)."""
+    from bird import registry
+
+    return registry.get("field_view", view)(spec)[1]
+
+
+def render_obs_index(spec: TaskSpec) -> str:
+    """The observation index in full (the `described` field view)."""
+    return render_fields(spec, "described")
 
 
 @register("env_representation", "obs_code")
@@ -73,19 +98,21 @@ def class_abstraction(spec: TaskSpec) -> str:
     return generic_class_abstraction(spec)
 
 
-def initial_user_message(template_set: str, representation: str, state: Any,
-                         name: str = "initial_user", extra: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+def initial_user_message(template_set: str, representation: str, state: Any, field_view: str = "described",
+                         rng: Any = None, name: str = "initial_user",
+                         extra: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
     """The first user message (or the template `name` with the same slots) and the structured context of what it
     shows (slots the template does not use are neither rendered nor put in the context). Demonstrations fill
-    {expert_trajectories} when the search has them; `extra` fills the caller's own slots."""
+    {expert_trajectories} when the search has them (a random subset drawn with `rng`); `extra` fills the caller's
+    own slots."""
     from bird import registry
 
     t = templates(template_set)[name]
     spec: TaskSpec = state.spec
     slots: dict[str, Any] = {
         "env_repr": lambda: registry.get("env_representation", representation)(spec),
-        "obs_index": lambda: render_obs_index(spec),
-        "state_description": lambda: render_obs_index(spec),
+        "obs_index": lambda: render_fields(spec, field_view),
+        "state_description": lambda: render_fields(spec, field_view),
         "action_dim": lambda: spec.action_dim,
         "action_low": lambda: min(spec.action_low),
         "action_high": lambda: max(spec.action_high),
@@ -104,7 +131,7 @@ def initial_user_message(template_set: str, representation: str, state: Any,
     if "{expert_trajectories}" in t:
         from bird.components.demo_views import shown_expert_trajectories
 
-        values["expert_trajectories"], context["expert_trajectories"] = shown_expert_trajectories(state)
+        values["expert_trajectories"], context["expert_trajectories"] = shown_expert_trajectories(state, rng)
     return t.format(**values, **(extra or {})), context
 
 

@@ -76,6 +76,7 @@ class RunDir:
             "wall_s": round(result.wall_s, 3) if result else 0.0,
             "llm": cand.llm,
             "attempts": cand.attempts,
+            "resampled": cand.resampled,
             "metrics": report.stats.get("metrics") if report else None,
         })
 

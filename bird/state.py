@@ -26,6 +26,7 @@ class Plan:
     population_size: int = 0  # survivors of select.rule=mu_plus_lambda (select.population_size or K)
     n_crossover: int = 0  # programmatic crossover children per iteration, out of K (crossover.n rescaled to K)
     actions: tuple[str, ...] = ()  # tree action of each sample of an expansion (tree.actions rescaled to K)
+    capped: dict[str, list[int]] = field(default_factory=dict)  # what the budget's caps changed: {key: [method's, planned]}
 
 
 @dataclass

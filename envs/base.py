@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "BenchmarkScoreWrapper"]
+__all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "BenchmarkScoreWrapper", "eval_env"]
 
 # Field kinds the offline synthesiser and the prompts understand.
 FIELD_KINDS = (
@@ -113,7 +113,9 @@ class ScoreTracker(ABC):
 class BenchmarkScoreWrapper(gym.Wrapper):
     """Adds info["bird_episode"] = {"quantity", "score"} at the last step of each episode.
 
-    score = (quantity - random_quantity) / scale, so a uniform-random policy scores 0.
+    score = (quantity - random_quantity) / scale, so a uniform-random policy scores 0. With `end_on_success` set,
+    a step whose info carries a true "success" flag ends the episode (terminated), as CARD's evaluation env does;
+    suites without a success flag are unaffected.
     """
 
     def __init__(self, env: gym.Env, tracker: ScoreTracker, random_quantity: float, scale: float) -> None:
@@ -121,6 +123,7 @@ class BenchmarkScoreWrapper(gym.Wrapper):
         self._tracker = tracker
         self._random = float(random_quantity)
         self._scale = float(scale) if scale else 1.0
+        self.end_on_success = False
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
@@ -130,6 +133,7 @@ class BenchmarkScoreWrapper(gym.Wrapper):
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._tracker.step(self.env.unwrapped, info)
+        terminated = terminated or (self.end_on_success and bool(info.get("success", 0.0)))
         if terminated or truncated:
             q = self._tracker.quantity()
             info = dict(info)
@@ -153,3 +157,10 @@ class TaskAdapter(ABC):
     def info_for_program(self, info: dict[str, Any]) -> dict[str, Any]:
         """The part of a step's info a reward program may read. Default: nothing (no success flag, no reward terms)."""
         return {}
+
+
+def eval_env(adapter: TaskAdapter, end_on_success: bool = False) -> gym.Env:
+    """An evaluation env of `adapter`; with end_on_success, an episode ends at the first step flagged successful."""
+    env = adapter.make_env()
+    env.end_on_success = end_on_success  # the BenchmarkScoreWrapper is outermost (TaskAdapter.make_env)
+    return env

@@ -34,3 +34,25 @@ def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.metaworld import make_task
 
     return make_task(task, cfg)
+
+
+# hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds)
+@register("hidden_facts", "mujoco")
+def _mujoco_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+    """Gymnasium's reward names; no thresholds: Gym MuJoCo v5 has no success check (the score is a physical quantity)."""
+    import gymnasium as gym
+
+    from bird.envs.mujoco.source import hidden_names
+    from bird.envs.mujoco.tasks import TASKS
+
+    return hidden_names(type(gym.make(TASKS[task].gym_id).unwrapped)), ()
+
+
+@register("hidden_facts", "metaworld")
+def _metaworld_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+    """Meta-World's reward and success code names, and the numbers evaluate_state's success compares against."""
+    from bird.envs.metaworld.source import hidden_names, success_thresholds
+    from bird.envs.metaworld.tasks import TASKS, canonical_task
+
+    mw_name = TASKS[canonical_task(task)].mw_name
+    return hidden_names(mw_name), success_thresholds(mw_name)

@@ -30,7 +30,8 @@ METHOD_SMOKE_ENV = {"grace": "metaworld/reach", "card": "metaworld/reach", "rego
 def method_smoke_overrides(method: str) -> tuple[str, ...]:
     """Overrides of a method's shared end-to-end smoke search (two iterations, offline generator)."""
     env = METHOD_SMOKE_ENV.get(method, "mujoco/inverted_pendulum")
-    extra = ("demos.n_expert=2", "demos.n_negative=2", "train.collect_episodes=1") if env.startswith("metaworld") else ()
+    extra = ("demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2", "train.collect_episodes=1") \
+        if env.startswith("metaworld") else ()
     return (f"method={method}", f"env={env}", "budget.max_iterations=2", *extra)
 
 
@@ -55,3 +56,12 @@ def smoke_run(tmp_path_factory, compose_cfg):
 def method_smoke_run(smoke_run):
     """method_smoke_run(method) -> (run directory, result): the method's shared end-to-end smoke search."""
     return lambda method: smoke_run(*method_smoke_overrides(method))
+
+
+@pytest.fixture(scope="session")
+def rehearse_prompts():
+    """rehearse_prompts(cfg, workdir) -> Rehearsal: every prompt kind the method sends, without training
+    (tests/prompt_rehearsal.py)."""
+    from prompt_rehearsal import rehearse
+
+    return rehearse

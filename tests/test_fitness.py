@@ -13,7 +13,7 @@ from bird.types import Checkpoint
 
 # benchmark score rises while the reference return falls, so the two signals pick different checkpoints
 CURVE = (Checkpoint(1000, 0.10, 0.0, 1.0, 50.0, 10.0), Checkpoint(2000, 0.40, 0.0, 1.0, 20.0, 10.0))
-MW_FAST = ("env.horizon=100", "budget.env_steps=512", "budget.final_env_steps=512")
+MW_FAST = ("env.horizon=100", "budget.env_steps=512", "budget.final_env_steps=512")  # shared with test_leaks.py
 
 
 @pytest.mark.parametrize("suite,value,source", [

@@ -47,11 +47,12 @@ def _critic_request(cfg: BirdConfig, state: SearchState, index: int) -> Request:
     t = templates(cfg.generate.prompt)
     if "critic_user" not in t:
         raise ValueError(f"alignment.labeller=critic_population_vote needs methods/{cfg.generate.prompt}/critic_user.txt")
-    user, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state, "critic_user",
-                                       {"code_output_tip": t.get("code_output_tip", "")})
+    user, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state,
+                                       cfg.generate.field_view, name="critic_user",
+                                       extra={"code_output_tip": t.get("code_output_tip", "")})
     system = t.get("critic_system", t["system"]).format(signature=t.get("signature", ""), action_dim=state.spec.action_dim,
                                                         code_output_tip=t.get("code_output_tip", ""))
-    context = {"obs_fields": obs_fields_context(state.spec), "action_dim": state.spec.action_dim,
+    context = {"obs_fields": obs_fields_context(state.spec, cfg.generate.field_view), "action_dim": state.spec.action_dim,
                "contract": "compute_reward", "critic": index, **shown}
     return Request("critic", (Message("system", system), Message("user", user)), context,
                    temperature=cfg.generate.temperature, max_tokens=cfg.generate.max_tokens, sample_index=index,

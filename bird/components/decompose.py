@@ -1,7 +1,7 @@
 """Task decomposition before the first generation (registry family decompose).
 
 - none: no decomposition.
-- tag_graph: RE-GoT §IV-B, one query returns a text-attributed graph G = (V, E, T_v, T_e) of sub-goals, guided by
+- tag_graph: RE-GoT §IV-C2 (a single query, §IV-D) returns a text-attributed graph G = (V, E, T_v, T_e) of sub-goals, guided by
   rules and k few-shot (task → graph) examples (methods/<generate.prompt>/decompose_*.txt; k = 0 is the zero-shot
   ablation). The answer is validated (`graph_problems`); an invalid graph is re-asked decompose.retries times, then
   the search goes on without one, recorded in decomposition.json.
@@ -17,7 +17,7 @@ from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
 
-__all__ = ["graph_problems", "render_graph", "decompose"]
+__all__ = ["graph_problems", "render_graph", "decompose", "decompose_request"]
 
 SUBSTEP_TYPES = ("reward", "primitive")
 
@@ -128,14 +128,15 @@ def render_graph(graph: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _request(cfg: BirdConfig, state: Any, attempt: int) -> Request:
+def decompose_request(cfg: BirdConfig, state: Any, attempt: int) -> Request:
+    """The decomposition prompt (attempt k = its k-th blind re-ask), with the few-shot examples in its context."""
     t = templates(cfg.generate.prompt)
     examples = [t[k] for k in sorted(t) if k.startswith("decompose_example_")][: cfg.decompose.n_examples]
     env_repr = get("env_representation", cfg.generate.env_representation)(state.spec)
     user = t["decompose_user"].format(env_repr=env_repr, task=state.spec.description, rules=t["decompose_rules"],
                                       examples="\n".join(examples))
-    context = {"task": state.spec.description, "obs_fields": obs_fields_context(state.spec), "n_examples": len(examples),
-               "examples": examples}
+    context = {"task": state.spec.description, "obs_fields": obs_fields_context(state.spec, cfg.generate.field_view),
+               "n_examples": len(examples), "examples": examples}
     return Request(purpose="decompose", messages=(Message("system", t["decompose_system"]), Message("user", user)),
                    context=context, temperature=cfg.generate.temperature, max_tokens=cfg.generate.max_tokens,
                    sample_index=attempt, seed=state.seed)
@@ -151,7 +152,7 @@ def _tag_graph(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any]:
     """Ask for the graph (1 + decompose.retries attempts); the record says which attempt, if any, was valid."""
     attempts: list[dict[str, Any]] = []
     for attempt in range(cfg.decompose.retries + 1):
-        req = _request(cfg, state, attempt)
+        req = decompose_request(cfg, state, attempt)
         [answer] = generator.complete_many([req])
         if isinstance(answer, LLMError):
             attempts.append({"error": str(answer)[:500]})
@@ -164,9 +165,9 @@ def _tag_graph(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any]:
         attempts.append({"response": answer.text, "problems": problems, "llm": answer.to_json()})
         if not problems:
             return {"kind": "tag_graph", "valid": True, "graph": graph, "n_examples": req.context["n_examples"],
-                    "prompt": req.messages_json(), "attempts": attempts}
-    return {"kind": "tag_graph", "valid": False, "graph": None, "n_examples": cfg.decompose.n_examples,
-            "attempts": attempts}
+                    "examples": req.context["examples"], "prompt": req.messages_json(), "attempts": attempts}
+    return {"kind": "tag_graph", "valid": False, "graph": None, "n_examples": req.context["n_examples"],
+            "examples": req.context["examples"], "prompt": req.messages_json(), "attempts": attempts}
 
 
 def decompose(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any] | None:

@@ -59,20 +59,23 @@ def _episode_rows(state: SearchState, eps: Any, episode: int, stride: int, rewar
     return out
 
 
-def shown_expert_trajectories(state: SearchState) -> tuple[str, list[dict[str, Any]]]:
-    """The first demos.n_shown expert trajectories of the train split, one row every demos.stride steps; goal
+def shown_expert_trajectories(state: SearchState, rng: random.Random | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """A random subset of demos.n_shown expert trajectories of the train split (GRACE Phase 1: "a random subset of
+    D+", drawn with `rng`, per prompt; without rng the first ones), one row every demos.stride steps; goal
     (positive) states are marked when not every expert state is positive."""
     eps = state.demos.train
     cfg_stride = state.demos.meta.get("stride", 25)
-    experts = [i for i, s in enumerate(eps.source) if s == "expert"][: state.demos.meta.get("n_shown", 2)]
+    pool = [i for i, s in enumerate(eps.source) if s == "expert"]
+    n = min(state.demos.meta.get("n_shown", 2), len(pool))
+    experts = rng.sample(pool, n) if rng is not None else pool[:n]
     mark_goals = bool((eps.label[np.isin(eps.episode, experts)] <= 0).any())
     shown, blocks = [], []
     for k, ep in enumerate(experts, start=1):
         marks = {int(i): "goal" for i in np.flatnonzero((eps.episode == ep) & (eps.label > 0))} if mark_goals else {}
         rows = _episode_rows(state, eps, ep, cfg_stride, None, marks, {})
-        shown.append({"trajectory": k, "rows": rows})
-        blocks.append(f"Expert trajectory {k} ({int((eps.episode == ep).sum())} steps, every {cfg_stride}th shown):\n"
-                      + render_rows(rows))
+        shown.append({"trajectory": k, "episode": int(ep), "rows": rows})
+        blocks.append(f"Expert trajectory {k} ({int((eps.episode == ep).sum())} steps, every {cfg_stride}th shown"
+                      f"{', goal states marked' if marks else ''}):\n" + render_rows(rows))
     return "\n\n".join(blocks), shown
 
 
@@ -126,11 +129,11 @@ def _expert_block(cfg: BirdConfig, state: SearchState, parent: str, rng: random.
 @register("mutation_view", "misscored_demos")
 def _misscored(cfg: BirdConfig, state: SearchState, parent: str, rng: random.Random) -> tuple[dict, dict]:
     """GRACE's mutation context: misscored states (whole trajectories or the states alone) with the predicted
-    reward per step and the program's debug_fn output; sometimes an expert trajectory (GRACE Table 6 knobs)."""
+    reward per step and the program's debug_fn output; sometimes an expert trajectory (GRACE App. A.4 Table 6 knobs)."""
     wrong_text, wrong = _wrong_block(cfg, state, parent, rng)
     expert_text, expert = _expert_block(cfg, state, parent, rng)
-    from bird.prompts import IMPORT_INSTRUCTIONS, render_obs_index
+    from bird.prompts import IMPORT_INSTRUCTIONS, render_fields
 
     fields = {"incorrect_trajectories": wrong_text, "expert_traj_str": expert_text,
-              "state_description": render_obs_index(state.spec), "import_instructions": IMPORT_INSTRUCTIONS}
+              "state_description": render_fields(state.spec, cfg.generate.field_view), "import_instructions": IMPORT_INSTRUCTIONS}
     return fields, {"wrong_examples": wrong, "expert_trajectory": expert}

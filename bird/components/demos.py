@@ -74,40 +74,47 @@ class DemoScores:
         return self.reward[self.episodes.label < 0]
 
 
-def _episodes(states: np.ndarray, positive: bool, rule: str, as_negative: bool, source: str) -> Episodes:
+def _episodes(states: np.ndarray, label: np.ndarray, source: str) -> Episodes:
     n, t, _ = states.shape
-    label = np.full((n, t), 1 if positive else -1)
-    if positive and rule == "last_state":
-        label[:, :-1] = -1 if as_negative else 0
     return Episodes(states.reshape(n * t, -1).astype(np.float64), np.repeat(np.arange(n), t), np.tile(np.arange(t), n),
                     label.reshape(-1), [source] * n)
 
 
-def _split(e: Episodes, test_fraction: float) -> tuple[Episodes, Episodes | None]:
+def _split(e: Episodes, n_train: int) -> tuple[Episodes, Episodes | None]:
+    """The first n_train episodes train, the rest test (None when nothing is left)."""
     n = len(e.source)
-    n_test = int(n * test_fraction)
-    if n_test == 0:
+    cut = min(n, max(n_train, 1))
+    if cut == n:
         return e, None
-    cut = n - n_test
     tr, te = e.episode < cut, e.episode >= cut
     return (Episodes(e.states[tr], e.episode[tr], e.step[tr], e.label[tr], e.source[:cut]),
             Episodes(e.states[te], e.episode[te] - cut, e.step[te], e.label[te], e.source[cut:]))
 
 
+def _n_train(cfg: BirdConfig, n: int) -> int:
+    """Train episodes of one kind: half of demos.max_train (expert and negative share it), else by test_fraction."""
+    d = cfg.demos
+    return d.max_train // 2 if d.max_train is not None else n - int(n * d.test_fraction)
+
+
 def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Any = None) -> DemoSet:
-    """Expert and negative demonstrations (envs/demos.py), labelled by demos.positive_states, split by episode."""
+    """Expert and negative demonstrations (envs/demos.py), labelled by demos.positive_states (registry family
+    positive_states; goal_identified asks `generator`), split by episode into train and test."""
     from bird.envs.demos import load_demos
+    from bird.registry import get
 
     d = cfg.demos
     expert = load_demos(cfg.env.id, d.n_expert, d.seed, "expert")
     negative = load_demos(cfg.env.id, d.n_negative, d.seed, d.negative_kind)
-    pos = _episodes(expert.next_obs, True, d.positive_states, d.unidentified_as_negative, "expert")
-    neg = _episodes(negative.next_obs, False, d.positive_states, d.unidentified_as_negative, d.negative_kind)
-    (pos_tr, pos_te), (neg_tr, neg_te) = _split(pos, d.test_fraction), _split(neg, d.test_fraction)
+    label, goals = get("positive_states", d.positive_states)(cfg, spec, expert.next_obs, generator)
+    pos = _episodes(expert.next_obs, label, "expert")
+    neg = _episodes(negative.next_obs, np.full(negative.next_obs.shape[:2], -1), d.negative_kind)
+    (pos_tr, pos_te), (neg_tr, neg_te) = _split(pos, _n_train(cfg, d.n_expert)), _split(neg, _n_train(cfg, d.n_negative))
     test = pos_te.extend(neg_te) if pos_te is not None and neg_te is not None else None
     meta = {"env": cfg.env.id, "n_expert": d.n_expert, "n_negative": d.n_negative, "seed": d.seed,
             "negative_kind": d.negative_kind, "positive_states": d.positive_states, "stride": d.stride, "n_shown": d.n_shown,
-            "expert_success_rate": expert.success_rate, "negative_success_rate": negative.success_rate}
+            "max_train": d.max_train, "expert_success_rate": expert.success_rate,
+            "negative_success_rate": negative.success_rate, **({"goal_states": goals} if goals else {})}
     return DemoSet(pos_tr.extend(neg_tr), test, meta)
 
 

@@ -1,7 +1,8 @@
-"""The judge feedback format (registry family feedback_format, `judge`): RE-GoT §IV-E's upper level. A judge reads
-rollouts of the trained policy, the reward code and per-component statistics (max/mean/min/std per step), and
-returns a rollout description, motion problems and redesign suggestions. Two modes (judge.mode):
-- vlm: keyframes of a collected rollout (replayed with rendering) sent as images to an image-capable backend;
+"""The judge feedback format (registry family feedback_format, `judge`): RE-GoT's upper level (§IV-B; the inputs and
+the three-part answer are §IV-D, keyframe sampling §V-E). A judge reads every collected rollout of the trained policy,
+the reward code and per-component statistics (max/mean/min/std per step), and returns a rollout description, motion
+problems and redesign suggestions. Two modes (judge.mode):
+- vlm: keyframes of every collected rollout (replayed with rendering) sent as images to an image-capable backend;
 - state_text: per-step state summaries instead of images, a labelled substitute ("RE-GoT-S" when run as RE-GoT).
 Every verdict names the mode that produced it; a vlm judge without rendering falls back to state_text, labelled."""
 
@@ -23,7 +24,7 @@ from bird.types import Candidate, TrainResult
 __all__ = ["STATE_TEXT_SUBSTITUTE", "component_stats"]
 
 STATE_TEXT_SUBSTITUTE = ("judge=state_text: an LLM reads per-step state summaries instead of a VLM watching keyframes "
-                         "(RE-GoT §IV-E; report RE-GoT run this way as RE-GoT-S)")
+                         "(RE-GoT §IV-B/§IV-D; report RE-GoT run this way as RE-GoT-S)")
 _VERDICT_KEYS = ("rollout_description", "motion_problems", "redesign_suggestions")
 
 
@@ -36,7 +37,7 @@ def component_stats(data: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
 
 def _state_rows(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> list[dict[str, Any]]:
     out = []
-    for ep in range(min(2, len(data["length"]))):
+    for ep in range(len(data["length"])):  # every collected rollout
         idx = np.flatnonzero(data["episode"] == ep)
         keep = [i for k, i in enumerate(idx) if k % cfg.feedback.trajectory_stride == 0 or k == len(idx) - 1]
         out.append({"episode": ep, "length": int(len(idx)),
@@ -46,19 +47,23 @@ def _state_rows(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]
 
 
 def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> list[bytes]:
-    """PNG keyframes of rollout 0, replayed from its reset seed (raises RenderingUnavailable)."""
+    """PNG keyframes of every collected rollout, feedback.judge_keyframes each, replayed from its reset seed
+    (raises RenderingUnavailable)."""
     import imageio.v3 as iio
 
     from bird.envs.frames import render_episode
     from bird.envs.registry import make_adapter
     from bird.learners.rollouts import ROLLOUT_SEED_BASE
 
-    actions = data["actions"][data["episode"] == 0]
-    every = max(1, len(actions) // max(cfg.feedback.judge_keyframes - 1, 1))
-    steps = iter(actions)
-    frames = render_episode(make_adapter(cfg.env), seed=ROLLOUT_SEED_BASE + 1000 * state.seed,
-                            policy=lambda obs: next(steps), max_steps=len(actions), every=every, width=224, height=224)
-    return [iio.imwrite("<bytes>", f, extension=".png") for f in frames[: cfg.feedback.judge_keyframes]]
+    adapter, out = make_adapter(cfg.env), []
+    for ep in range(len(data["length"])):
+        actions = data["actions"][data["episode"] == ep]
+        every = max(1, len(actions) // max(cfg.feedback.judge_keyframes - 1, 1))
+        steps = iter(actions)
+        frames = render_episode(adapter, seed=ROLLOUT_SEED_BASE + 1000 * state.seed + ep, policy=lambda obs, s=steps: next(s),
+                                max_steps=len(actions), every=every, width=224, height=224)
+        out += [iio.imwrite("<bytes>", f, extension=".png") for f in frames[: cfg.feedback.judge_keyframes]]
+    return out
 
 
 def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> tuple[str, dict, list[bytes]]:
@@ -68,8 +73,9 @@ def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) 
 
         try:
             images = _keyframes(cfg, state, data)
-            return (f"{len(images)} keyframes of one rollout are attached, in time order.",
-                    {"judge_mode": "vlm", "n_frames": len(images)}, images)
+            n = len(data["length"])
+            return (f"{len(images)} keyframes of the {n} rollout{'s' if n > 1 else ''} are attached, rollout by rollout, "
+                    "each in time order.", {"judge_mode": "vlm", "n_frames": len(images), "n_rollouts": n}, images)
         except RenderingUnavailable as exc:
             mode, fallback = "state_text", f"vlm requested, rendering unavailable: {exc}"
             state.substitutes.append(f"judge=vlm fell back to state_text ({fallback})")
@@ -132,7 +138,8 @@ def _judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResul
         raw = answer.text
         verdict, error = _verdict(raw)
     out = {"judge": kind, "judge_generator": state.judge.describe(), "verdict": verdict, "error": error,
-           "response": raw, "component_stats": stats, "n_frames": len(images),
+           "response": raw, "prompt": req.messages_json(), "component_stats": stats, "n_frames": len(images),
+           "n_rollouts": int(len(data["length"])),
            "components": {n: [s["min"], s["mean"], s["max"]] for n, s in stats.items() if n != "reward"},
            **{k: v for k, v in ctx.items() if k in ("fallback",)}}
     return _render(kind, verdict, error, stats), out

@@ -140,7 +140,7 @@ def operator_request(cfg: BirdConfig, state: SearchState, sample_index: int, pla
     extra = {"parents": "\n\n".join(render_reward(cfg, state, p, titles[i]) for i, p in enumerate(parents)),
              "code_output_tip": t.get("code_output_tip", ""), "code_feedback": t.get("code_feedback", "")}
     context: dict[str, Any] = {
-        "obs_fields": obs_fields_context(state.spec), "action_dim": state.spec.action_dim,
+        "obs_fields": obs_fields_context(state.spec, cfg.generate.field_view), "action_dim": state.spec.action_dim,
         "iteration": state.iteration, "contract": cfg.reward.contract, "operator": plan.operator,
         "parents": [_shown(cfg, state, p) for p in parents],
     }
@@ -151,7 +151,8 @@ def operator_request(cfg: BirdConfig, state: SearchState, sample_index: int, pla
         extra["path"] = "\n\n".join(render_reward(cfg, state, p, f"Node {k + 1} of {len(path)} on the path (root "
                                                                  "side first)") for k, p in enumerate(path))
         context["path"] = [_shown(cfg, state, p) for p in path]
-    user, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state, op.template, extra)
+    user, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state,
+                                       cfg.generate.field_view, name=op.template, extra=extra)
     context.update(shown)
     tip, asked = thought_prompt(cfg, state, None)  # the parents' thoughts are in their blocks; only the instruction
     user = "\n\n".join([user.rstrip(), *tip]) if tip else user

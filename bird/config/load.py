@@ -23,9 +23,16 @@ class ConfigError(ValueError):
     """A config problem the user can fix; the message names every bad key."""
 
 
+def _if_matched(matched: Any, own: Any, *, _root_: Any) -> Any:
+    """${if_matched:a,b}: a under budget.protocol=matched (BIRD's matched runs), else b (the method's own value)."""
+    return matched if _root_.budget.protocol == "matched" else own
+
+
 def register_configs() -> None:
-    """Store the schema as `bird_schema`; conf/config.yaml lists it first in its defaults."""
+    """Store the schema as `bird_schema` (conf/config.yaml lists it first in its defaults); register resolvers."""
     ConfigStore.instance().store(name="bird_schema", node=BirdConfig)
+    if not OmegaConf.has_resolver("if_matched"):
+        OmegaConf.register_new_resolver("if_matched", _if_matched)
 
 
 def load_config(cfg: DictConfig) -> BirdConfig:

@@ -46,6 +46,8 @@ class GenerateConfig:
     prompt: str = "eureka"
     # how the env is shown: registry family env_representation
     env_representation: str = "obs_code"
+    # how observation fields are shown (prompt and context): registry family field_view (described | bare)
+    field_view: str = "described"
     # which earlier candidate the next prompt builds on: registry family parent
     parent: str = "iteration_best"
     # prompt memory: registry family history
@@ -114,6 +116,8 @@ class TrainConfig:
     timeout_s: float = 0.0
     # deterministic episodes of the trained policy recorded after training (rollouts.npz; the trajectory store)
     collect_episodes: int = 0
+    # evaluation and collected episodes end at the first step the success flag is set (suites with a flag)
+    eval_end_on_success: bool = False
     # PPO hyper-parameters (SB3 names); None keeps SB3's default
     learning_rate: float = 3e-4
     n_steps: int = 256
@@ -151,13 +155,13 @@ class FeedbackConfig:
     trajectory_stride: int = 100
     # misscored-demos feedback: wrong examples shown per prompt
     n_wrong_examples: int = 8
-    # misscored-demos view: chance to append a whole expert trajectory (GRACE Table 6)
+    # misscored-demos view: chance to append a whole expert trajectory (GRACE App. A.4 Table 6)
     p_expert_trajectory: float = 0.25
     # misscored-demos view: chance to show only the misscored states instead of their whole trajectories
     p_incorrect_state_only: float = 0.5
     # misscored-demos view: chance to show only an expert trajectory's goal states (when one is appended)
     p_expert_state_only: float = 0.75
-    # judge format, mode vlm: keyframes rendered from the first collected rollout
+    # judge format, mode vlm: keyframes rendered from each collected rollout
     judge_keyframes: int = 8
     # after training, the judge re-describes each reward from its code; that thought replaces the stated one
     thought_alignment: bool = False
@@ -195,7 +199,7 @@ class DemosConfig:
     negative_kind: str = "random"
     # demo set seed (episode i resets with seed 1000 * seed + i)
     seed: int = 0
-    # which expert states are positives: all | last_state (GRACE P0.1 goal-state identification is not built yet)
+    # which expert states are positives: registry family positive_states (all | last_state | goal_identified)
     positive_states: str = "all"
     # expert states that are not positives become negatives (else they are dropped)
     unidentified_as_negative: bool = True
@@ -203,8 +207,10 @@ class DemosConfig:
     n_shown: int = 2
     # one row in every this many steps when a trajectory is shown
     stride: int = 25
-    # fraction of episodes (per kind) held out as the test split
+    # fraction of episodes (per kind) held out as the test split (used when max_train is null)
     test_fraction: float = 0.25
+    # train-split trajectories, expert and negative together (half each); the rest is the test split (null: test_fraction)
+    max_train: int | None = None
     # every this many iterations, train the global best and add its rollouts to the negatives (0 = never)
     rl_every: int = 0
 
@@ -294,6 +300,9 @@ class JudgeConfig:
 class BudgetConfig:
     # name, recorded in result.json
     name: str = "demo"
+    # own: each method's published values; matched: the values BIRD's matched runs used, where a method config says
+    # so with ${if_matched:<matched value>,<own value>}
+    protocol: str = "own"
     # env steps per candidate training
     env_steps: int = 20_000
     # parallel envs per training

@@ -26,6 +26,7 @@ def template_sets() -> list[str]:
 # config key -> registry family whose names are its allowed values
 REGISTRY_KEYS: dict[str, str] = {
     "generate.env_representation": "env_representation",
+    "generate.field_view": "field_view",
     "generate.parent": "parent",
     "generate.history": "history",
     "train.learner": "learner",
@@ -41,6 +42,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "train.obs_augment": "obs_augment",
     "decompose.kind": "decompose",
     "generate.design_thought": "design_thought",
+    "demos.positive_states": "positive_states",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -59,9 +61,9 @@ LIST_REGISTRY_KEYS: dict[str, str] = {
 _ENUMS: dict[str, tuple[str, ...]] = {
     "train.reward_source": ("candidate", "reference"),
     "llm.cache": ("off", "readwrite", "record", "replay"),
-    "demos.positive_states": ("all", "last_state"),
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
+    "budget.protocol": ("own", "matched"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -110,7 +112,7 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
-                "select.population_size"):
+                "select.population_size", "demos.max_train"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
             problems.append(f"{key}={value}: must be >= 1 or null")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from bird.envs.base import TaskAdapter
+from bird.envs.base import TaskAdapter, eval_env
 
 __all__ = ["Evaluator"]
 
@@ -17,9 +17,9 @@ EVAL_SEED_BASE = 1_000_000  # eval seeds are the same for every candidate and ch
 class Evaluator:
     """Runs `episodes` episodes in parallel and averages the benchmark score, quantity and length."""
 
-    def __init__(self, adapter: TaskAdapter, episodes: int, seed: int) -> None:
+    def __init__(self, adapter: TaskAdapter, episodes: int, seed: int, end_on_success: bool = False) -> None:
         self.episodes = episodes
-        self.venv = DummyVecEnv([lambda: adapter.make_env() for _ in range(episodes)])
+        self.venv = DummyVecEnv([lambda: eval_env(adapter, end_on_success) for _ in range(episodes)])
         self.seeds = [EVAL_SEED_BASE + 1000 * seed + k for k in range(episodes)]
 
     def __call__(self, act: Callable[[np.ndarray], np.ndarray]) -> dict[str, float]:

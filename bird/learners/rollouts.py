@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from bird.envs.base import TaskAdapter
+from bird.envs.base import TaskAdapter, eval_env
 
 __all__ = ["collect_rollouts", "save_rollouts", "load_rollouts", "ROLLOUT_SEED_BASE"]
 
@@ -17,8 +17,9 @@ ROLLOUT_SEED_BASE = 2_000_000  # never the eval seeds (1_000_000 + ...) nor the 
 _BATCH = 8  # episodes run side by side
 
 
-def _run_batch(adapter: TaskAdapter, act: Callable[[np.ndarray], np.ndarray], seeds: list[int]) -> list[dict]:
-    venv = DummyVecEnv([lambda: adapter.make_env() for _ in seeds])
+def _run_batch(adapter: TaskAdapter, act: Callable[[np.ndarray], np.ndarray], seeds: list[int],
+               end_on_success: bool) -> list[dict]:
+    venv = DummyVecEnv([lambda: eval_env(adapter, end_on_success) for _ in seeds])
     venv.seed(seeds[0])
     obs = venv.reset()
     n = len(seeds)
@@ -41,14 +42,15 @@ def _run_batch(adapter: TaskAdapter, act: Callable[[np.ndarray], np.ndarray], se
 
 
 def collect_rollouts(adapter: TaskAdapter, act: Callable[[np.ndarray], np.ndarray], n: int, seed: int,
-                     reward: Any = None) -> dict[str, np.ndarray]:
-    """n episodes (reset seeds ROLLOUT_SEED_BASE + 1000*seed + k), flattened episode-major.
+                     reward: Any = None, end_on_success: bool = False) -> dict[str, np.ndarray]:
+    """n episodes (reset seeds ROLLOUT_SEED_BASE + 1000*seed + k), flattened episode-major; with end_on_success an
+    episode ends at its first successful step.
 
     Returns obs/actions/next_obs (N, ·), episode (N,), reward (N,) under `reward` (the sandboxed program; None =
     the reference reward, for an oracle), comp/<name> (N,), and per episode: score, quantity, length (n,).
     """
     seeds = [ROLLOUT_SEED_BASE + 1000 * seed + k for k in range(n)]
-    eps = [e for i in range(0, n, _BATCH) for e in _run_batch(adapter, act, seeds[i : i + _BATCH])]
+    eps = [e for i in range(0, n, _BATCH) for e in _run_batch(adapter, act, seeds[i : i + _BATCH], end_on_success)]
     lengths = np.array([len(e["obs"]) for e in eps])
     out: dict[str, np.ndarray] = {k: np.concatenate([np.stack(e[k]) for e in eps]) for k in ("obs", "actions", "next_obs")}
     out["episode"] = np.repeat(np.arange(n), lengths)

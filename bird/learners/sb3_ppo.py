@@ -157,7 +157,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     except ValueError as exc:
         return TrainResult(job.candidate_id, job.seed, (), 0, time.monotonic() - start,
                            Failure(FailureKind.TRAIN_ERROR, str(exc)[:500]))
-    evaluator = Evaluator(adapter, job.eval_episodes, job.seed)
+    evaluator = Evaluator(adapter, job.eval_episodes, job.seed, job.train.eval_end_on_success)
 
     def act(obs: np.ndarray) -> np.ndarray:
         seen = prior(obs) if prior is not None else obs
@@ -176,7 +176,8 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
             cb.curve.append(evaluate())
         if cb.failure is None and job.collect_episodes:
             rollouts_path = str(Path(job.out_dir) / "rollouts.npz")
-            save_rollouts(rollouts_path, collect_rollouts(adapter, act, job.collect_episodes, job.seed, reward))
+            save_rollouts(rollouts_path, collect_rollouts(adapter, act, job.collect_episodes, job.seed, reward,
+                                                           job.train.eval_end_on_success))
     except RewardProgramError as exc:
         cb.failure = exc.failure
     except Exception as exc:  # noqa: BLE001 - a learner crash is recorded for this candidate, the search goes on

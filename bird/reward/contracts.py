@@ -40,7 +40,7 @@ class Contract:
 for _name, _contract in {
     "compute_reward": Contract("compute_reward", CONTRACT_ENTRIES["compute_reward"]),
     "reward_class": Contract("reward_class", CONTRACT_ENTRIES["reward_class"], json_key="reward_class_code"),
-    # PRM4RL §4.1: plan_list, Ψ = determine_subtask(obs) -> int, Φ = progress(obs) -> float (worker _ProgressAdapter)
+    # PRM4RL §4.1–4.2: plan_list, Ψ = determine_subtask(obs) -> int, Φ = progress(obs) -> float (worker _ProgressAdapter)
     "progress_program": Contract("progress_program", CONTRACT_ENTRIES["progress_program"]),
 }.items():
     register("contract", _name)(_contract)

@@ -2,10 +2,10 @@
 
 The program never sees the success flag or the reference reward; the harness adds them here, after the sandbox call.
 - direct: the program's reward as it is.
-- potential_shaping: PRM4RL Eq. (R^PRM) = γ·Φ(s′) − Φ(s) + 𝕀(success(s′))·r_bonus (Ng et al. 1999), γ = the learner's
+- potential_shaping: PRM4RL §4.2 Eq. (R^PRM) = γ·Φ(s′) − Φ(s) + 𝕀(success(s′))·r_bonus (Ng et al. 1999), γ = the learner's
   γ; Φ(s′) = 0 when s′ is a true terminal state, and kept at a time-limit truncation (the episode is cut, not over).
-- raw_progress: r = Φ(s′), PRM4RL's "w.o. potential reward" ablation (§5.3, Fig. 6: reward hacking).
-- reference: the env's shipped reward; the program only supplies Ψ for the subtask prior (PRM4RL "w.o. prm").
+- raw_progress: r = Φ(s′), PRM4RL's "w.o. potential reward" ablation (§5.2.2, Figs 5–6: reward hacking).
+- reference: the env's shipped reward; the program only supplies Ψ for the subtask prior (PRM4RL "w.o. prm", §5.2.2).
 """
 
 from __future__ import annotations

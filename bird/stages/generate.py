@@ -98,7 +98,7 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int, plan: 
     system = t["system"].format(signature=t.get("signature", ""), code_output_tip=t.get("code_output_tip", ""),
                                 action_dim=state.spec.action_dim)
     context: dict[str, Any] = {
-        "obs_fields": obs_fields_context(state.spec),
+        "obs_fields": obs_fields_context(state.spec, cfg.generate.field_view),
         "action_dim": state.spec.action_dim,
         "iteration": state.iteration,
         "contract": cfg.reward.contract,
@@ -111,7 +111,8 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int, plan: 
         messages = [Message("system", system), Message("user", user)]
         context.update(parent_code=state.candidates[parent].code, **extra)
     else:
-        first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state)
+        first, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state,
+                                            cfg.generate.field_view, _rng(state, sample_index, "shown_demos"))
         messages = [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, t)]
         context.update(shown)
     messages = _append_to_last_user(messages, *_thought_prompt(cfg, state, chain[-1] if chain else parent, context))
@@ -173,15 +174,19 @@ def _fill(cfg: BirdConfig, cand: Candidate, answer: Response | LLMError) -> None
 
 
 def _check(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> None:
-    """Run verify's checks now (when a check failure triggers a resample); the verify stage reuses the result."""
-    from bird.stages.verify import verify_code
+    """Run verify's checks now (when a check failure triggers a resample), and its screens too when a screened
+    candidate is to be re-asked; the verify stage reuses the result."""
+    from bird.stages.verify import screen, verify_code
 
     if not set(cfg.generate.resample_on) - {str(k) for k in _GENERATE_KINDS}:
         return
     for cand in cands:
         if cand.alive and cand.code is not None and cand.verified is None:
-            cand.verified = verify_code(cand.code, cfg, state.smoke_batch, state.spec)
-            cand.failure = cand.verified.failure
+            result = verify_code(cand.code, cfg, state.smoke_batch, state.spec)
+            if result.ok and str(FailureKind.SCREENED) in cfg.generate.resample_on:
+                result = screen(cfg, state, cand, result)
+            cand.verified = result
+            cand.failure = result.failure
 
 
 # -- repair: what a resample after a failed answer asks (fn(cfg, cand, sample_index) -> Request) ---------------
@@ -218,6 +223,8 @@ def _resample(cfg: BirdConfig, state: SearchState, generator: Generator, cands: 
             break
         again = [repair(cfg, c, c.index + retry * k) for c in bad]
         for cand, answer in zip(bad, generator.complete_many(again), strict=True):
+            cand.resampled.append(cand.failure.to_json())  # type: ignore[union-attr]
+            state.screens.pop(cand.id, None)
             cand.failure, cand.verified, cand.code = None, None, None
             cand.attempts += 1
             _fill(cfg, cand, answer)

@@ -14,7 +14,7 @@ from bird.reward.static import check_source
 from bird.state import SearchState
 from bird.types import Candidate, Failure, VerifyResult
 
-__all__ = ["verify", "verify_code", "random_transitions"]
+__all__ = ["verify", "verify_code", "screen", "random_transitions"]
 
 
 @register("check", "static")
@@ -69,7 +69,7 @@ def verify_code(code: str, cfg: BirdConfig, batch: dict[str, np.ndarray], spec: 
     return VerifyResult(True, None, components, checks)
 
 
-def _screen(cfg: BirdConfig, state: SearchState, cand: Candidate, result: VerifyResult) -> VerifyResult:
+def screen(cfg: BirdConfig, state: SearchState, cand: Candidate, result: VerifyResult) -> VerifyResult:
     """Run verify.screens in order; the first that fails screens the candidate out (no training)."""
     checks = dict(result.checks)
     for name in cfg.verify.screens:
@@ -88,8 +88,8 @@ def verify(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> dict[
         if cand.code is None or not (cand.alive or cand.verified is not None):
             continue
         result = cand.verified or verify_code(cand.code, cfg, state.smoke_batch, state.spec)
-        if result.ok:
-            result = _screen(cfg, state, cand, result)
+        if result.ok and not set(cfg.verify.screens) & set(result.checks):  # not screened already (generate re-asks)
+            result = screen(cfg, state, cand, result)
         out[cand.id] = result
         if not result.ok:
             cand.failure = result.failure

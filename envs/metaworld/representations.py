@@ -1,4 +1,5 @@
-"""Env representations for prompts (registry family env_representation): full_source and abstraction."""
+"""Env representations for prompts (registry family env_representation) that a suite supplies in TaskSpec.extra:
+full_source (Meta-World, Gym MuJoCo) and abstraction (Meta-World)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def _extra(spec: TaskSpec, key: str, name: str) -> str:
 
 @register("env_representation", "full_source")
 def full_source(spec: TaskSpec) -> str:
-    """The task env's full source with the reward and success code removed, plus the observation field names."""
+    """The task env's full source with the reward and success code removed (BIRD Table 9 "full source")."""
     return _extra(spec, "full_source", "full_source")
 
 

@@ -12,7 +12,7 @@ import inspect
 import re
 from functools import cache
 
-__all__ = ["strip_reward_code", "base_class_excerpt", "task_source", "LEAK_PATTERNS"]
+__all__ = ["strip_reward_code", "base_class_excerpt", "task_source", "LEAK_PATTERNS", "hidden_names", "success_thresholds"]
 
 # Regexes that must not match any rendered prompt (checked by strip_reward_code and the tests).
 LEAK_PATTERNS = (
@@ -168,3 +168,63 @@ def task_source(env_cls: type) -> str:
     """The task class's module source, stripped; attributes the base class reads are kept."""
     module = inspect.getmodule(env_cls)
     return strip_reward_code(inspect.getsource(module), _base_reads())
+
+
+def _task_module_tree(mw_name: str) -> ast.Module:
+    from metaworld.env_dict import ALL_V3_ENVIRONMENTS
+
+    return ast.parse(inspect.getsource(inspect.getmodule(ALL_V3_ENVIRONMENTS[mw_name])))
+
+
+@cache
+def hidden_names(mw_name: str) -> frozenset[str]:
+    """Identifiers of the reward and success code of a Meta-World task, read from Meta-World's own source (not from
+    the stripper): reward_utils' functions, reward/success methods of the task and base class, TARGET_RADIUS, and
+    the keys of the info dict evaluate_state returns (quoted)."""
+    from metaworld import sawyer_xyz_env
+    from metaworld.utils import reward_utils
+
+    out = {"reward_utils", "TARGET_RADIUS", "_TARGET_RADIUS"}
+    out |= {n for n, obj in vars(reward_utils).items() if inspect.isfunction(obj)} - {"annotations"}
+    for tree in (_task_module_tree(mw_name), ast.parse(inspect.getsource(sawyer_xyz_env))):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and _is_removed_def(node):
+                out.add(node.name)
+            if isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "success" for k in node.keys):
+                keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+                out |= {f"'{k}'" for k in keys} | {f'"{k}"' for k in keys}
+    return frozenset(out)
+
+
+def _success_expr(fn: ast.FunctionDef) -> ast.AST | None:
+    """The expression evaluate_state assigns to `success` or puts under the info key 'success'."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "success" for t in node.targets):
+            return node.value
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=True):
+                if isinstance(k, ast.Constant) and k.value == "success" and not isinstance(v, ast.Name):
+                    return v
+    return None
+
+
+@cache
+def success_thresholds(mw_name: str) -> tuple[float, ...]:
+    """The numbers a Meta-World task's success check compares against (evaluate_state's `success`), with class
+    constants such as TARGET_RADIUS resolved: e.g. push-v3 -> (0.05,), drawer-close-v3 -> (0.065,)."""
+    from metaworld.env_dict import ALL_V3_ENVIRONMENTS
+
+    cls = ALL_V3_ENVIRONMENTS[mw_name]
+    fn = next(n for n in ast.walk(_task_module_tree(mw_name))
+              if isinstance(n, ast.FunctionDef) and n.name == "evaluate_state")
+    expr = _success_expr(fn)
+    out = []
+    for cmp in (n for n in ast.walk(expr) if isinstance(n, ast.Compare)) if expr is not None else ():
+        for side in [cmp.left, *cmp.comparators]:
+            try:  # constants and class attributes only (`self` is the class); measured quantities fail and are skipped
+                value = eval(compile(ast.Expression(side), "<success>", "eval"), {"__builtins__": {}}, {"self": cls})
+            except Exception:  # noqa: BLE001 - anything that is not a constant expression
+                continue
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out.append(round(float(value), 9))
+    return tuple(sorted(set(out)))

@@ -15,6 +15,7 @@ import numpy as np
 from bird.config.schema import EnvConfig
 from bird.envs.base import BenchmarkScoreWrapper, ScoreTracker, TaskAdapter, TaskSpec
 from bird.envs.mujoco.obs_index import derive_obs_index
+from bird.envs.mujoco.source import full_source
 from bird.envs.mujoco.tasks import TASKS, MujocoTask
 
 __all__ = ["MujocoAdapter", "make_task", "BASELINES_PATH"]
@@ -102,7 +103,7 @@ class MujocoAdapter(TaskAdapter):
             action_high=tuple(float(v) for v in space.high),
             score_definition=self.defn.score_definition,
             env_code=_obs_code(type(env)),
-            extra={"gym_id": self.defn.gym_id, "dt": float(env.dt)},
+            extra={"gym_id": self.defn.gym_id, "dt": float(env.dt), "full_source": full_source(type(env))},
         )
 
     def score_normalisation(self) -> tuple[float, float]:

@@ -8,7 +8,7 @@ import pytest
 from bird.diff import method_diff
 from bird.loop import search
 
-SMALL_DEMOS = ["demos.n_expert=2", "demos.n_negative=2", "demos.test_fraction=0.5"]
+SMALL_DEMOS = ["demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2"]
 
 
 @pytest.mark.slow

@@ -7,7 +7,9 @@ import math
 import pytest
 
 from bird.components.decompose import graph_problems
+from bird.llm.base import Generator, Request, Response
 from bird.loop import search
+from bird.registry import register
 
 FAST = ["env=metaworld/drawer_open", "env.horizon=100", "budget.env_steps=512", "budget.final_env_steps=512"]
 GRAPH = {"nodes": [{"id": "a", "status": "hand away"}, {"id": "b", "status": "hand at handle"},
@@ -84,7 +86,11 @@ def test_regot_smoke_search_records_graph_and_judge_verdicts(compose_cfg, tmp_pa
     assert judge["judge_generator"]["label"]  # offline answers are labelled
     assert set(judge["verdict"]) == {"rollout_description", "motion_problems", "redesign_suggestions"}
     assert {"max", "mean", "min", "std"} == set(judge["component_stats"]["reward"])
-    assert (judge["n_frames"] > 0) == (mode == "vlm")
+    assert (judge["n_frames"] > 0) == (mode == "vlm") and judge["n_rollouts"] == cfg.train.collect_episodes == 2
+    if mode == "vlm":  # keyframes of every rollout, not only the first
+        assert judge["n_frames"] == 2 * cfg.feedback.judge_keyframes and "of the 2 rollouts" in str(judge["prompt"])
+    else:
+        assert "Rollout 1 (" in str(judge["prompt"]) and "Rollout 2 (" in str(judge["prompt"])
     feedback = (tmp_path / "candidates" / "it1-c0" / "feedback.txt").read_text()
     assert feedback.startswith(f"Judge ({mode}:")
     prompt = (tmp_path / "candidates" / "it2-c0" / "prompt.json").read_text()
@@ -98,4 +104,45 @@ def test_regot_smoke_search_records_graph_and_judge_verdicts(compose_cfg, tmp_pa
         assert record["valid"] and "Task graph" in first
         shown = record["prompt"][1]["content"]
         assert ("Example task" in shown) == (record["n_examples"] > 0)
-    assert any("state_text" in s for s in result["substitutes"]) == (mode == "state_text")
+    assert any(s.startswith("judge=state_text") for s in result["substitutes"]) == (mode == "state_text")
+    assert any("RE-GoT (VLM=bird-offline-synth-v1 (offline synthesiser" in s for s in result["substitutes"])
+    assert not any("{judge_model}" in s for s in result["substitutes"])
+
+
+class _FallingFirst(Generator):
+    """Test double at the LLM boundary: the first answer's Φ falls along the expert (the screen rejects it), later
+    answers are the offline synthesiser's program."""
+
+    provider = "scripted-test"
+
+    def complete(self, request: Request) -> Response:
+        from bird.llm.offline.plan_synth import answer_progress
+
+        good = answer_progress(request.context, "scripted")
+        falling = good.replace("return (k + own) / len(plan_list)", "return 1.0 - (k + own) / len(plan_list)")
+        assert falling != good
+        return Response(falling if request.sample_index == 0 else good, self.model)
+
+
+register("llm", "falling_first_test")(lambda cfg: _FallingFirst(cfg.model))
+
+
+@pytest.mark.slow
+def test_prm4rl_re_asks_a_screened_program_and_trains_the_next(compose_cfg, tmp_path):
+    cfg = compose_cfg("method=prm4rl", *FAST, "llm.backend=falling_first_test")
+    result = search(cfg, tmp_path)
+    record = json.loads((tmp_path / "candidates" / "it1-c0" / "candidate.json").read_text())
+    assert record["attempts"] == 2 and [r["kind"] for r in record["resampled"]] == ["screened"]
+    assert "Φ is not roughly non-decreasing" in record["resampled"][0]["reason"]
+    assert result["llm_calls"] == 2 and math.isfinite(result["returned_score"]) and result["no_return_reason"] is None
+    assert any("addition, not in the paper: the progress_expert screen" in s for s in result["substitutes"])
+
+
+@pytest.mark.slow
+def test_prm4rl_whose_every_program_is_screened_ends_with_an_explained_failure(compose_cfg, tmp_path):
+    cfg = compose_cfg("method=prm4rl", *FAST, "verify.progress_bound=1e-9")
+    result = search(cfg, tmp_path)
+    assert result["status"] == "completed" and result["returned"] is None and result["returned_score"] is None
+    assert result["llm_calls"] == 1 + cfg.generate.parse_retries and result["env_steps"] == 0
+    assert "it1-c0: screened after 3 attempt(s): progress screen" in result["no_return_reason"]
+    assert json.loads((tmp_path / "status.json").read_text())["state"] == "completed"

@@ -1,6 +1,7 @@
 """The offline synthesiser's answers to demonstration-driven requests (GRACE's reward-class contract): a JSON
 object {reasoning, reward_class_code}. It reads only the request context: the state fields, the expert trajectories
-shown (initial request), or the parent code and the misscored states shown with their rewards (mutation).
+shown (initial request), or the parent code and the misscored states shown with their rewards (mutation). A
+goal-state request (GRACE P0.1) is answered {reasoning, goal_state_indexes} from the one trajectory shown.
 
 Programs: r(s) = offset + Σ_i [bonus_i · 1(d_i(s) < θ_i) + w_i / (1 + d_i(s)/σ_i)], d_i = distance of two
 position fields; the term spec rides in a comment line, as in terms.py."""
@@ -15,11 +16,11 @@ import numpy as np
 
 from bird.llm.offline.terms import SPEC_MARKER
 
-__all__ = ["answer_demo_request"]
+__all__ = ["answer_demo_request", "answer_goal_states"]
 
 
 def _pairs(fields: list[dict]) -> list[tuple[str, str]]:
-    pos = [f["name"] for f in fields if f["kind"] in ("position", "goal") and f["size"] == 3
+    pos = [f["name"] for f in fields if f.get("unit") == "m" and f["size"] == 3  # 3-d positions, from units alone
            and not f.get("always_zero") and not f["name"].startswith("prev_")]
     return [(a, b) for i, a in enumerate(pos) for b in pos[i + 1 :]]
 
@@ -147,3 +148,25 @@ def answer_demo_request(ctx: dict[str, Any], purpose: str, rng: random.Random, l
     else:
         spec, why = _initial(ctx, pairs, rng)
     return json.dumps({"reasoning": f"{label}: {why}", "reward_class_code": _render(spec, pairs, label)})
+
+
+def answer_goal_states(ctx: dict[str, Any], label: str) -> str:
+    """The shown states where the distance that shrinks most along the trajectory has (nearly) reached its minimum:
+    within 10% of its drop from the first state; -1 when no distance shrinks by at least 10%."""
+    rows = ctx.get("trajectory", [])
+    best, shrink = None, 0.1
+    for pair in _pairs(ctx["obs_fields"]):
+        d = [_dist(r["state"], pair) for r in rows]
+        if not d or any(x is None for x in d):
+            continue
+        drop = (d[0] - min(d)) / (d[0] + 1e-9)
+        if drop > shrink:
+            best, shrink = (pair, d), drop
+    if best is None:
+        return json.dumps({"reasoning": f"{label}: no distance between positions shrinks along the trajectory",
+                           "goal_state_indexes": -1})
+    (a, b), d = best
+    near = min(d) + 0.1 * (d[0] - min(d))
+    goals = [r["index"] for r, x in zip(rows, d, strict=True) if x <= near]
+    return json.dumps({"reasoning": f"{label}: the distance {a}-{b} shrinks most; the goal states are where it has "
+                                    "nearly reached its minimum", "goal_state_indexes": goals})

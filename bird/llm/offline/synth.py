@@ -180,6 +180,10 @@ class OfflineSynthesiser(Generator):
             from bird.llm.offline.thought_synth import answer_alignment
 
             return answer_alignment(ctx, LABEL)
+        if request.purpose == "goal_states":
+            from bird.llm.offline.demo_synth import answer_goal_states
+
+            return answer_goal_states(ctx, LABEL)
         if request.purpose == "decompose" and "obs_fields" in ctx:
             return plan_synth.answer_decompose(ctx, LABEL)
         if ctx.get("contract") == "progress_program" and "obs_fields" in ctx:

@@ -1,0 +1,170 @@
+"""Prompt leak audit: does text a generator is shown carry the reference reward, the success check, a success
+threshold, or (in few-shot material) an evaluation task's name?
+
+Each suite says what is hidden for one of its tasks (registry family `hidden_facts`, keyed by suite). The tests audit
+every prompt kind of every method on every task, and real runs' saved prompts; `python -m bird.leaks RUN_DIR...`
+audits a run directory (exit 1 on a finding).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from bird.registry import get
+
+__all__ = ["HiddenFacts", "hidden_facts", "find_leaks", "eval_task_mentions", "audit_run", "HARNESS_NAMES"]
+
+# bird's own names for what a generator must never see (a feedback format that dumped them would leak)
+HARNESS_NAMES = frozenset({"reference_return", "reference_reward", "ref_rewards", "bird_episode"})
+# Names a suite hides that bird's reward-program contract also uses: hidden only as a method of the env, `name(self`
+CONTRACT_NAMES = frozenset({"compute_reward"})
+
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)(?:e(-?\d+))?"
+_COMPARISON = re.compile(
+    r"(<=|>=|<|>|≤|≥|==|\bbelow\b|\bunder\b|\bless than\b|\bsmaller than\b|\bgreater than\b|\bmore than\b|\babove\b"
+    rf"|\bat most\b|\bat least\b|\bwithin\b|\bthreshold(?: of)?\b)\s*\(?\s*{_NUMBER}\s*(cm|mm|m)?\b", re.IGNORECASE)
+_UNIT = {"cm": 0.01, "mm": 0.001, "m": 1.0, None: 1.0, "": 1.0}
+
+
+@dataclass(frozen=True)
+class HiddenFacts:
+    """What a task hides from generators."""
+
+    env_id: str
+    names: frozenset[str]  # identifiers of the reference reward and the success check; quoted = info-dict keys
+    thresholds: tuple[float, ...]  # the numbers the success check compares against (none when there is no check)
+
+
+@cache
+def hidden_facts(env_id: str) -> HiddenFacts:
+    """The hidden facts of `env_id` ("<suite>/<task>"), from the suite's registered `hidden_facts` reader."""
+    suite, _, task = env_id.partition("/")
+    names, thresholds = get("hidden_facts", suite)(task)
+    return HiddenFacts(env_id, frozenset(names) | HARNESS_NAMES, tuple(thresholds))
+
+
+def _name_pattern(name: str) -> str:
+    if name in CONTRACT_NAMES:
+        return rf"(?<![\w]){re.escape(name)}\(\s*self\b"
+    return rf"(?<![\w]){re.escape(name)}(?![\w])"
+
+
+def compared_numbers(text: str) -> list[tuple[str, float]]:
+    """(matched text, value in metres where a length unit is given) of every number in a comparison."""
+    out = []
+    for m in _COMPARISON.finditer(text):
+        value = float(m.group(2)) * (10.0 ** int(m.group(3)) if m.group(3) else 1.0)
+        out.append((m.group(0), value * _UNIT[(m.group(4) or "").lower()]))
+    return out
+
+
+def find_leaks(text: str, facts: HiddenFacts) -> list[str]:
+    """Every hidden name in `text`, and every comparison with one of the success thresholds."""
+    found = [f"names {name}" for name in sorted(facts.names) if re.search(_name_pattern(name), text)]
+    found += [f"compares with the success threshold {t:g}: {shown!r}" for shown, value in compared_numbers(text)
+              for t in facts.thresholds if abs(value - t) < 1e-9]
+    return found
+
+
+def _task_patterns(task: str) -> list[str]:
+    """Ways to name a task: its words joined by space/hyphen/underscore/nothing, and verb-first for two-word names
+    ("door_open" -> "door open", "door-open", "open the door")."""
+    words = task.split("_")
+    joined = r"[\s_-]?".join(map(re.escape, words))
+    out = [joined]
+    if len(words) >= 2:
+        out.append(rf"{re.escape(words[1])}\s+(?:the\s+|a\s+)?{re.escape(words[0])}")
+        out.append(r"[\s_-]?".join(map(re.escape, words[:2])))
+    if words[:2] == ["pick", "place"]:
+        out.append(r"pick\s+(?:and|&)\s+place")
+    return out
+
+
+@cache
+def _evaluation_tasks() -> tuple[str, ...]:
+    from bird.envs.demos import available_envs
+
+    return tuple(available_envs())
+
+
+def eval_task_mentions(text: str, env_ids: tuple[str, ...] | None = None) -> list[str]:
+    """The evaluation tasks (every task with a conf/env option, by default) that `text` names."""
+    out = []
+    for env_id in env_ids or _evaluation_tasks():
+        task = env_id.partition("/")[2]
+        if any(re.search(rf"(?<![A-Za-z]){p}(?![A-Za-z])", text, re.IGNORECASE) for p in _task_patterns(task)):
+            out.append(env_id)
+    return out
+
+
+def _strip(text: str, authored: list[str]) -> str:
+    """`text` without any generator-authored piece (its own programs and answers, shown back to it)."""
+    for piece in sorted((a for a in authored if a and a.strip()), key=len, reverse=True):
+        text = text.replace(piece, " ")
+    return text
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _run_texts(run: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """(where, text) of every saved prompt, the few-shot examples shown, and generator-authored text."""
+    prompts, authored = [], []
+    for cdir in sorted((run / "candidates").glob("*")):
+        for i, m in enumerate(_read_json(cdir / "prompt.json") or []):
+            prompts.append((f"{cdir.name}/prompt.json[{i}]", str(m.get("content", ""))))
+        authored += [(cdir / f).read_text() for f in ("response.txt", "reward.py") if (cdir / f).exists()]
+        judge = _read_json(cdir / "judge.json") or {}
+        for i, m in enumerate(judge.get("prompt") or []):
+            prompts.append((f"{cdir.name}/judge.json:prompt[{i}]", str(m.get("content", ""))))
+        authored += [judge.get("response") or "", json.dumps(judge.get("verdict") or {})]
+    decomposition = _read_json(run / "decomposition.json") or {}
+    for i, m in enumerate(decomposition.get("prompt") or []):
+        prompts.append((f"decomposition.json:prompt[{i}]", str(m.get("content", ""))))
+    authored += [a.get("response", "") for a in decomposition.get("attempts", [])]
+    if decomposition.get("graph"):
+        from bird.components.decompose import render_graph
+
+        authored.append(render_graph(decomposition["graph"]))
+    return prompts, list(decomposition.get("examples") or []), authored
+
+
+def audit_run(run_dir: str | Path) -> list[str]:
+    """Findings in a run directory's saved prompts (generator-authored text shown back to it is left out)."""
+    run = Path(run_dir)
+    task = _read_json(run / "task.json")
+    if task is None:
+        return [f"{run}: no task.json (not a run directory)"]
+    facts = hidden_facts(task["env_id"])
+    prompts, examples, authored = _run_texts(run)
+    found = [f"{where}: {leak}" for where, text in prompts for leak in find_leaks(_strip(text, authored), facts)]
+    found += [f"few-shot example {i + 1} names evaluation task {t}" for i, ex in enumerate(examples)
+              for t in eval_task_mentions(ex)]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bird.leaks RUN_DIR...`: print every finding; exit 1 when there is one."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("usage: python -m bird.leaks RUN_DIR [RUN_DIR ...]", file=sys.stderr)
+        return 2
+    status = 0
+    for run in args:
+        found = audit_run(run)
+        status |= bool(found)
+        print(f"{run}: {'no leaks found' if not found else f'{len(found)} finding(s)'}")
+        for line in found:
+            print(f"  - {line}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Prompt-level leak audit (bird/leaks.py) over every method × every task of every suite: every prompt kind a method
+sends (initial, feedback/mutation, decomposition, judge, goal identification) and every feedback text it renders,
+without training. Each check has a positive control: a deliberately leaky input it must catch."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from prompt_rehearsal import REFERENCE_SENTINEL, Rehearsal, rehearse
+
+from bird.config.load import CONF_DIR
+from bird.envs.demos import available_envs
+from bird.leaks import compared_numbers, eval_task_mentions, find_leaks, hidden_facts
+from bird.registry import get
+
+METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
+TASKS = available_envs()
+REHEARSAL = ["run.progress=false", "env.horizon=50", "budget.max_candidates=1", "verify.checks=[static]",
+             "judge.mode=state_text", "demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2"]
+# a method that cannot run on a suite must say so before anything is sent
+REFUSALS = r"not available for suite|no scripted expert policy|is written for suites"
+
+# The RE-GoT few-shot example bird shipped before issue 12: MT10 push, its field names and push's 0.05 threshold.
+LEAKY_EXAMPLE = """Example task: Push the puck to the goal position.
+Graph:
+{"nodes": [{"id": "n0", "status": "gripper away from the puck; puck at its start position"},
+           {"id": "n1", "status": "gripper touching the side of the puck away from the goal"},
+           {"id": "n2", "status": "puck at the goal position"}],
+ "edges": [{"src": "n0", "dst": "n1", "behavior": "move the gripper behind the puck", "substep_type": "reward",
+            "success_condition": "norm(hand_pos - puck_pos) < 0.05", "alt_rank": 0},
+           {"src": "n1", "dst": "n2", "behavior": "push the puck along the table to the goal", "substep_type": "reward",
+            "success_condition": "norm(puck_pos - goal_pos) < 0.05", "alt_rank": 0}],
+ "start": "n0", "goal": "n2"}"""
+
+
+def _strip(text: str, authored: list[str]) -> str:
+    for piece in sorted((a for a in authored if a.strip()), key=len, reverse=True):
+        text = text.replace(piece, " ")
+    return text
+
+
+def findings(r: Rehearsal, cfg) -> list[str]:
+    """Every leak in what the rehearsal showed (generator-authored text shown back to it is left out). A method that
+    shows bare fields (GRACE, §5.1: no in-context information about the environment) must show no field description
+    and no task text either."""
+    facts, out = hidden_facts(cfg.env.id), []
+    texts = [(f"{req.purpose} request", "\n".join(m.content for m in req.messages)) for req, _ in r.calls]
+    texts += [("feedback text", text) for text in r.feedback]
+    for where, text in texts:
+        shown = _strip(text, r.authored)
+        out += [f"{where}: {leak}" for leak in find_leaks(shown, facts)]
+        if f"{REFERENCE_SENTINEL}" in shown:
+            out.append(f"{where}: shows the reference-reward return {REFERENCE_SENTINEL}")
+        if cfg.generate.field_view == "bare":
+            out += [f"{where}: shows the description of {f.name}" for f in r.spec.obs_index.fields
+                    if f.description and f.description in shown]
+            out += [f"{where}: shows the task text" for _ in [0] if cfg.env.description in shown]
+    for req, _ in r.calls:
+        if cfg.generate.field_view == "bare" and any(set(f) - {"name", "size", "unit"} for f in req.context.get("obs_fields", [])):
+            out.append(f"{req.purpose} request: its context carries more than field names, shapes and units")
+        for i, example in enumerate(req.context.get("examples", [])):
+            out += [f"few-shot example {i + 1} names evaluation task {t}" for t in eval_task_mentions(example)]
+            out += [f"few-shot example {i + 1} compares with a number: {shown!r}"
+                    for shown, _ in compared_numbers(example)]
+    return out
+
+
+def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
+    out = {"reward"}
+    if cfg.decompose.kind != "none":
+        out.add("decompose")
+    if getattr(get("feedback_format", cfg.feedback.format), "needs_judge", False):
+        out.add("judge")
+    if min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) > 1 and cfg.generate.parent != "none":
+        out.add("mutation")
+    return out
+
+
+@pytest.mark.parametrize("env", TASKS)
+@pytest.mark.parametrize("method", METHODS)
+def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp_path, method, env):
+    try:
+        cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL)
+        r = rehearse(cfg, tmp_path)
+    except ValueError as exc:  # e.g. a class abstraction, a scripted expert or prompts (generate.suites) the suite lacks
+        assert re.search(REFUSALS, str(exc)), exc
+        return
+    assert _expected_purposes(cfg, r) <= r.purposes(), f"prompt kinds not rendered: {_expected_purposes(cfg, r)}"
+    leaks = findings(r, cfg)
+    assert not leaks, "\n".join(leaks)
+
+
+# -- positive controls: the same audit must catch a deliberate leak of each kind -----------------------------------
+def test_positive_control_the_old_few_shot_example_is_caught():
+    assert eval_task_mentions(LEAKY_EXAMPLE) == ["metaworld/push"]
+    assert [leak for leak in find_leaks(LEAKY_EXAMPLE, hidden_facts("metaworld/push")) if "0.05" in leak]
+    assert eval_task_mentions("Open the window by sliding its handle") == ["metaworld/window_open"]
+    assert eval_task_mentions("make the half-cheetah run; pick and place the block") == [
+        "metaworld/pick_place", "mujoco/half_cheetah"]
+
+
+def test_positive_control_thresholds_in_any_unit_and_names_only_as_env_code_are_caught():
+    facts = hidden_facts("metaworld/drawer_close")
+    assert facts.thresholds == (0.065,)
+    for shown in ("d <= 0.065", "within 6.5 cm of the goal", "below 65 mm", "x < 6.5e-2"):
+        assert find_leaks(shown, facts), shown
+    assert not find_leaks("handle offset (0, -0.16, 0.05) m; a distance of 0.065", facts)  # no comparison
+    assert find_leaks("def compute_reward(self, action, obs):", facts)  # Meta-World's method
+    assert not find_leaks("def compute_reward(obs, action, next_obs, info):", facts)  # bird's own contract
+    assert find_leaks("info['near_object'] and tolerance(x, bounds=(0, 1))", facts)
+
+
+@pytest.mark.parametrize("leak", ["few_shot", "env_code", "feedback", "described_fields"])
+def test_positive_control_a_leaky_method_fails_the_audit(compose_cfg, tmp_path, monkeypatch, leak):
+    """Break the method's prompts on purpose in three places; the audit above must find each."""
+    import inspect
+
+    import bird.components.decompose as decompose
+    import bird.prompts as prompts
+    from bird.registry import _REGISTRY
+
+    method, env = {"feedback": ("eureka", "mujoco/hopper"), "described_fields": ("grace", "metaworld/push")}.get(
+        leak, ("regot", "metaworld/push"))
+    if leak == "few_shot":
+        real = prompts.templates
+        monkeypatch.setattr(decompose, "templates", lambda name: {**real(name), "decompose_example_1": LEAKY_EXAMPLE})
+    elif leak == "env_code":  # Meta-World's module source without the stripper
+        from metaworld.env_dict import ALL_V3_ENVIRONMENTS
+
+        raw = inspect.getsource(inspect.getmodule(ALL_V3_ENVIRONMENTS["push-v3"]))
+        monkeypatch.setitem(_REGISTRY["env_representation"], "abstraction", lambda spec: raw)
+    elif leak == "feedback":  # a feedback format that also prints the reference-reward return
+        fmt = _REGISTRY["feedback_format"]["eureka"]
+
+        def leaky(cfg, state, cand, res):
+            text, stats = fmt(cfg, state, cand, res)
+            return text + f"\nreference_return: {res.curve[-1].reference_return}", stats
+
+        monkeypatch.setitem(_REGISTRY["feedback_format"], "eureka", leaky)
+    elif leak == "described_fields":  # GRACE's bare field view rendering the full descriptions
+        monkeypatch.setitem(_REGISTRY["field_view"], "bare", _REGISTRY["field_view"]["described"])
+    cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL)
+    r = rehearse(cfg, tmp_path)
+    found = "\n".join(findings(r, cfg))
+    expected = {"few_shot": ["names evaluation task metaworld/push", "compares with a number: '< 0.05'",
+                             "compares with the success threshold 0.05"],
+                "env_code": ["names evaluate_state", "names TARGET_RADIUS", "names compute_reward"],
+                "feedback": ["names reference_return", f"reference-reward return {REFERENCE_SENTINEL}"],
+                "described_fields": ["shows the description of puck_pos", "carries more than field names"]}[leak]
+    for needle in expected:
+        assert needle in found, f"{needle!r} not caught:\n{found}"
