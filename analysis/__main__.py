@@ -1,4 +1,5 @@
-"""`python -m bird.analysis leaderboard RUNS... --out DIR` (and `export` to Parquet, `epic` to write epic.csv)."""
+"""`python -m bird.analysis leaderboard RUNS... --out DIR` (and `export` to Parquet, `epic` to write epic.csv,
+`agreement` for a rating study's reliability and human-vs-benchmark tables)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,37 @@ def _parser() -> argparse.ArgumentParser:
     ep.add_argument("--n-random", type=int, default=32, help="random rewards for the baseline")
     ep.add_argument("--discount", type=float, default=0.99, help="gamma of the canonicalisation")
     ep.add_argument("--seed", type=int, default=0, help="seed of the policy, rollouts and random rewards")
+    ag = sub.add_parser("agreement", help="rating-study agreement (BIRD Tables 12, 13) from a study DB or CSV")
+    ag.add_argument("ratings", help="study database (python -m bird.annotate) or its exported CSV")
+    ag.add_argument("--out", help="also write agreement.md and agreement.json here")
+    ag.add_argument("--n-resamples", type=int, default=2000, help="percentile-bootstrap resamples (BIRD: 2000)")
+    ag.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap")
     return p
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .agreement import agreement_report, load_ratings
+
+    try:
+        df = load_ratings(args.ratings)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"bird.analysis agreement: {exc}", file=sys.stderr)
+        return 1
+    if df.empty:
+        print("bird.analysis agreement: no ratings yet", file=sys.stderr)
+        return 1
+    report = agreement_report(df, args.n_resamples, args.seed)
+    md = report.to_markdown()
+    print(md)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "agreement.md").write_text(md)
+        (out / "agreement.json").write_text(json.dumps(report.to_json(), indent=1, default=str) + "\n")
+    return 0
 
 
 def _epic(args: argparse.Namespace) -> int:
@@ -71,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "epic":
         return _epic(args)
+    if args.command == "agreement":
+        return _agreement(args)
     if args.command == "export":
         from .store import save_parquet
 

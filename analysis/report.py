@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+import shutil
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import pandas as pd
 from . import plots
 from .bootstrap import interval
 from .bradley_terry import BTIntervals, bradley_terry_intervals
+from .clips import pick_clips
 from .metrics import aggregate_iqm, aggregate_optimality_gap
 from .rundir import RunCollection, read_runs
 from .tidy import score_table, shared_tasks
@@ -29,6 +31,7 @@ class Leaderboard:
     figures: dict[str, object]
     notes: list[str] = field(default_factory=list)
     header: list[str] = field(default_factory=list)
+    clips: pd.DataFrame = field(default_factory=pd.DataFrame)  # one clip per method × task (analysis/clips.py)
 
 
 def _fmt_iv(est: float, lo: float, hi: float) -> str:
@@ -130,8 +133,9 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     tables = {b: _table(runs, b, fits.get(b), n_resamples, random_state, notes) for b in benches}
     if len(benches) > 1:
         tables["pooled"] = _table(runs, "pooled", fits.get("pooled"), n_resamples, random_state, notes)
+    clips = pick_clips(runs)
     if not figures:
-        return Leaderboard(tables, {}, notes, header)
+        return Leaderboard(tables, {}, notes, header, clips)
     figs: dict[str, object] = {}
 
     def add(name: str, result: plots.Result) -> None:
@@ -149,7 +153,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     else:
         add("paired", plots.plot_paired(runs, *pair, n_resamples=n_resamples, random_state=random_state))
     add("profiles", plots.plot_profiles(runs))
-    return Leaderboard(tables, figs, notes, header)
+    return Leaderboard(tables, figs, notes, header, clips)
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -168,6 +172,42 @@ _CAPTIONS = {
     "paired": "Paired differences (task, seed)",
     "profiles": "Performance profiles",
 }
+
+
+def _clips_section(clips: pd.DataFrame, out: Path) -> tuple[list[str], list[str]]:
+    """Copy each method × task clip into out/clips/ and lay them out as a task × method grid (HTML) / list (md)."""
+    if clips.empty:
+        return [], []
+    (out / "clips").mkdir(exist_ok=True)
+    md = ["## Clips", "", "One clip per method × task: the first evaluation episode of the returned policy (final "
+          "retrain) of the run with the median returned score.", ""]
+    body = ["<h2>Clips</h2>", "<p>One clip per method × task: the first evaluation episode of the returned policy "
+            "(final retrain) of the run with the median returned score.</p>"]
+    for bench, g in clips.groupby("benchmark", sort=True):
+        methods = sorted(g["method"].unique())
+        body += [f"<h3>{html.escape(str(bench))}</h3>", "<table><tr><th>task</th>",
+                 *[f"<th>{html.escape(m)}</th>" for m in methods], "</tr>"]
+        for task, tg in g.groupby("task", sort=True):
+            body.append(f"<tr><td>{html.escape(str(task))}</td>")
+            for m in methods:
+                row = tg[tg["method"] == m]
+                if row.empty:
+                    body.append("<td>–</td>")
+                    continue
+                r = row.iloc[0]
+                name = f"{bench}-{task}-{m}.mp4".replace("/", "_")
+                shutil.copy2(r["path"], out / "clips" / name)
+                score = "n/a" if pd.isna(r["returned_score"]) else f"{r['returned_score']:.3f}"
+                clip = "n/a" if r["clip_score"] is None or pd.isna(r["clip_score"]) else f"{r['clip_score']:.3f}"
+                caption = (f"returned score {score} (seed {r['seed']}, median of {r['n_runs']} runs); "
+                           f"this episode {clip}")
+                body.append(f'<td><figure><video src="clips/{html.escape(name)}" controls muted loop playsinline '
+                            f'preload="metadata" title="{html.escape(str(r["description"]))}"></video>'
+                            f"<figcaption>{html.escape(caption)}</figcaption></figure></td>")
+                md.append(f"- {bench}/{task}, {m}: [clips/{name}](clips/{name}) — {caption}")
+            body.append("</tr>")
+        body.append("</table>")
+    return md + [""], body
 
 
 def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 110) -> Path:
@@ -192,12 +232,16 @@ def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 11
         fig.savefig(out / f"{name}.png", dpi=dpi)
         md += [f"### {caption}", "", f"![{caption}]({name}.png)", ""]
         body += [f"<h3>{html.escape(caption)}</h3>", f'<img src="{name}.png" alt="{html.escape(caption)}">']
+    clip_md, clip_html = _clips_section(lb.clips, out)
+    md += clip_md
+    body += clip_html
     if lb.notes:
         md += ["## Notes", "", *[f"- {n}" for n in lb.notes], ""]
         body += ["<h2>Notes</h2>", "<ul>", *[f"<li>{html.escape(n)}</li>" for n in lb.notes], "</ul>"]
     (out / "leaderboard.md").write_text("\n".join(md))
     style = "body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}" \
-            "td,th{padding:2px 8px;border-bottom:1px solid #ddd}img{max-width:100%}"
+            "td,th{padding:2px 8px;border-bottom:1px solid #ddd}img{max-width:100%}" \
+            "figure{margin:0}video{width:240px;display:block}figcaption{font-size:12px;color:#444}"
     (out / "leaderboard.html").write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>bird leaderboard</title><style>{style}</style>"
         f"</head><body>{''.join(body)}</body></html>\n")

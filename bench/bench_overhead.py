@@ -7,6 +7,7 @@ reference reward, side by side in one run, interleaved, same env / steps / hyper
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -62,6 +63,27 @@ def bird_training(job: TrainJob) -> float:
     return elapsed
 
 
+def sandbox_costs(job: TrainJob, repeats: int = 5, calls: int = 20) -> tuple[float, float, int]:
+    """Median worker start-up (interpreter, numpy, OS layers, program load) and median call for one rollout."""
+    import numpy as np
+
+    index = make_adapter(job.env).spec.obs_index
+    rows = job.n_steps * job.n_envs
+    obs = np.random.default_rng(0).normal(size=(rows, index.dim))
+    act = np.zeros((rows, 3))
+    starts, times = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        program = SandboxedReward(job.code, index)
+        starts.append(time.perf_counter() - t)
+        for _ in range(calls // repeats):
+            t = time.perf_counter()
+            program(obs, act, obs)
+            times.append(time.perf_counter() - t)
+        program.close()
+    return statistics.median(starts), statistics.median(times), rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="mujoco/hopper")
@@ -72,18 +94,23 @@ def main() -> None:
     torch.set_num_threads(1)
     job = TrainJob("bench", PROGRAM, EnvConfig(id=args.env, description="bench"), TrainConfig(), 0, args.steps,
                    args.n_envs, 4, 4, 5.0, 2048, "/tmp/bird-bench")
+    load_before = os.getloadavg()
     raw, ours = [], []
     for _ in range(args.repeats):  # interleaved so machine noise hits both alike
         raw.append(raw_sb3(job))
         ours.append(bird_training(job))
+    start_s, call_s, rows = sandbox_costs(job)
     start = time.perf_counter()
     full = train_ppo(job)
     full_s = time.perf_counter() - start
     r, o = statistics.median(raw), statistics.median(ours)
-    print(f"env {args.env}, {args.steps:,} steps, n_envs {args.n_envs}, n_steps {job.n_steps}, repeats {args.repeats}")
+    print(f"env {args.env}, {args.steps:,} steps, n_envs {args.n_envs}, n_steps {job.n_steps}, repeats {args.repeats}; "
+          f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores)")
     print(f"raw SB3 PPO (reference reward)   median {r:7.2f} s   {args.steps / r:7.0f} steps/s   runs {raw}")
     print(f"bird training (sandboxed reward) median {o:7.2f} s   {args.steps / o:7.0f} steps/s   runs {ours}")
     print(f"overhead ratio bird/raw = {o / r:.3f}")
+    print(f"sandbox: worker start-up {start_s * 1e3:.0f} ms (once per training), one call on a {rows:,}-row "
+          f"rollout {call_s * 1e3:.1f} ms (median)")
     print(f"bird training with {job.n_checkpoints} checkpoint evaluations ({job.eval_episodes} episodes each): "
           f"{full_s:.2f} s (ratio {full_s / r:.3f}; evaluation is extra work raw SB3 does not do)")
     assert full.ok

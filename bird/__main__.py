@@ -24,7 +24,7 @@ def main(cfg: DictConfig) -> None:
     choice = HydraConfig.get().runtime.choices.get("choice")
     if choice and choice not in bcfg.choices:
         bcfg.choices.append(choice)
-    from bird.completed import completed_result
+    from bird.completed import clear_previous_run, completed_result
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
 
@@ -37,9 +37,13 @@ def main(cfg: DictConfig) -> None:
     if done is not None:
         print(f"bird: {run_dir} already completed (returned_score {done.get('returned_score')}); skipped")
         return
+    if clear_previous_run(run_dir):
+        print(f"bird: {run_dir} held a previous run's records; they are replaced by this run", file=sys.stderr)
+    from bird.tracking import TrackerUnavailable
+
     try:
         search(bcfg, run_dir)
-    except MissingAPIKeyError as exc:
+    except (MissingAPIKeyError, TrackerUnavailable) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
 

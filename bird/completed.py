@@ -1,15 +1,21 @@
-"""Re-running a sweep skips cells whose run directory already holds a completed result of the same config."""
+"""Re-running a sweep skips cells whose run directory already holds a completed result of the same config; a
+directory that is run again (unfinished, or `run.skip_completed=false`) loses the previous search's records first."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from bird.config.load import ConfigError, config_hash
 from bird.config.schema import BirdConfig
 
-__all__ = ["completed_result"]
+__all__ = ["completed_result", "clear_previous_run", "RUN_ENTRIES"]
+
+# what a search writes into its run directory (docs/rundir.md); Hydra's .hydra/ and job log are not ours
+RUN_ENTRIES = ("status.json", "config.yaml", "task.json", "events.jsonl", "llm_calls.jsonl", "candidates", "demos.json",
+               "decomposition.json", "population.jsonl", "screens.jsonl", "expand", "final", "result.json")
 
 
 def completed_result(run_dir: Path, cfg: BirdConfig) -> dict[str, Any] | None:
@@ -31,3 +37,21 @@ def completed_result(run_dir: Path, cfg: BirdConfig) -> dict[str, Any] | None:
             f"{config_hash(cfg)}); choose another hydra.run.dir or set run.skip_completed=false to overwrite it"
         )
     return result
+
+
+def clear_previous_run(run_dir: Path) -> list[str]:
+    """Remove a previous search's records from `run_dir` so the next search's append-only files start empty.
+
+    Only the entries a search writes (RUN_ENTRIES) are removed; returns their names.
+    """
+    removed = []
+    for name in RUN_ENTRIES:
+        path = run_dir / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(name)
+    return removed

@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.envs.registry import make_adapter
+from bird.learners.video import summarise_clips, video_spec
 from bird.llm.factory import make_generator
 from bird.pool import TrainPool, default_workers
 from bird.progress import ProgressDisplay, print_summary
@@ -23,6 +24,7 @@ from bird.stages.select import select
 from bird.stages.train import make_job, train
 from bird.stages.verify import random_transitions, verify
 from bird.state import Plan, SearchState
+from bird.tracking import open_tracker
 from bird.types import Candidate, Report, TrainResult
 
 __all__ = ["search", "make_plan"]
@@ -125,14 +127,16 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: TrainPool, run: Ru
         return [] if score is None else [score]
     code = None if cfg.train.reward_source == "reference" else cand.code
     seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
-    jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}")
-            for s in seeds]
+    video = video_spec(cfg, "final", candidate_id=cand.id)
+    jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}",
+                     video=video) for s in seeds]
     results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
     state.env_steps += sum(r.env_steps for r in results)
     scores = [r.curve[-1].score for r in results if r.ok]
     write_json(run.root / "final" / "final.json", {
         "candidate_id": cand.id, "seeds": seeds, "scores": [r.curve[-1].score if r.ok else None for r in results],
-        "failures": [r.failure.to_json() if r.failure else None for r in results]})
+        "failures": [r.failure.to_json() if r.failure else None for r in results],
+        "videos": [[str(Path(v).relative_to(run.root)) for v in r.videos] for r in results]})
     run.event("final_retrain", candidate=cand.id, seeds=seeds, scores=scores)
     return scores
 
@@ -211,15 +215,20 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
 
 def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
     """Run one search and write its run directory; returns the result.json content."""
+    from bird.reward.isolation import harden_host
+
+    harden_host()  # the parent holds the API keys: same-user processes may not read its environ or memory
     start = time.monotonic()
     run = RunDir(run_dir)
     run.status("running")
     ui = ProgressDisplay(cfg.run.progress)
+    tracker = None
     try:
         (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())
         generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
+        tracker = open_tracker(cfg, run, generator)
         plan = make_plan(cfg)
         state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
         _setup(cfg, state, generator, run)
@@ -240,11 +249,15 @@ def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
         finally:
             pool.close()
         result = _result(cfg, state, generator, scores, time.monotonic() - start)
+        result["videos"] = summarise_clips(run.root, cfg.video.record)
         write_json(run.root / "result.json", result)
+        tracker.finish(result)
         run.event("search_done", returned=state.returned, returned_score=result["returned_score"])
         run.status("completed")
     except BaseException as exc:
         run.status("failed", error=f"{type(exc).__name__}: {exc}")
+        if tracker is not None:
+            tracker.finish(None)
         raise
     if cfg.run.progress:
         import json

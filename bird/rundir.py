@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ class RunDir:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._started = _now()
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []  # called with every event (trackers)
 
     def status(self, state: str, error: str | None = None) -> None:
         write_json(self.root / "status.json", {"state": state, "started": self._started, "updated": _now(),
@@ -40,6 +42,8 @@ class RunDir:
     def event(self, name: str, **fields: Any) -> None:
         with open(self.root / "events.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"t": round(time.time(), 3), "event": name, **fields}, default=str) + "\n")
+        for listener in self.listeners:
+            listener(name, fields)
 
     def candidate_dir(self, cid: str) -> Path:
         path = self.root / "candidates" / cid

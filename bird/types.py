@@ -105,6 +105,7 @@ class TrainResult:
     failure: Failure | None = None
     policy_path: str | None = None
     rollouts_path: str | None = None  # rollouts.npz of the trained policy (train.collect_episodes)
+    videos: tuple[str, ...] = ()  # MP4 clips of the trained policy's evaluation episodes (video.record)
 
     @property
     def ok(self) -> bool:

@@ -68,12 +68,46 @@ def test_every_option_of_every_group_composes(group):
             if group == "method" else None
         env = [f"env={SUITE_ENV[suites[0]]}"] if suites else []  # a method written for another suite than the default's
         cfg = compose([f"{group}={option}", *env])
-        assert cfg.method
+        assert_option_applied(cfg, CONF_DIR / group / f"{option}.yaml")
 
 
-def test_every_choice_composes():
-    for option in _options("choice"):
-        compose([f"+choice={option}"])
+def _leaves(node, prefix=""):
+    """(dotted key, value) of every leaf of a YAML mapping."""
+    for key, value in node.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def assert_option_applied(cfg, path: Path) -> None:
+    """Every value the option file sets (under its `# @package` target) is the composed config's value."""
+    import yaml
+
+    text = path.read_text()
+    package = text.splitlines()[0].removeprefix("# @package ").strip()
+    prefix = "" if package == "_global_" else package + "."
+    node = yaml.safe_load(text) or {}
+    for parent in node.get("defaults", []):  # an alias names the file it extends
+        if isinstance(parent, str) and parent.startswith("/"):
+            assert_option_applied(cfg, CONF_DIR / f"{parent[1:]}.yaml")
+    leaves = [(k, v) for k, v in _leaves(node) if k != "defaults"]
+    assert leaves or node.get("defaults"), path
+    for key, value in leaves:
+        if isinstance(value, str) and "${" in value:
+            continue  # an interpolation (e.g. ${if_matched:...}): resolved by the budget, not a literal value
+        got = cfg
+        for part in (prefix + key).split("."):  # attributes of the typed config, items of a dict value (tree.actions)
+            got = got[part] if isinstance(got, dict) else getattr(got, part)
+        got = list(got) if isinstance(got, tuple) else got
+        assert got == value, (path.name, prefix + key, got, value)
+
+
+def test_every_choice_composes_with_its_values_applied():
+    options = _options("choice")
+    assert len(options) >= 5
+    for option in options:
+        assert_option_applied(compose([f"+choice={option}"]), CONF_DIR / "choice" / f"{option}.yaml")
 
 
 def test_diff_prints_exactly_the_keys_that_differ():

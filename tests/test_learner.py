@@ -26,6 +26,7 @@ def test_training_is_reproducible_for_a_fixed_seed(tmp_path):
     a = train_ppo(_job(tmp_path / "a", CODE))
     b = train_ppo(_job(tmp_path / "b", CODE))
     assert a.ok and b.ok
+    assert set(a.curve[-1].components) == {"upright"}  # a program's components are reported (the oracle's are not)
     assert [c.score for c in a.curve] == [c.score for c in b.curve]
     assert [c.own_return for c in a.curve] == [c.own_return for c in b.curve]
     assert (tmp_path / "a" / "curve.csv").read_text() == (tmp_path / "b" / "curve.csv").read_text()
@@ -36,9 +37,10 @@ def test_reference_reward_training_reports_components_empty_and_returns_equal(tm
     from bird.learners.sb3_ppo import train_ppo
 
     res = train_ppo(_job(tmp_path, None))
-    assert res.ok and res.curve[-1].components == {}
+    assert res.ok
+    assert res.curve[-1].components == {}
     finished = [c for c in res.curve if not np.isnan(c.own_return)]
-    assert all(c.own_return == c.reference_return for c in finished)
+    assert finished and all(c.own_return == c.reference_return for c in finished)
 
 
 @pytest.mark.slow

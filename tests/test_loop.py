@@ -125,3 +125,35 @@ def test_rerunning_a_completed_run_directory_skips_it_and_a_different_config_is_
     assert (run / "result.json").read_text() == before
     other = subprocess.run([*base, "seed=1"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert other.returncode == 2 and "another config" in other.stderr
+
+
+def _events(run: Path) -> list[str]:
+    return [json.loads(line)["event"] for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_skip_completed_false_reruns_and_a_half_written_directory_starts_afresh(tmp_path):
+    run = tmp_path / "run"
+    base = [sys.executable, "-m", "bird", "budget=smoke", "budget.max_iterations=1", "method=zeroshot",
+            "env=mujoco/inverted_pendulum", "run.progress=false", f"hydra.run.dir={run}"]
+    first = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    started = json.loads((run / "status.json").read_text())["started"]
+    # run.skip_completed=false: the completed run is run again and its records replaced, not appended to
+    again = subprocess.run([*base, "run.skip_completed=false"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert again.returncode == 0 and "skipped" not in again.stdout, again.stderr[-2000:]
+    assert "replaced by this run" in again.stderr
+    assert json.loads((run / "status.json").read_text())["state"] == "completed"
+    assert _events(run).count("search_started") == 1 and _events(run)[-1] == "search_done"
+    assert (run / ".hydra" / "config.yaml").exists()
+    # a crash mid-search: status running, no result, a candidate the next run will not write
+    (run / "status.json").write_text(json.dumps({"state": "running", "started": started}))
+    (run / "result.json").unlink()
+    (run / "candidates" / "it9-c0").mkdir()
+    (run / "events.jsonl").write_text('{"t": 0, "event": "search_started"}\n')
+    resumed = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert resumed.returncode == 0 and "skipped" not in resumed.stdout, resumed.stderr[-2000:]
+    assert json.loads((run / "result.json").read_text())["status"] == "completed"
+    assert json.loads((run / "status.json").read_text())["state"] == "completed"
+    assert not (run / "candidates" / "it9-c0").exists()
+    assert _events(run).count("search_started") == 1

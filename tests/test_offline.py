@@ -57,18 +57,53 @@ def test_flat_component_is_rescaled_and_dominant_component_is_scaled_down():
     assert by_name["action_cost"].weight < 1.0  # dominates → scaled down
 
 
-def test_zero_score_restructures_the_program():
+PARENT_TERMS = [("forward_progress", "progress", ("rootx_vel",), 7.0), ("smoothness", "smooth", ("thigh_angvel",), 0.02),
+                ("alive", "alive", (), 0.9)]
+# every component varies and none dominates: only the score decides whether the program is restructured
+VARIED = {"forward_progress": [0.1, 0.5, 1.0], "smoothness": [-0.1, -0.3, -0.2], "alive": [0.9, 0.9, 0.9]}
+
+
+def _children(scores, n=12, **extra_feedback):
     from bird.llm.offline.terms import Term
 
-    parent = [Term("forward_progress", "progress", ("rootx_vel",), 1.0), Term("alive", "alive", (), 1.0)]
-    feedback = {"components": {"forward_progress": [0.0, 0.1], "alive": [1.0, 1.0]}, "task_score": [0.0, 0.0]}
+    parent = [Term(name, kind, fields, weight) for name, kind, fields, weight in PARENT_TERMS]
+    feedback = {"components": VARIED, "task_score": scores, **extra_feedback}
     gen = OfflineSynthesiser("offline")
-    structures = set()
-    for i in range(6):
-        child = parent_terms(extract_code(gen.complete(
-            _request("mutation", sample=i, parent_code=_parent(parent), feedback=feedback)).text))
-        structures.add(tuple(sorted(t.name for t in child)))
-    assert any(s != ("alive", "forward_progress") for s in structures)
+    return [parent_terms(extract_code(gen.complete(
+        _request("mutation", sample=i, parent_code=_parent(parent), feedback=feedback)).text)) for i in range(n)]
+
+
+def _names(terms):
+    return [t.name for t in terms]
+
+
+def test_a_middling_score_keeps_the_parents_terms_and_weights_up_to_one_jitter():
+    parent = {name: weight for name, _, _, weight in PARENT_TERMS}
+    for child in _children([0.1, 0.3]):  # best score 0.3: above the 0.05 "near zero" bar
+        assert _names(child) == list(parent)
+        changed = [t for t in child if t.weight != parent[t.name]]
+        assert len(changed) <= 1
+        for t in changed:
+            assert round(t.weight / parent[t.name], 2) in (0.5, 0.8, 1.25, 2.0), t
+
+
+def test_a_near_zero_score_restructures_the_parent_program():
+    original = _names(_children([0.1, 0.3])[0])
+    for scores in ([0.0, 0.0], [0.0, 0.05]):  # 0.05 is still "near zero"
+        children = _children(scores)
+        assert any(_names(c) != original for c in children), scores
+        for child in children:  # built from the parent: all but at most one of its terms survive
+            kept = [t for t in child if t.name in original]
+            assert len(kept) >= len(original) - 1
+            # the parent's own weights (7.0, 0.02, 0.9) carry over, rescaled by at most two factors
+            for t in kept:
+                parent_w = dict((n, w) for n, _, _, w in PARENT_TERMS)[t.name]
+                assert 0.3 * 0.5 * parent_w - 1e-9 <= t.weight <= 3.0 * 2.0 * parent_w + 1e-9, t
+
+
+def test_misranked_preferences_restructure_even_with_a_high_score():
+    original = _names(_children([0.9])[0])
+    assert any(_names(c) != original for c in _children([0.9], preference={"rate": 0.0}))
 
 
 def test_answer_depends_only_on_the_request():
@@ -76,7 +111,8 @@ def test_answer_depends_only_on_the_request():
     a = gen.complete(_request()).text
     gen2 = OfflineSynthesiser("offline")
     assert gen2.complete(_request()).text == a
-    assert json.dumps(_request().context)  # the context is plain data
+    context = _request().context
+    assert json.loads(json.dumps(context)) == context  # the context is plain data (round-trips through JSON)
 
 
 def test_position_pairs_match_whole_words_not_substrings():

@@ -71,7 +71,8 @@ def test_clean_program_runs_in_the_sandbox(obs_index):
         (HEAD + "    return next_obs['nope'], {}\n", FailureKind.RUNTIME_ERROR),
         (HEAD + "    return 1.0, {}\n", FailureKind.BAD_OUTPUT),
         (HEAD + "    return next_obs['rootx_vel']\n", FailureKind.BAD_OUTPUT),
-        (HEAD + "    x = np.ones(10 ** 10)\n    return x, {}\n", FailureKind.RUNTIME_ERROR),
+        # 3.2 GB: this machine has it, the 2048 MiB address-space limit does not (and the reason names the limit)
+        (HEAD + "    x = np.empty(400_000_000)\n    x.fill(1.0)\n    return x, {}\n", FailureKind.RUNTIME_ERROR),
         ("import os\n" + HEAD + "    return 0, {}\n", FailureKind.REJECTED),  # static checks always run first
         (HEAD + "    return (lambda: 0).__globals__, {}\n", FailureKind.REJECTED),
     ],
@@ -81,6 +82,8 @@ def test_runtime_failures_are_recorded_with_their_kind(obs_index, body, kind):
     with pytest.raises(RewardProgramError) as err, SandboxedReward(body, obs_index, call_timeout_s=1.0) as program:
         program(obs, np.zeros((3, 3)), obs)
     assert err.value.failure.kind == kind
+    if "400_000_000" in body:
+        assert "the memory limit fired (address space, memory_mb=2048 MiB)" in err.value.failure.reason
 
 
 def test_worker_refuses_imports_outside_the_allowlist_even_without_static_checks(obs_index):
@@ -96,22 +99,56 @@ def test_worker_refuses_imports_outside_the_allowlist_even_without_static_checks
     assert err.value.failure.kind == FailureKind.RUNTIME_ERROR and "not allowed" in err.value.failure.reason
 
 
-def test_worker_cannot_write_files_or_see_api_keys(obs_index, tmp_path, monkeypatch):
+def test_worker_cannot_write_files_or_see_api_keys_even_with_the_real_builtins(obs_index, tmp_path, monkeypatch):
+    """A program that got hold of the real builtins (static checks bypassed, walk through numpy's internals) tries
+    to write a file and to read the host's environment; both fail, and the worker's own environment is empty."""
+    import bird.reward.sandbox as sandbox
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    monkeypatch.setattr(sandbox, "check_source", lambda *a, **k: None)
+    tmp_path.chmod(0o777)
     target = tmp_path / "leak.txt"
-    # Even if a program got hold of the real builtins, the worker has no env keys and may not write files.
-    body = HEAD + "    return next_obs['rootx_vel'], {}\n"
-    with SandboxedReward(body, obs_index) as program:
-        program(np.zeros((2, obs_index.dim)), np.zeros((2, 3)), np.zeros((2, obs_index.dim)))
-        pid = program._proc.pid
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    assert b"sk-test-secret" not in environ
+    real = "np.vectorize.__init__.__globals__['__builtins__']"
+    writer = HEAD + f"    {real}['open']({str(target)!r}, 'w').write('x')\n    return next_obs['rootx_vel'], {{}}\n"
+    reader = HEAD + (f"    os = {real}['__import__']('os')\n"
+                     "    return next_obs['rootx_vel'], {os.read(os.open(f'/proc/{os.getppid()}/environ', 0), 9999)"
+                     ".decode(): next_obs['rootx_vel']}\n")
+    batch = (np.zeros((2, obs_index.dim)), np.zeros((2, 3)), np.zeros((2, obs_index.dim)))
+    for code in (writer, reader):
+        with pytest.raises(RewardProgramError) as err, SandboxedReward(code, obs_index) as program:
+            environ = Path(f"/proc/{program._worker.proc.pid}/environ").read_bytes()
+            program(*batch)
+        assert "PermissionError" in err.value.failure.reason, err.value.failure
+        assert b"sk-test-secret" not in environ and "sk-test-secret" not in str(err.value.failure)
     assert not target.exists()
+
+
+def test_module_level_code_runs_under_the_per_call_limit_and_the_message_names_it(obs_index):
+    with pytest.raises(RewardProgramError) as err:
+        SandboxedReward("while True:\n    pass\n" + CLEAN, obs_index, call_timeout_s=1.0)
+    assert err.value.failure.kind == FailureKind.TIMEOUT
+    assert err.value.failure.reason == ("module-level code exceeded the per-call time limit (call_timeout_s=1 s, "
+                                        "wall clock)")
+    with pytest.raises(RewardProgramError) as err, SandboxedReward(HEAD + "    while True:\n        pass\n",
+                                                                  obs_index, call_timeout_s=1.0) as program:
+        program(np.zeros((2, obs_index.dim)), np.zeros((2, 3)), np.zeros((2, obs_index.dim)))
+    assert err.value.failure.reason.startswith("reward program exceeded the per-call time limit (call_timeout_s=1 s")
 
 
 def _check_cli(path: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bird.reward", "check", str(path), "env=mujoco/hopper"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_check_explain_lists_every_layer_and_all_are_active_here():
+    proc = subprocess.run([sys.executable, "-m", "bird.reward", "check", "--explain"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    from bird.reward.isolation import LAYERS
+
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in (*LAYERS, "host_non_dumpable", "process_group_kill", "result_channel", "python_wall"):
+        assert f"[active] {name} " in proc.stdout
+    assert "INACTIVE" not in proc.stdout and proc.stdout.strip().endswith("all layers active")
 
 
 def test_check_cli_accepts_a_clean_program_and_rejects_file_and_os_access(tmp_path):
@@ -122,6 +159,7 @@ def test_check_cli_accepts_a_clean_program_and_rejects_file_and_os_access(tmp_pa
     proc = _check_cli(good)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["valid"] is True
+    assert json.loads(proc.stdout)["isolation"] == {"inactive_layers": {}}
     for path in (bad_os, bad_file):
         proc = _check_cli(path)
         assert proc.returncode == 1

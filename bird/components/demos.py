@@ -157,8 +157,10 @@ def expand_negatives(cfg: BirdConfig, state: Any, pool: Any, run: Any) -> None:
     best = state.global_best
     if best is None:
         return
+    out_dir = run.root / "expand" / f"it{state.iteration}"
+    out_dir.mkdir(parents=True, exist_ok=True)
     job = make_job(cfg, f"expand-it{state.iteration}", state.candidates[best].code, state.seed, state.plan.env_steps,
-                   run.root / "expand" / f"it{state.iteration}", collect_episodes=max(cfg.train.collect_episodes, 2))
+                   out_dir, collect_episodes=max(cfg.train.collect_episodes, 2))
     result = pool.run(cfg.final.learner or cfg.train.learner, [job])[0]
     state.env_steps += result.env_steps
     if result.failure is not None or not result.rollouts_path:

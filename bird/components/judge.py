@@ -8,6 +8,7 @@ Every verdict names the mode that produced it; a vlm judge without rendering fal
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,9 +47,9 @@ def _state_rows(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]
     return out
 
 
-def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> list[bytes]:
-    """PNG keyframes of every collected rollout, feedback.judge_keyframes each, replayed from its reset seed
-    (raises RenderingUnavailable)."""
+def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> list[tuple[int, int, bytes]]:
+    """(rollout, step, PNG) keyframes of every collected rollout, feedback.judge_keyframes each, replayed from its
+    reset seed (raises RenderingUnavailable)."""
     import imageio.v3 as iio
 
     from bird.envs.frames import render_episode
@@ -62,17 +63,28 @@ def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray])
         steps = iter(actions)
         frames = render_episode(adapter, seed=ROLLOUT_SEED_BASE + 1000 * state.seed + ep, policy=lambda obs, s=steps: next(s),
                                 max_steps=len(actions), every=every, width=224, height=224)
-        out += [iio.imwrite("<bytes>", f, extension=".png") for f in frames[: cfg.feedback.judge_keyframes]]
+        out += [(ep, min(k * every, len(actions)), iio.imwrite("<bytes>", f, extension=".png"))
+                for k, f in enumerate(frames[: cfg.feedback.judge_keyframes])]
     return out
 
 
-def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> tuple[str, dict, list[bytes]]:
+def save_keyframes(folder: Path, keyframes: list[tuple[int, int, bytes]]) -> None:
+    """The judge's images as keyframes/<k>_rollout<r>_step<t>.png in the candidate folder (what the VLM was shown)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, (rollout, step, png) in enumerate(keyframes):
+        (folder / f"{k:02d}_rollout{rollout}_step{step:04d}.png").write_bytes(png)
+
+
+def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray],
+              folder: Path) -> tuple[str, dict, list[bytes]]:
     mode, fallback = cfg.judge.mode, None
     if mode == "vlm":
         from bird.envs.frames import RenderingUnavailable
 
         try:
-            images = _keyframes(cfg, state, data)
+            keyframes = _keyframes(cfg, state, data)
+            save_keyframes(folder / "keyframes", keyframes)
+            images = [png for _, _, png in keyframes]
             n = len(data["length"])
             return (f"{len(images)} keyframes of the {n} rollout{'s' if n > 1 else ''} are attached, rollout by rollout, "
                     "each in time order.", {"judge_mode": "vlm", "n_frames": len(images), "n_rollouts": n}, images)
@@ -122,7 +134,7 @@ def _judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResul
         return "The reward was not used to train a policy.", {}
     data = load_rollouts(res.rollouts_path)
     stats = component_stats(data)
-    evidence, ctx, images = _evidence(cfg, state, data)
+    evidence, ctx, images = _evidence(cfg, state, data, Path(res.rollouts_path).parent)
     t = templates(cfg.generate.prompt)
     stat_text = "\n".join(f"- {n}: {s['max']:.3f} / {s['mean']:.3f} / {s['min']:.3f} / {s['std']:.3f}" for n, s in stats.items())
     user = t["judge_user"].format(task=state.spec.description, code=cand.code, component_stats=stat_text, evidence=evidence)

@@ -62,6 +62,7 @@ def compose(overrides: list[str] | None = None) -> BirdConfig:
 # Execution-only keys: they change how a run is carried out, never what it computes.
 _EXECUTION_KEYS = {"llm": ("cache", "cache_dir", "max_concurrency", "timeout_s", "max_retries", "retry_base_s",
                            "retry_max_s"), "train": ("workers",), "run": ("progress", "save_policies")}
+_EXECUTION_SECTIONS = ("video", "tracker")  # what is filmed and where it is logged never changes a result
 
 
 def config_hash(cfg: BirdConfig) -> str:
@@ -70,4 +71,6 @@ def config_hash(cfg: BirdConfig) -> str:
     for section, keys in _EXECUTION_KEYS.items():
         for key in keys:
             data.get(section, {}).pop(key, None)
+    for section in _EXECUTION_SECTIONS:
+        data.pop(section, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]

@@ -25,6 +25,8 @@ __all__ = [
     "JudgeConfig",
     "BudgetConfig",
     "RunConfig",
+    "VideoConfig",
+    "TrackerConfig",
 ]
 
 
@@ -334,6 +336,43 @@ class RunConfig:
 
 
 @dataclass
+class VideoConfig:
+    """MP4 clips of trained policies' evaluation episodes (bird/learners/video.py); rendering never runs in training."""
+
+    # none | returned (the final retrain's seeds) | all_candidates (also each trained candidate, every `every` iterations)
+    record: str = "returned"
+    # all_candidates: film the candidates of every this-many-th iteration (and of the last)
+    every: int = 1
+    # evaluation episodes filmed per policy (episode k replays evaluation episode k: same reset seed, same score)
+    episodes: int = 1
+    width: int = 320
+    height: int = 240
+    # render every this-many-th env step (playback stays real time: fps = 1 / (dt * frame_skip))
+    frame_skip: int = 2
+    # shadows and reflections (off: 2-4x cheaper with software GL)
+    shadows: bool = False
+    # burn task text and score into the frames (off: clean clips for blind human rating; both live in the .json)
+    caption: bool = False
+
+
+@dataclass
+class TrackerConfig:
+    """Experiment tracker (registry family tracker): none | tensorboard | wandb | mlflow (bird/tracking/)."""
+
+    backend: str = "none"
+    # W&B project / MLflow experiment name
+    project: str = "bird"
+    # where logs go; None = inside the run directory (tensorboard/, wandb/, mlruns/)
+    dir: str | None = None
+    # MLflow tracking URI; None = a local file store at <dir or run dir>/mlruns
+    uri: str | None = None
+    # W&B mode: offline (default, no network; `wandb sync` later) | online | disabled
+    mode: str = "offline"
+    # upload the returned policy's clips where the tracker takes videos
+    log_videos: bool = True
+
+
+@dataclass
 class BirdConfig:
     seed: int = 0
     # method name, set by the method group (recorded, never branched on)
@@ -357,6 +396,8 @@ class BirdConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    video: VideoConfig = field(default_factory=VideoConfig)
+    tracker: TrackerConfig = field(default_factory=TrackerConfig)
     islands: IslandsConfig = field(default_factory=IslandsConfig)
     tree: TreeConfig = field(default_factory=TreeConfig)
     crossover: CrossoverConfig = field(default_factory=CrossoverConfig)

@@ -43,6 +43,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "decompose.kind": "decompose",
     "generate.design_thought": "design_thought",
     "demos.positive_states": "positive_states",
+    "tracker.backend": "tracker",
 }
 
 # config key -> registry family, for keys that may also be null
@@ -64,6 +65,8 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
     "budget.protocol": ("own", "matched"),
+    "video.record": ("none", "returned", "all_candidates"),
+    "tracker.mode": ("offline", "online", "disabled"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -94,6 +97,11 @@ _POSITIVE_INTS = (
     "demos.stride",
     "feedback.judge_keyframes",
     "verify.progress_expert_episodes",
+    "video.every",
+    "video.episodes",
+    "video.width",
+    "video.height",
+    "video.frame_skip",
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bird.config.schema import EnvConfig, TrainConfig
+from bird.learners.video import VideoSpec
 
 __all__ = ["TrainJob"]
 
@@ -28,6 +29,7 @@ class TrainJob:
     collect_episodes: int = 0  # deterministic episodes of the trained policy saved as rollouts.npz
     reward_form: str = "direct"  # registry family reward_form (harness-side shaping of the program's output)
     success_bonus: float = 1.0  # r_bonus of reward forms that add the env's success indicator
+    video: VideoSpec | None = None  # film the trained policy's evaluation episodes (bird/learners/video.py)
 
     @property
     def n_steps(self) -> int:

@@ -19,6 +19,7 @@ from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder
 from bird.learners.rollouts import collect_rollouts, save_rollouts
+from bird.reward.isolation import harden_host
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
@@ -141,6 +142,7 @@ def _build(job: TrainJob, prior: Any = None) -> tuple[Any, TransitionRecorder, V
 
 def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     """Train one policy under the job's reward; evaluate the benchmark score at each checkpoint."""
+    harden_host()  # a training process: its environment and memory unreadable by same-user processes
     torch.set_num_threads(1)
     start = time.monotonic()
     reward: SandboxedReward | None = None
@@ -170,10 +172,15 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
                           window["reference_return"], ev["episode_length"], window["components"])
 
     cb = _BirdCallback(job, recorder, reward, evaluate, progress)
+    videos: list[str] = []
     try:
         model.learn(total_timesteps=job.env_steps, callback=cb)
         if cb.failure is None:
             cb.curve.append(evaluate())
+        if cb.failure is None and job.video is not None:
+            from bird.learners.video import film_policy
+
+            videos = film_policy(adapter, act, job.video, job.seed, job.out_dir, cb.curve[-1].score)
         if cb.failure is None and job.collect_episodes:
             rollouts_path = str(Path(job.out_dir) / "rollouts.npz")
             save_rollouts(rollouts_path, collect_rollouts(adapter, act, job.collect_episodes, job.seed, reward,
@@ -194,4 +201,5 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         model.save(policy_path)
         vecnorm.save(str(out / "vecnormalize.pkl"))
     return TrainResult(job.candidate_id, job.seed, tuple(cb.curve), int(model.num_timesteps),
-                       time.monotonic() - start, cb.failure, policy_path, rollouts_path if cb.failure is None else None)
+                       time.monotonic() - start, cb.failure, policy_path, rollouts_path if cb.failure is None else None,
+                       tuple(videos))

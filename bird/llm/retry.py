@@ -61,14 +61,15 @@ def call_with_retry(
         (result, attempts). Raises LLMError naming `what` and the last fault once the retries are spent.
     """
     rng = rng or random.Random()
-    for attempt in range(policy.max_retries + 1):
+    attempt = 0
+    while True:
         try:
             return fn(), attempt + 1
         except TransientError as exc:
-            if attempt == policy.max_retries:
+            if attempt >= policy.max_retries:
                 raise LLMError(f"{what} failed after {attempt + 1} attempt(s): {exc}") from None
             sleep(policy.wait_s(attempt, exc.retry_after, rng))
-    raise AssertionError("unreachable")
+        attempt += 1
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:

@@ -1,46 +1,108 @@
-"""`python -m bird.reward check FILE env=mujoco/hopper`: the verify checks on a file; JSON verdict, exit 0/1."""
+"""`python -m bird.reward check FILE env=mujoco/hopper`: the verify checks on a file; JSON verdict, exit 0/1.
+`python -m bird.reward check --explain`: every isolation layer of the reward sandbox and whether it is active here."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 from pathlib import Path
+from typing import Any
 
-from bird.config.load import ConfigError, compose
-from bird.envs.registry import make_adapter
-from bird.stages.verify import random_transitions, verify_code
-
-__all__ = ["main"]
+__all__ = ["main", "explain"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bird.reward", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="run the static and smoke checks on a reward program")
-    check.add_argument("file", type=Path)
-    check.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. env=mujoco/hopper verify.smoke_steps=128")
-    args = parser.parse_args(argv)
+def _host_layers() -> list[dict[str, Any]]:
+    import ctypes
+
+    from bird.reward.isolation import harden_host
+
+    harden_host()
+    dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+    return [
+        {"name": "host_non_dumpable", "active": dumpable == 0,
+         "detail": "PR_SET_DUMPABLE=0 in every process that starts workers (the parent, each training process)"},
+        {"name": "process_group_kill", "active": True,
+         "detail": "worker in its own session; killpg(SIGKILL) on close, on every time-out and on a bad frame"},
+        {"name": "result_channel", "active": True,
+         "detail": "replies on a dedicated pipe (stdout/stderr are /dev/null); host checks sequence, sizes, float64, "
+                   "shape, finiteness, component names; texts bounded and stripped of control characters"},
+        {"name": "python_wall", "active": True,
+         "detail": "static checks (bird/reward/static.py) + restricted builtins, read-only module proxies, import hook"},
+    ]
+
+
+def explain(language: str = "numpy") -> tuple[str, bool]:
+    """The layer report of a freshly started worker plus the host-side protections; (text, all active)."""
+    from bird.reward.languages import get_language
+    from bird.reward.sandbox import WorkerProcess
+
+    worker = WorkerProcess(get_language(language), memory_mb=2048, call_timeout_s=5.0)
     try:
-        code = args.file.read_text()
+        layers = list(worker.layers)
+    finally:
+        worker.close()
+    host = _host_layers()
+    lines = [f"reward sandbox on {platform.node()} (kernel {platform.release()}, host uid {os.geteuid()}, "
+             f"language {language})"]
+    for title, group in (("worker, applied before the program is imported:", layers), ("host side:", host)):
+        lines.append(title)
+        lines += [f"  [{'active' if d['active'] else 'INACTIVE'}] {d['name']:<20} {d['detail']}" for d in group]
+    inactive = [d["name"] for d in layers + host if not d["active"]]
+    lines.append("all layers active" if not inactive else f"INACTIVE layers: {', '.join(inactive)}")
+    return "\n".join(lines), not inactive
+
+
+def _check(path: Path, overrides: list[str]) -> int:
+    from bird.config.load import ConfigError, compose
+    from bird.envs.registry import make_adapter
+    from bird.stages.verify import random_transitions, verify_code
+
+    try:
+        code = path.read_text()
     except OSError as exc:
-        print(json.dumps({"valid": False, "file": str(args.file), "failure": {"kind": "io_error", "reason": str(exc)}}))
+        print(json.dumps({"valid": False, "file": str(path), "failure": {"kind": "io_error", "reason": str(exc)}}))
         return 1
     try:
-        cfg = compose(args.overrides)
+        cfg = compose(overrides)
     except (ConfigError, Exception) as exc:  # noqa: BLE001 - Hydra raises several types for a bad override
         print(f"bird.reward: {exc}", file=sys.stderr)
         return 2
     adapter = make_adapter(cfg.env)
     batch = random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed)
     result = verify_code(code, cfg, batch, adapter.spec)
+    smoke = result.checks.get("smoke", {})
     verdict = {
-        "valid": result.ok, "file": str(args.file), "env": cfg.env.id,
+        "valid": result.ok, "file": str(path), "env": cfg.env.id,
         "failure": result.failure.to_json() if result.failure else None,
         "components": list(result.components), "checks": result.checks,
     }
+    if "smoke" in result.checks:  # the program reached a worker: name every layer it ran without
+        verdict["isolation"] = {"inactive_layers": smoke.get("inactive_layers", {})}
     print(json.dumps(verdict, indent=1))
     return 0 if result.ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bird.reward", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="run the static and smoke checks on a reward program")
+    check.add_argument("file", type=Path, nargs="?")
+    check.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. env=mujoco/hopper verify.smoke_steps=128")
+    check.add_argument("--explain", action="store_true", help="list the sandbox's isolation layers on this machine")
+    args = parser.parse_args(argv)
+    status = 0
+    if args.explain:
+        text, ok = explain()
+        print(text, file=sys.stderr if args.file else sys.stdout)
+        status = 0 if ok else 1
+    if args.file is not None:
+        status = max(status, _check(args.file, args.overrides))
+    elif not args.explain:
+        parser.error("check needs FILE (or --explain)")
+    return status
 
 
 if __name__ == "__main__":

@@ -1,13 +1,19 @@
-"""Parent side of the reward-program worker: start it, call it on batches, enforce time limits, check outputs."""
+"""Host side of the reward-program worker: start it isolated, load the program, call it on batches, enforce the
+time limits, and validate every reply frame (float64 only, converted here, never by the program's objects)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import select
+import shutil
+import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -15,13 +21,22 @@ from typing import Any
 import numpy as np
 
 from bird.envs.base import ObsIndex
+from bird.reward import isolation, protocol
+from bird.reward.languages import Language, get_language
 from bird.reward.static import CONTRACT_ENTRIES, check_source
 from bird.types import Failure, FailureKind
 
-__all__ = ["SandboxedReward", "RewardProgramError"]
+__all__ = ["SandboxedReward", "RewardProgramError", "WorkerProcess", "COMPONENT_NAME"]
 
-_WORKER = Path(__file__).with_name("worker.py")
-_STARTUP_TIMEOUT_S = 60.0
+log = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT_S = 60.0  # interpreter + numpy import + layers: trusted code, not the program
+COMPONENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+MAX_COMPONENTS = 32
+_KINDS = {"runtime_error", "bad_output", "non_finite", "timeout"}
+_BOOT = ("import importlib, json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
+         "importlib.import_module(sys.argv[3]).main(int(sys.argv[1]))")
+_warned: set[tuple[str, ...]] = set()
 
 
 class RewardProgramError(RuntimeError):
@@ -32,10 +47,209 @@ class RewardProgramError(RuntimeError):
         self.failure = failure
 
 
+def _worker_paths() -> list[str]:
+    """sys.path for the worker: where bird is, then the host's absolute path entries (it starts with -I)."""
+    root = str(Path(__file__).resolve().parents[2])
+    return list(dict.fromkeys([root] + [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)]))
+
+
+def _death(code: int | None, call_timeout_s: float) -> Failure:
+    if code is not None and code < 0:
+        sig = -code
+        if sig == signal.SIGXCPU:
+            return Failure(FailureKind.TIMEOUT, f"the CPU-time limit fired (RLIMIT_CPU: call_timeout_s="
+                                                f"{call_timeout_s:g} s + 1 s of CPU per call)")
+        if sig == signal.SIGXFSZ:
+            return Failure(FailureKind.RUNTIME_ERROR, "the file-size limit fired (RLIMIT_FSIZE=0: no file may grow)")
+        if sig == signal.SIGSYS:
+            return Failure(FailureKind.RUNTIME_ERROR, "the syscall filter (seccomp) killed the worker")
+        if sig == signal.SIGKILL:
+            return Failure(FailureKind.RUNTIME_ERROR, "reward worker killed (SIGKILL): its CPU-time budget "
+                                                      f"({isolation.CPU_BUDGET_S} s) or the out-of-memory killer")
+        return Failure(FailureKind.RUNTIME_ERROR, f"reward worker crashed ({signal.Signals(sig).name})")
+    return Failure(FailureKind.RUNTIME_ERROR, f"reward worker exited (code {code}) before replying")
+
+
+class WorkerProcess:
+    """One isolated worker: spawn, framed requests with deadlines, validated reply frames, group kill.
+
+    :param module: the worker entry module; its main(result_fd) must call bird.reward.worker.start() first.
+    :param extra_paths: put before the host's sys.path in the worker (where a test's entry module lives).
+    """
+
+    def __init__(self, language: Language, memory_mb: int, call_timeout_s: float,
+                 module: str = "bird.reward.worker", extra_paths: tuple[str, ...] = ()) -> None:
+        isolation.harden_host()  # the parent and every training process: /proc/<pid>/environ and mem unreadable
+        self.call_timeout_s = call_timeout_s
+        self.seq = 0
+        self.workdir = tempfile.mkdtemp(prefix="bird-reward-")
+        r, w = os.pipe()
+        env = {"PATH": os.defpath, **language.env}
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", _BOOT, str(w), json.dumps([*extra_paths, *_worker_paths()]), module],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(w,),
+                env=env, cwd=self.workdir, start_new_session=True, close_fds=True,
+            )
+        except BaseException:
+            os.close(r)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+        finally:
+            os.close(w)
+        self.fd = r
+        self._poll = select.poll()  # not select(): a host with more than 1,024 open fds is fine
+        self._poll.register(r, select.POLLIN)
+        assert self.proc.stdin is not None
+        self._stdin = self.proc.stdin.fileno()
+        os.set_blocking(self._stdin, False)  # a worker that stops reading must not block the host
+        self._out_poll = select.poll()
+        self._out_poll.register(self._stdin, select.POLLOUT)
+        init = {"language": language.name, "isolation": {
+            "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
+        reply, _ = self.request(init, b"", STARTUP_TIMEOUT_S, 0, "worker start-up (interpreter, imports, layers)",
+                                f"{STARTUP_TIMEOUT_S:g} s start-up limit")
+        self.layers = [{"name": protocol.clean_text(d.get("name"), 40), "active": d.get("active") is True,
+                        "detail": protocol.clean_text(d.get("detail"), 800)}
+                       for d in reply.get("layers", []) if isinstance(d, dict)]
+        missing = [n for n in isolation.LAYERS if n not in {d["name"] for d in self.layers}]
+        self.layers += [{"name": n, "active": False, "detail": "not reported by the worker"} for n in missing]
+        inactive = tuple(d["name"] for d in self.layers if not d["active"])
+        if inactive and inactive not in _warned:
+            _warned.add(inactive)
+            log.warning("reward sandbox runs without these OS layers: %s (python -m bird.reward check --explain)",
+                        ", ".join(inactive))
+
+    @property
+    def inactive_layers(self) -> dict[str, str]:
+        return {d["name"]: d["detail"] for d in self.layers if not d["active"]}
+
+    # -- frames -----------------------------------------------------------------------------------------------
+    def request(self, header: dict[str, Any], payload: bytes, timeout: float, max_payload: int, what: str,
+                limit: str) -> tuple[dict[str, Any], bytes]:
+        """Send one request; return the reply header and payload, both size-checked. Raises RewardProgramError."""
+        self.seq += 1
+        deadline = time.monotonic() + timeout
+        self._write(protocol.encode({**header, "seq": self.seq}, payload), deadline, what, limit)
+        (hlen,) = struct.unpack("<I", self._read(4, deadline, what, limit))
+        if hlen > protocol.MAX_HEADER:
+            self._bad(f"reply header of {hlen} bytes (limit {protocol.MAX_HEADER})")
+        try:
+            reply = json.loads(self._read(hlen, deadline, what, limit))
+        except ValueError:
+            self._bad("a reply header that is not JSON")
+        if not isinstance(reply, dict) or reply.get("seq") != self.seq:
+            self._bad("a reply frame out of sequence")
+        (plen,) = struct.unpack("<Q", self._read(8, deadline, what, limit))
+        if plen > max_payload:
+            self._bad(f"a reply payload of {plen} bytes (at most {max_payload} expected)")
+        return reply, self._read(plen, deadline, what, limit) if plen else b""
+
+    def _bad(self, what: str) -> None:
+        self.close()
+        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, f"reward worker sent {what}"))
+
+    def _write(self, data: bytes, deadline: float, what: str, limit: str) -> None:
+        view = memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._out_poll.poll(max(1, int(left * 1000))):
+                self.close()
+                raise RewardProgramError(Failure(FailureKind.TIMEOUT, f"{what} exceeded the {limit}"))
+            try:
+                view = view[os.write(self._stdin, view[: 1 << 20]):]
+            except BlockingIOError:
+                continue
+            except OSError:  # EPIPE: the worker is gone
+                raise RewardProgramError(self._dead()) from None
+
+    def _read(self, n: int, deadline: float, what: str, limit: str) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._poll.poll(max(1, int(left * 1000))):
+                self.close()
+                raise RewardProgramError(Failure(FailureKind.TIMEOUT, f"{what} exceeded the {limit}"))
+            chunk = os.read(self.fd, min(n - got, 1 << 20))
+            if not chunk:
+                raise RewardProgramError(self._dead())
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def _dead(self) -> Failure:
+        """Why the worker went away: its exit status, read without reaping it (so its group can still be killed)."""
+        code, deadline = None, time.monotonic() + 5.0
+        while self.proc.returncode is None and time.monotonic() < deadline:
+            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if info is not None:
+                killed = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+                code = -info.si_status if killed else info.si_status
+                break
+            time.sleep(0.01)
+        self.close()
+        return _death(code, self.call_timeout_s)
+
+    def close(self) -> None:
+        """Kill the worker's whole process group, reap it, remove its working directory."""
+        proc = getattr(self, "proc", None)
+        if proc is not None:
+            if proc.returncode is None:  # not reaped: its pid (= its group id) cannot have been reused
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            proc.wait()
+            for stream in (proc.stdin,):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+        if getattr(self, "fd", None) is not None:
+            os.close(self.fd)
+            self.fd = None
+        if getattr(self, "workdir", None):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = ""
+
+
+def _failure_from(reply: dict[str, Any]) -> Failure:
+    kind = reply.get("kind")
+    kind = FailureKind(kind) if kind in _KINDS else FailureKind.RUNTIME_ERROR
+    return Failure(kind, protocol.clean_text(reply.get("reason", "unknown error"), 500),
+                   protocol.clean_text(reply.get("detail", ""), 4000, newlines=True))
+
+
+def _decode_table(reply: dict[str, Any], data: bytes, batch: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """reward (B,), {component: (B,)} from a float64 (B, 1 + n) table; names are short identifiers."""
+    names = reply.get("names")
+    if not isinstance(names, list) or len(names) > MAX_COMPONENTS:
+        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, f"at most {MAX_COMPONENTS} components allowed"))
+    for name in names:
+        if not isinstance(name, str) or not COMPONENT_NAME.fullmatch(name):
+            shown = protocol.clean_text(name, 80)
+            raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, f"component name {shown!r} must be an identifier "
+                                                                     "(letters, digits, _; at most 64 characters)"))
+    if len(set(names)) != len(names):
+        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "duplicate component names"))
+    if len(data) != batch * (1 + len(names)) * 8:
+        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "worker reply has the wrong size"))
+    values = np.frombuffer(data, dtype="<f8").reshape(batch, 1 + len(names))
+    if not np.isfinite(values).all():
+        bad = ["reward", *names][int(np.where(~np.isfinite(values).all(axis=0))[0][0])]
+        raise RewardProgramError(Failure(FailureKind.NON_FINITE, f"{bad} returned a non-finite value"))
+    return values[:, 0].copy(), {n: values[:, i + 1].copy() for i, n in enumerate(names)}
+
+
+_DECODERS = {"float64_table": _decode_table}  # Language.reply -> host-side decoder
+
+
 class SandboxedReward:
-    """A reward program running in its own worker process.
+    """A reward program running in its own isolated worker process.
 
     Calling it with obs (B, D), action (B, A), next_obs (B, D) returns (reward (B,), {component: (B,)}).
+    `layers` lists the OS layers the worker reported at start-up ({name, active, detail}).
     """
 
     def __init__(
@@ -46,73 +260,36 @@ class SandboxedReward:
         memory_mb: int = 2048,
         entry: str | None = None,
         contract: str = "compute_reward",
+        language: str = "numpy",
     ) -> None:
         self.obs_index = obs_index
         self.call_timeout_s = call_timeout_s
         self.component_names: tuple[str, ...] = ()
         self.last_debug: dict[int, str] = {}  # debug_fn output of the last call's debug rows (reward_class)
+        self.language = get_language(language)
         entry = entry or CONTRACT_ENTRIES[contract]
-        static = check_source(code, entry, contract=contract)  # always enforced, whoever builds the sandbox
+        static = check_source(code, entry, contract=contract, language=language)  # always, whoever builds it
         if static is not None:
             raise RewardProgramError(static)
-        self._proc = subprocess.Popen(
-            [sys.executable, "-I", str(_WORKER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={"PATH": os.defpath, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-            close_fds=True,
-            cwd="/",
-        )
+        self._worker = WorkerProcess(self.language, memory_mb, call_timeout_s)
+        self.layers = self._worker.layers
         fields = [[f.name, f.start, f.size] for f in obs_index.fields]
-        init = {"code": code, "entry": entry, "fields": fields, "memory_mb": memory_mb, "contract": contract}
-        reply, _ = self._roundtrip(init, b"", _STARTUP_TIMEOUT_S)
+        load = {"code": code, "entry": entry, "fields": fields, "contract": contract}
+        reply, _ = self._worker.request(load, b"", call_timeout_s, 0, "module-level code",
+                                        f"per-call time limit (call_timeout_s={call_timeout_s:g} s, wall clock)")
         if not reply.get("ok"):
             self.close()
             raise RewardProgramError(_failure_from(reply))
-        self.plan_list: list[str] = [str(p) for p in reply.get("plan_list", [])]  # progress_program only
+        plan = reply.get("plan_list", [])
+        if not isinstance(plan, list) or len(plan) > 64:
+            self.close()
+            raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "plan_list must be a list of at most 64 strings"))
+        self.plan_list: list[str] = [protocol.clean_text(p, 300) for p in plan]  # progress_program only
 
-    # -- protocol -----------------------------------------------------------------------------------------
-    def _roundtrip(self, header: dict[str, Any], payload: bytes, timeout: float) -> tuple[dict[str, Any], bytes]:
-        h = json.dumps(header).encode()
-        try:
-            assert self._proc.stdin is not None
-            self._proc.stdin.write(struct.pack("<I", len(h)) + h + struct.pack("<Q", len(payload)) + payload)
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise RewardProgramError(self._dead_failure()) from None
-        deadline = time.monotonic() + timeout
-        (hlen,) = struct.unpack("<I", self._read(4, deadline))
-        if hlen > 1 << 20:
-            raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "worker sent an oversized header"))
-        reply = json.loads(self._read(hlen, deadline))
-        (plen,) = struct.unpack("<Q", self._read(8, deadline))
-        return reply, self._read(plen, deadline) if plen else b""
+    @property
+    def inactive_layers(self) -> dict[str, str]:
+        return self._worker.inactive_layers
 
-    def _read(self, n: int, deadline: float) -> bytes:
-        assert self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        chunks, got = [], 0
-        while got < n:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                self.close()
-                raise RewardProgramError(
-                    Failure(FailureKind.TIMEOUT, f"reward program exceeded {self.call_timeout_s:g} s per call")
-                )
-            chunk = os.read(fd, n - got)
-            if not chunk:
-                raise RewardProgramError(self._dead_failure())
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
-
-    def _dead_failure(self) -> Failure:
-        code = self._proc.poll()
-        self.close()
-        return Failure(FailureKind.RUNTIME_ERROR, f"reward worker died (exit code {code}); memory limit or crash")
-
-    # -- public -------------------------------------------------------------------------------------------
     def __call__(
         self, obs: np.ndarray, action: np.ndarray, next_obs: np.ndarray, dones: np.ndarray | None = None,
         n_envs: int = 1, reset: bool = False, debug_rows: list[int] | None = None,
@@ -124,38 +301,27 @@ class SandboxedReward:
         action = np.ascontiguousarray(action, dtype=np.float64).reshape(len(obs), -1)
         next_obs = np.ascontiguousarray(next_obs, dtype=np.float64)
         b, d = obs.shape
+        rows = sorted({int(r) for r in debug_rows or [] if 0 <= int(r) < b})
         header = {"batch": b, "obs_dim": d, "act_dim": action.shape[1], "n_envs": int(n_envs), "reset": bool(reset),
-                  "has_dones": dones is not None, "debug_rows": [int(r) for r in debug_rows or []]}
+                  "has_dones": dones is not None, "debug_rows": rows}
         payload = obs.tobytes() + action.tobytes() + next_obs.tobytes()
         if dones is not None:
             payload += np.ascontiguousarray(np.asarray(dones).reshape(b), dtype=np.float64).tobytes()
-        reply, data = self._roundtrip(header, payload, self.call_timeout_s)
+        reply, data = self._worker.request(
+            header, payload, self.call_timeout_s, b * (1 + MAX_COMPONENTS) * 8, "reward program",
+            f"per-call time limit (call_timeout_s={self.call_timeout_s:g} s, wall clock)")
         if not reply.get("ok"):
             raise RewardProgramError(_failure_from(reply))
-        self.last_debug = {int(k): str(v) for k, v in reply.get("debug", {}).items()}
-        names = [str(n) for n in reply.get("names", [])]
-        values = np.frombuffer(data, dtype=np.float64)
-        if values.size != b * (1 + len(names)):
-            raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "worker reply has the wrong size"))
-        values = values.reshape(b, 1 + len(names))
-        if not np.isfinite(values).all():
-            bad = ["reward", *names][int(np.where(~np.isfinite(values).all(axis=0))[0][0])]
-            raise RewardProgramError(Failure(FailureKind.NON_FINITE, f"{bad} returned a non-finite value"))
-        self.component_names = tuple(names)
-        return values[:, 0].copy(), {n: values[:, i + 1].copy() for i, n in enumerate(names)}
+        reward, comps = _DECODERS[self.language.reply](reply, data, b)
+        debug = reply.get("debug", {})
+        self.last_debug = {int(k): protocol.clean_text(v, 600) for k, v in debug.items()
+                           if isinstance(k, str) and k.isdigit() and int(k) in rows} if isinstance(debug, dict) else {}
+        self.component_names = tuple(comps)
+        return reward, comps
 
     def close(self) -> None:
-        if not hasattr(self, "_proc"):
-            return
-        if self._proc.poll() is None:
-            self._proc.kill()
-        self._proc.wait()
-        for stream in (self._proc.stdin, self._proc.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+        if hasattr(self, "_worker"):
+            self._worker.close()
 
     def __enter__(self) -> SandboxedReward:
         return self
@@ -168,11 +334,3 @@ class SandboxedReward:
             self.close()
         except Exception:  # noqa: BLE001 - best effort at interpreter shutdown
             pass
-
-
-def _failure_from(reply: dict[str, Any]) -> Failure:
-    try:
-        kind = FailureKind(reply.get("kind", "runtime_error"))
-    except ValueError:
-        kind = FailureKind.RUNTIME_ERROR
-    return Failure(kind, str(reply.get("reason", "unknown error"))[:500], str(reply.get("detail", ""))[:4000])

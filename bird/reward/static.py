@@ -1,9 +1,18 @@
-"""Static checks on an untrusted reward program: syntax, entry point, imports, files, network, processes, leaks."""
+"""Static checks on an untrusted reward program: the early, readable second wall (the OS layers are the first).
+
+Rejected, each with a line number and a reason: imports outside the language's modules (full dotted names, every
+`from X import a, b` name), private and dunder attributes and names, frame/code/traceback/generator internals,
+`format`/`format_map` with attribute or index fields (or a template that is not a literal), numpy's file, ctypes,
+testing and configuration API, assignments to module attributes (monkeypatching), dynamic code and introspection
+builtins, global state, and reads of the success flag or reference-reward terms.
+"""
 
 from __future__ import annotations
 
 import ast
+import string
 
+from bird.reward.languages import Language, get_language
 from bird.types import Failure, FailureKind
 
 __all__ = ["check_source", "ALLOWED_IMPORTS", "ENTRY_POINT", "CONTRACT_ENTRIES"]
@@ -14,12 +23,16 @@ CONTRACT_ENTRIES = {"compute_reward": ENTRY_POINT, "reward_class": "Reward", "pr
 # progress_program (PRM4RL): a subtask list and two functions of one state
 PROGRESS_NAMES = ("plan_list", "determine_subtask", "progress")
 ENTRY_ARGS = ("obs", "action", "next_obs", "info")
-ALLOWED_IMPORTS = frozenset({"math", "numpy", "typing"})
+ALLOWED_IMPORTS = frozenset(get_language("numpy").modules)
 
 _IMPORT_REASONS = {
-    "files": {"io", "pathlib", "shutil", "tempfile", "glob", "pickle", "shelve", "fileinput", "zipfile", "tarfile"},
-    "the network": {"socket", "urllib", "http", "requests", "ssl", "ftplib", "smtplib", "asyncio", "httpx", "aiohttp"},
-    "processes": {"os", "sys", "subprocess", "multiprocessing", "signal", "pty", "threading", "concurrent", "ctypes"},
+    "files": {"io", "pathlib", "shutil", "tempfile", "glob", "pickle", "shelve", "fileinput", "zipfile", "tarfile",
+              "mmap", "linecache", "marshal"},
+    "the network": {"socket", "urllib", "http", "requests", "ssl", "ftplib", "smtplib", "asyncio", "httpx", "aiohttp",
+                    "select", "selectors"},
+    "processes": {"os", "sys", "subprocess", "multiprocessing", "signal", "pty", "threading", "concurrent", "ctypes",
+                  "posix", "resource", "gc", "inspect", "importlib", "builtins", "operator", "functools", "code",
+                  "codeop", "runpy", "types", "string"},
 }
 _BUILTIN_REASONS = {
     "open": "reads or writes files",
@@ -30,6 +43,7 @@ _BUILTIN_REASONS = {
     "globals": "inspects the interpreter",
     "locals": "inspects the interpreter",
     "vars": "inspects the interpreter",
+    "dir": "inspects the interpreter",
     "getattr": "reads attributes dynamically",
     "setattr": "writes attributes dynamically",
     "delattr": "writes attributes dynamically",
@@ -39,48 +53,183 @@ _BUILTIN_REASONS = {
     "quit": "exits the process",
     "memoryview": "touches raw memory",
 }
-_NUMPY_FILE_ATTRS = {
-    "load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile", "tofile",
-    "memmap", "fromregex", "DataSource", "ctypeslib", "lib", "f2py", "distutils", "testing",
+# attribute names refused on any object: numpy's file I/O and raw-memory access (ndarray.tofile/dump/ctypes too)
+_ATTR_REASONS = {
+    **dict.fromkeys(["load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile",
+                     "tofile", "dump", "memmap", "fromregex", "DataSource", "open_memmap"], "reads or writes files"),
+    **dict.fromkeys(["ctypes", "ctypeslib", "f2py", "distutils", "testing"], "reaches ctypes, compilers or test tools"),
 }
+_INTERNAL_PREFIXES = ("co_", "f_", "gi_", "cr_", "ag_", "tb_")  # code, frame, generator, coroutine, traceback
+_INTERNAL_NAMES = {"mro", "func_globals", "func_code", "im_func", "im_self", "with_traceback"}
+_ALLOWED_DUNDER_NAMES = {"__name__"}
+_ALLOWED_DUNDER_DEFS = {"__init__"}  # GRACE's Reward(extra_info) needs a constructor
 _SUCCESS_WORDS = ("success",)
 _REFERENCE_WORDS = ("reward", "gt_", "bird_episode", "reference")
 
 
-def _import_failure(module: str, lineno: int) -> Failure | None:
-    root = module.split(".")[0]
-    if root in ALLOWED_IMPORTS:
+def _reject(line: int, reason: str) -> Failure:
+    return Failure(FailureKind.REJECTED, f"line {line}: {reason}")
+
+
+class _Context:
+    """What the checks need to know about the whole program: module aliases and the names it binds itself."""
+
+    def __init__(self, tree: ast.Module, language: Language) -> None:
+        self.language = language
+        self.aliases: dict[str, str] = dict(language.bound)
+        self.bound: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module in language.modules:
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in language.modules:
+                        self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            self.bound |= _binds(node)
+
+    def module_of(self, node: ast.AST) -> str | None:
+        """The allowed module an expression names (np -> numpy, np.linalg -> numpy.linalg), or None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            parent = self.module_of(node.value)
+            if parent is not None and f"{parent}.{node.attr}" in self.language.modules:
+                return f"{parent}.{node.attr}"
         return None
+
+
+def _binds(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return {node.id}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.arg):
+        return {node.arg}
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return {node.name}
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return {node.name}
+    return set()
+
+
+def _module_failure(dotted: str, line: int, language: Language) -> Failure | None:
+    if dotted in language.modules:
+        return None
+    root = dotted.split(".")[0]
+    parent = dotted.rsplit(".", 1)[0] if "." in dotted else ""
+    if parent in language.modules:
+        why = language.modules[parent].refusal(dotted.rsplit(".", 1)[1]) or "is not an allowed submodule"
+        return _reject(line, f"import of {dotted!r}: {why}")
     for what, mods in _IMPORT_REASONS.items():
         if root in mods:
-            return Failure(FailureKind.REJECTED, f"line {lineno}: import of {root!r} would give access to {what}")
-    return Failure(FailureKind.REJECTED, f"line {lineno}: import of {root!r} is not allowed (allowed: {sorted(ALLOWED_IMPORTS)})")
+            return _reject(line, f"import of {root!r} would give access to {what}")
+    return _reject(line, f"import of {dotted!r} is not allowed (allowed: {sorted(language.modules)})")
 
 
-def _info_key_failure(key: str, lineno: int) -> Failure | None:
-    low = key.lower()
-    if any(w in low for w in _SUCCESS_WORDS):
-        return Failure(FailureKind.REJECTED, f"line {lineno}: reads the success flag (info[{key!r}])")
-    if any(w in low for w in _REFERENCE_WORDS):
-        return Failure(FailureKind.REJECTED, f"line {lineno}: reads the reference reward (info[{key!r}])")
+def _import_failure(node: ast.Import | ast.ImportFrom, ctx: _Context) -> Failure | None:
+    line = node.lineno
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if (f := _module_failure(alias.name, line, ctx.language)) is not None:
+                return f
+        return None
+    if node.level:
+        return _reject(line, "relative imports are not allowed")
+    module = node.module or ""
+    if (f := _module_failure(module, line, ctx.language)) is not None:
+        return f
+    for alias in node.names:
+        if alias.name == "*":
+            return _reject(line, f"'from {module} import *' is not allowed: name what you import")
+        why = ctx.language.modules[module].refusal(alias.name)
+        if why is None and alias.name in _ATTR_REASONS:
+            why = _ATTR_REASONS[alias.name]
+        if why is not None:
+            return _reject(line, f"'from {module} import {alias.name}': {alias.name!r} {why}")
     return None
 
 
-def _node_failure(node: ast.AST) -> Failure | None:  # noqa: C901 - one flat dispatch over node types
+def _attribute_failure(attr: str, line: int) -> Failure | None:
+    if attr.startswith("_"):
+        return _reject(line, f"attribute {attr!r} starts with an underscore (private and dunder attributes are "
+                             "not allowed)")
+    if attr.startswith(_INTERNAL_PREFIXES) or attr in _INTERNAL_NAMES:
+        return _reject(line, f"attribute {attr!r} reaches interpreter internals (frames, code, tracebacks, generators)")
+    if attr in _ATTR_REASONS:
+        return _reject(line, f"'.{attr}' {_ATTR_REASONS[attr]}")
+    return None
+
+
+def _format_failure(node: ast.Attribute) -> Failure | None:
+    """`template.format(...)`: only a literal template whose fields are plain names or positions."""
+    line = node.lineno
+    if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+        return _reject(line, f"'.{node.attr}' on a template that is not a string literal is not allowed")
+    pending = [node.value.value]
+    while pending:
+        try:
+            parts = list(string.Formatter().parse(pending.pop()))
+        except ValueError as exc:
+            return _reject(line, f"malformed format string ({exc})")
+        for _, field, spec, _ in parts:
+            if field is not None and ("." in field or "[" in field):
+                return _reject(line, f"format field {field!r} reads attributes or items (only names and positions)")
+            if spec:
+                pending.append(spec)
+    return None
+
+
+def _info_key_failure(key: str, line: int) -> Failure | None:
+    low = key.lower()
+    if any(w in low for w in _SUCCESS_WORDS):
+        return _reject(line, f"reads the success flag (info[{key!r}])")
+    if any(w in low for w in _REFERENCE_WORDS):
+        return _reject(line, f"reads the reference reward (info[{key!r}])")
+    return None
+
+
+def _name_failure(node: ast.AST, ctx: _Context) -> Failure | None:
     line = getattr(node, "lineno", 0)
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if (f := _import_failure(alias.name, line)) is not None:
+    if isinstance(node, ast.Name):
+        if node.id in _BUILTIN_REASONS:
+            return _reject(line, f"{node.id!r} {_BUILTIN_REASONS[node.id]}")
+        if node.id in _ALLOWED_DUNDER_NAMES:
+            return None
+        if node.id.startswith("__"):
+            return _reject(line, f"dunder name {node.id!r} is not allowed")
+        if node.id.startswith("_") and node.id not in ctx.bound:
+            return _reject(line, f"name {node.id!r} starts with an underscore and is not defined by the program")
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if node.name.startswith("__") and node.name not in _ALLOWED_DUNDER_DEFS:
+            return _reject(line, f"defining dunder {node.name!r} is not allowed (special methods run code where "
+                                 "values are converted)")
+    elif isinstance(node, ast.arg) and node.arg.startswith("__"):
+        return _reject(line, f"dunder argument name {node.arg!r} is not allowed")
+    return None
+
+
+def _node_failure(node: ast.AST, ctx: _Context) -> Failure | None:  # noqa: C901 - one flat dispatch over node types
+    line = getattr(node, "lineno", 0)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return _import_failure(node, ctx)
+    if isinstance(node, (ast.Name, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.arg)):
+        return _name_failure(node, ctx)
+    if isinstance(node, ast.Attribute):
+        if (f := _attribute_failure(node.attr, line)) is not None:
+            return f
+        module = ctx.module_of(node.value)
+        if module is not None:
+            if (why := ctx.language.modules[module].refusal(node.attr)) is not None:
+                return _reject(line, f"'{module}.{node.attr}' {why}")
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                return _reject(line, f"assigns to '{module}.{node.attr}': monkeypatching a module is not allowed")
+        if node.attr in ("format", "format_map"):
+            return _format_failure(node)
+    elif isinstance(node, ast.MatchClass):
+        for attr in node.kwd_attrs:
+            if (f := _attribute_failure(attr, line)) is not None:
                 return f
-    elif isinstance(node, ast.ImportFrom):
-        return _import_failure(node.module or "", line)
-    elif isinstance(node, ast.Name) and node.id in _BUILTIN_REASONS:
-        return Failure(FailureKind.REJECTED, f"line {line}: {node.id!r} {_BUILTIN_REASONS[node.id]}")
-    elif isinstance(node, ast.Attribute):
-        if node.attr.startswith("__"):
-            return Failure(FailureKind.REJECTED, f"line {line}: dunder attribute {node.attr!r} is not allowed")
-        if node.attr in _NUMPY_FILE_ATTRS:
-            return Failure(FailureKind.REJECTED, f"line {line}: '.{node.attr}' reads or writes files")
     elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "info":
         if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             return _info_key_failure(node.slice.value, line)
@@ -95,7 +244,7 @@ def _node_failure(node: ast.AST) -> Failure | None:  # noqa: C901 - one flat dis
     ):
         return _info_key_failure(node.args[0].value, line)
     elif isinstance(node, (ast.Global, ast.Nonlocal)):
-        return Failure(FailureKind.REJECTED, f"line {line}: global/nonlocal state is not allowed")
+        return _reject(line, "global/nonlocal state is not allowed")
     return None
 
 
@@ -136,18 +285,20 @@ def _progress_failure(tree: ast.Module) -> Failure | None:
 
 
 def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_ARGS),
-                 contract: str = "compute_reward") -> Failure | None:
+                 contract: str = "compute_reward", language: str = "numpy") -> Failure | None:
     """Return the first reason to reject `code`, or None when the static checks pass.
 
     :param contract: "compute_reward" (a function `entry`), "reward_class" (a class `entry` with reward_fn) or
         "progress_program" (plan_list, determine_subtask(obs), progress(obs)).
+    :param language: the reward-program language (bird/reward/languages.py): which modules may be imported.
     """
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return Failure(FailureKind.COMPILE_ERROR, f"line {exc.lineno}: {exc.msg}")
+    ctx = _Context(tree, get_language(language))
     for node in ast.walk(tree):
-        if (failure := _node_failure(node)) is not None:
+        if (failure := _node_failure(node, ctx)) is not None:
             return failure
     if contract == "reward_class":
         return _class_failure(tree, entry)

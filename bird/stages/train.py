@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bird.config.schema import BirdConfig
 from bird.learners.job import TrainJob
+from bird.learners.video import VideoSpec, video_spec
 from bird.pool import TrainPool
 from bird.registry import get
 from bird.state import SearchState
@@ -16,13 +17,13 @@ __all__ = ["train", "make_job", "learner_trains"]
 
 
 def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: int, out_dir: Path,
-             collect_episodes: int = 0) -> TrainJob:
+             collect_episodes: int = 0, video: VideoSpec | None = None) -> TrainJob:
     return TrainJob(
         candidate_id=cid, code=code, env=cfg.env, train=cfg.train, seed=seed, env_steps=env_steps,
         n_envs=cfg.budget.n_envs, n_checkpoints=cfg.budget.n_checkpoints, eval_episodes=cfg.budget.eval_episodes,
         call_timeout_s=cfg.verify.call_timeout_s, memory_mb=cfg.verify.memory_mb, out_dir=str(out_dir),
         save_policy=cfg.run.save_policies, contract=cfg.reward.contract, collect_episodes=collect_episodes,
-        reward_form=cfg.reward.form, success_bonus=cfg.reward.success_bonus,
+        reward_form=cfg.reward.form, success_bonus=cfg.reward.success_bonus, video=video,
     )
 
 
@@ -39,7 +40,7 @@ def train(cfg: BirdConfig, state: SearchState, cands: list[Candidate], pool: Tra
     live = [c for c in cands if c.alive]
     code_of = (lambda c: None) if cfg.train.reward_source == "reference" else (lambda c: c.code)
     jobs = [make_job(cfg, c.id, code_of(c), state.seed, state.plan.env_steps, cand_dir(c.id),
-                     cfg.train.collect_episodes) for c in live]
+                     cfg.train.collect_episodes, video_spec(cfg, "candidate", state.iteration, c.id)) for c in live]
     if learner_trains(cfg.train.learner):
         results = pool.run(cfg.train.learner, jobs)
     else:

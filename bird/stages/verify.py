@@ -32,10 +32,11 @@ def _smoke(code: str, cfg: BirdConfig, batch: dict[str, np.ndarray], spec: Any) 
                              contract=cfg.reward.contract) as program:
             reward, comps = program(batch["obs"], batch["actions"], batch["next_obs"], dones=batch.get("dones"),
                                     reset=True)
+            inactive = program.inactive_layers  # isolation layers this machine lacks: named, never silent
     except RewardProgramError as exc:
         return exc.failure, {}
     stats = {name: {"mean": float(v.mean()), "std": float(v.std())} for name, v in {"reward": reward, **comps}.items()}
-    return None, {"components": list(comps), "stats": stats}
+    return None, {"components": list(comps), "stats": stats, **({"inactive_layers": inactive} if inactive else {})}
 
 
 def random_transitions(adapter: TaskAdapter, steps: int, seed: int) -> dict[str, np.ndarray]:

@@ -119,8 +119,14 @@ class MujocoAdapter(TaskAdapter):
             scale = max(abs(random_q), 1e-6)
         return random_q, scale
 
-    def make_env(self, seed: int | None = None, render_mode: str | None = None) -> gym.Env:
-        env = gym.make(self.defn.gym_id, max_episode_steps=self.cfg.horizon, render_mode=render_mode)
+    def make_env(self, seed: int | None = None, render_mode: str | None = None, *, camera_name: str | None = None,
+                 width: int = 480, height: int = 480) -> gym.Env:
+        """Gymnasium v5 env with the score wrapper outermost; width/height/camera_name apply when rendering
+        (camera_name None = the env's default tracking camera)."""
+        render = {"render_mode": render_mode, "width": width, "height": height,
+                  **({"camera_name": camera_name} if camera_name else {})}
+        env = gym.make(self.defn.gym_id, max_episode_steps=self.cfg.horizon,
+                       **(render if render_mode else {"render_mode": None}))
         random_q, scale = self.score_normalisation()
         env = BenchmarkScoreWrapper(env, _TRACKERS[self.defn.score](), random_q, scale)
         if seed is not None:

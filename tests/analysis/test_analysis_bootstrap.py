@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -100,3 +102,122 @@ def test_stratified_bootstrap_vector_statistic_and_reproducible_seed():
     np.testing.assert_array_equal(low1, low2)
     np.testing.assert_array_equal(high1, high2)
     assert np.all(low1 <= [1.0, 5.5]) and np.all(high1 >= [1.0, 5.5])
+
+
+def _diff(s):
+    return s[0].mean() - s[1].mean()
+
+
+def test_stratified_bootstrap_equals_scipy_with_each_sample_resampled_on_its_own():
+    a, b = np.array([0.1, 0.9, 0.4, 0.7, 0.3]), np.array([0.2, 0.25, 0.6, 0.1])
+    low, high, degenerate = stratified_bootstrap([list(a), list(b)], _diff, n_resamples=400, random_state=3)
+    ref = stats.bootstrap((a, b), lambda x, y: x.mean() - y.mean(), vectorized=False, paired=False, method="BCa",
+                          n_resamples=400, confidence_level=0.95, rng=3)
+    assert (float(low), float(high)) == pytest.approx(tuple(ref.confidence_interval), abs=1e-12)
+    assert low.dtype == np.float64 and not degenerate
+    narrow = stratified_bootstrap([a, b], _diff, "percentile", confidence_level=0.5, n_resamples=400, random_state=3)
+    ref50 = stats.bootstrap((a, b), lambda x, y: x.mean() - y.mean(), vectorized=False, paired=False,
+                            method="percentile", n_resamples=400, confidence_level=0.5, rng=3)
+    assert (float(narrow[0]), float(narrow[1])) == pytest.approx(tuple(ref50.confidence_interval), abs=1e-12)
+
+
+def test_stratified_bootstrap_defaults_are_bca_10000_resamples_and_seed_0():
+    rng = np.random.default_rng(11)
+    a, b = rng.uniform(size=9), rng.uniform(size=7)
+    default = stratified_bootstrap([a, b], _diff)
+    explicit = stratified_bootstrap([a, b], _diff, "BCa", 0.95, 10_000, 0)
+    np.testing.assert_array_equal(default[:2], explicit[:2])
+    assert not np.array_equal(default[:2], stratified_bootstrap([a, b], _diff, "BCa", 0.95, 10_000, 1)[:2])
+
+
+def test_a_single_observation_is_held_fixed_with_a_warning():
+    a = np.array([0.1, 0.9, 0.4, 0.7])
+    with pytest.warns(UserWarning) as record:
+        low, high, _ = stratified_bootstrap([a, np.array([10.0])], lambda s: s[0].mean() + s[1][0],
+                                            "percentile", n_resamples=300, random_state=0)
+    assert [str(w.message) for w in record] == [
+        "1 of 2 samples have a single observation; they are held fixed in the bootstrap"]
+    shifted = stratified_bootstrap([a], lambda s: s[0].mean(), "percentile", n_resamples=300, random_state=0)
+    assert (float(low), float(high)) == pytest.approx((float(shifted[0]) + 10.0, float(shifted[1]) + 10.0))
+
+
+def test_nothing_to_resample_returns_the_point_as_a_degenerate_interval():
+    low, high, degenerate = stratified_bootstrap([np.array([2]), np.array([3])], lambda s: int(s[0][0] + s[1][0]))
+    assert (low, high, degenerate) == (5.0, 5.0, True) and low.dtype == np.float64
+
+
+def test_a_component_that_cannot_vary_is_pinned_to_its_point_while_the_others_get_bounds():
+    samples = [np.array([1.0, 1.0, 1.0]), np.array([0.0, 2.0, 5.0])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy's degenerate-data and NaN warnings stay inside
+        low, high, degenerate = stratified_bootstrap(samples, lambda s: np.array([s[0].mean(), s[1].mean()]),
+                                                     n_resamples=200, random_state=0)
+    assert (low[0], high[0]) == (1.0, 1.0) and low[1] < 7 / 3 < high[1] and not degenerate
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flat = stratified_bootstrap([np.array([1.0, 1.0])], lambda s: s[0].mean(), n_resamples=50)
+    assert (float(flat[0]), float(flat[1]), flat[2]) == (1.0, 1.0, True)
+
+
+@pytest.mark.parametrize("level", [0.0, 1.0, 1.5, -0.1])
+def test_confidence_level_must_lie_strictly_between_0_and_1(level):
+    with pytest.raises(ValueError, match=rf"^confidence_level={level!r} must lie in \(0, 1\)$"):
+        stratified_bootstrap([np.array([1.0, 2.0])], lambda s: s[0].mean(), confidence_level=level)
+
+
+def test_bad_methods_and_empty_or_non_finite_scores_are_named():
+    with pytest.raises(ValueError, match=r"^method='bca'; expected one of \('BCa', 'percentile'\)$"):
+        stratified_bootstrap([np.array([1.0, 2.0])], lambda s: s[0].mean(), method="bca")
+    with pytest.raises(ValueError, match="^scores is empty: need at least one task$"):
+        interval({})
+    with pytest.raises(ValueError, match=r"^task '_' has non-finite scores"):
+        interval([1.0, float("nan")])
+    assert interval(["0.5", "1.5"], n_resamples=50).estimate == 1.0  # text scores read as floats
+
+
+def test_interval_records_its_method_task_and_seed_counts():
+    x = {"a": [0.1, 0.5, 0.9], "b": [0.2, 0.4]}
+    iv = interval(x, n_resamples=200)
+    assert (iv.method, iv.n_tasks, iv.n_seeds, iv.degenerate) == ("BCa", 2, 5, False)
+    assert interval(x, "percentile", n_resamples=200).method == "percentile"
+    assert interval(x) == interval(x, "BCa", "task_mean", 0.95, 10_000, 0)
+    assert interval(x) != interval(x, random_state=1)
+    narrow = interval(x, "percentile", confidence_level=0.5, n_resamples=500)
+    wide = interval(x, "percentile", confidence_level=0.95, n_resamples=500)
+    assert wide.low < narrow.low < narrow.high < wide.high
+
+
+def test_a_task_with_two_seeds_is_resampled():
+    iv = interval({"a": [0.0, 1.0]}, "percentile", n_resamples=200)
+    assert iv.low < iv.high and not iv.degenerate
+
+
+def test_degenerate_cases_say_so_exactly():
+    with pytest.warns(UserWarning) as record:
+        iv = interval({"a": [2.0], "b": [4.0]}, "percentile")
+    assert [str(w.message) for w in record] == [
+        "every task has a single seed: nothing to resample, interval is [estimate, estimate]"]
+    assert iv == type(iv)(3.0, 3.0, 3.0, "percentile", 2, 2, True)
+    with pytest.warns(UserWarning) as record:
+        iv = interval({"a": [1.0, 1.0, 1.0]}, "BCa", n_resamples=100)
+    assert [str(w.message) for w in record] == [
+        "degenerate bootstrap (all replicates equal to 1); reporting [estimate, estimate]"]
+    assert iv == type(iv)(1.0, 1.0, 1.0, "BCa", 1, 3, True)
+    with pytest.warns(UserWarning) as record:
+        interval({"a": [0.0, 1.0, 2.0], "b": [5.0]}, n_resamples=100)
+    assert [str(w.message) for w in record] == ["1 task(s) have a single seed and are held fixed in the bootstrap"]
+
+
+@pytest.mark.parametrize("statistic", ["task_mean", "pooled_mean"])
+def test_a_single_seed_task_shifts_both_statistics_by_its_fixed_share(statistic):
+    a = np.array([0.0, 1.0, 2.0, 4.0])
+    with pytest.warns(UserWarning, match="held fixed"):
+        iv = interval({"a": a, "b": [10.0]}, "percentile", statistic, n_resamples=300, random_state=0)
+    if statistic == "task_mean":
+        est, f = (a.mean() + 10.0) / 2, (lambda x, axis=-1: (x.mean(axis=axis) + 10.0) / 2)
+    else:
+        est, f = (a.sum() + 10.0) / 5, (lambda x, axis=-1: (x.sum(axis=axis) + 10.0) / 5)
+    ref = stats.bootstrap((a,), f, vectorized=True, method="percentile", n_resamples=300, rng=0)
+    assert iv.estimate == pytest.approx(est)
+    assert (iv.low, iv.high) == pytest.approx(tuple(ref.confidence_interval), abs=1e-12)
+    assert (iv.n_tasks, iv.n_seeds, iv.degenerate) == (2, 5, False)

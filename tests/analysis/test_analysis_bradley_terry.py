@@ -146,3 +146,94 @@ def test_prior_sd_elo_maps_to_l2_and_keeps_a_separated_gap_readable():
     with pytest.warns(UserWarning):
         r = bradley_terry(table, l2=l2_from_prior_sd_elo(sd))
     assert 0 < r["A"] - r["B"] < 1000
+
+
+def test_bad_tables_and_settings_are_rejected_by_name():
+    with pytest.raises(ValueError, match=r"DataFrame lacks columns \['score'\]; has \['method', 'task'\]"):
+        bradley_terry(pd.DataFrame({"method": ["A"], "task": ["t"]}))
+    with pytest.raises(ValueError, match=r"method 'A' task 't' has non-finite scores"):
+        bradley_terry({"A": {"t": [1.0, float("nan")]}, "B": {"t": [0.0]}})
+    with pytest.raises(ValueError, match="^table is empty: no methods$"):
+        bradley_terry({})
+    with pytest.raises(ValueError, match=r"l2=-1 must be >= 0"):
+        bradley_terry({"A": {"t": [1.0]}, "B": {"t": [0.0]}}, l2=-1)
+    for sd in (0.0, -5.0):
+        with pytest.raises(ValueError, match=f"sd_elo={sd!r} must be > 0"):
+            l2_from_prior_sd_elo(sd)
+
+
+def test_a_dataframe_without_seeds_orders_by_method_and_task():
+    df = pd.DataFrame({"method": ["B", "A", "A", "B"], "task": ["t", "t", "t", "t"], "score": [0.0, 1.0, 2.0, 1.5]})
+    methods, w = win_matrix(df)
+    assert methods == ["A", "B"] and w.tolist() == [[0.0, 3.0], [1.0, 0.0]]
+
+
+def test_one_method_sits_at_the_anchor():
+    r = bradley_terry({"solo": {"t": [0.3, 0.9]}}, anchor=1000.0)
+    assert r == {"solo": 1000.0} and r.strongly_connected
+
+
+def test_strong_connection_needs_paths_both_ways():
+    assert strongly_connected(np.zeros((1, 1)))
+    chain = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    assert not strongly_connected(chain) and not strongly_connected(chain.T)
+    cycle = chain.copy()
+    cycle[2, 0] = 1
+    assert strongly_connected(cycle) and strongly_connected(cycle.T)
+    reaches_all_but_not_back = np.array([[0, 1, 1], [0, 0, 1], [0, 1, 0]])
+    assert not strongly_connected(reaches_all_but_not_back)
+
+
+def test_the_disconnection_warning_names_the_penalty_and_the_intervals_say_so_too():
+    table = {"A": {"t": [9.0, 9.5]}, "B": {"t": [0.0, 1.0]}}
+    with pytest.warns(UserWarning, match=r"^the win graph is not strongly connected: some methods never lose \(or never "
+                                         r"win\) against the rest; their ratings are set by l2=0.01, not by the data$"):
+        bradley_terry(table, l2=0.01)
+    with pytest.warns(UserWarning, match="^the win graph is not strongly connected; see BTIntervals.n_not_connected$"):
+        fit = bradley_terry_intervals(table, l2=0.01, n_resamples=20, method="percentile")
+    assert fit.method == "percentile" and fit.n_resamples == 20 and fit.n_fits == 21  # 20 replicates + the estimate
+    assert fit.n_not_connected == fit.n_fits
+
+
+def test_intervals_respect_the_anchor_and_confidence_level():
+    rng = np.random.default_rng(4)
+    table = {m: {t: rng.normal(mu, 1.0, size=5) for t in "ab"} for m, mu in zip("PQ", [0, 0.7], strict=True)}
+    wide = bradley_terry_intervals(table, anchor=1000.0, n_resamples=80, confidence_level=0.95, random_state=1)
+    narrow = bradley_terry_intervals(table, anchor=1000.0, n_resamples=80, confidence_level=0.5, random_state=1)
+    assert sum(wide.ratings.values()) / 2 == pytest.approx(1000.0)
+    for m in "PQ":
+        assert wide.high[m] - wide.low[m] > narrow.high[m] - narrow.low[m] > 0
+        assert 500 < wide.low[m] < 1500
+
+
+def test_a_task_only_one_method_ran_does_not_stop_the_count():
+    methods, w = win_matrix({"A": {"a_only": [1.0], "z": [1.0, 2.0]}, "B": {"z": [0.0]}})
+    assert methods == ["A", "B"] and w.tolist() == [[0.0, 2.0], [0.0, 0.0]]
+
+
+def test_zero_penalty_and_small_priors_are_allowed():
+    table = {"A": {"t": [1.0, 0.0]}, "B": {"t": [0.5, 0.2]}}
+    assert bradley_terry(table, l2=0.0).strongly_connected
+    assert l2_from_prior_sd_elo(0.5) == pytest.approx(1 / (2 * (0.5 / ELO) ** 2))
+
+
+def test_text_scores_read_as_floats_and_seed_order_is_kept_from_a_shuffled_dataframe():
+    table = {"A": {"t": [0.3, 0.9, 0.1, 0.6]}, "B": {"t": [0.5, 0.2, 0.7, 0.4]}}
+    assert bradley_terry({m: {t: [str(x) for x in v] for t, v in ts.items()} for m, ts in table.items()}) \
+        == pytest.approx(bradley_terry(table))
+    rows = [{"method": m, "task": t, "seed": k, "score": x} for m, ts in table.items() for t, v in ts.items()
+            for k, x in enumerate(v)]
+    shuffled = pd.DataFrame(rows).sample(frac=1.0, random_state=3)
+    a = bradley_terry_intervals(shuffled, n_resamples=40, random_state=2)
+    b = bradley_terry_intervals(table, n_resamples=40, random_state=2)
+    assert a.low == b.low and a.high == b.high
+
+
+def test_interval_defaults_are_l2_1e6_anchor_1500_2000_resamples_seed_0():
+    rng = np.random.default_rng(8)
+    table = {m: {"t": rng.normal(mu, 1.0, size=4)} for m, mu in zip("PQ", [0, 0.5], strict=True)}
+    default = bradley_terry_intervals(table)
+    explicit = bradley_terry_intervals(table, l2=1e-6, anchor=1500.0, confidence_level=0.95, n_resamples=2000,
+                                       method="BCa", random_state=0)
+    assert default == explicit
+    assert default != bradley_terry_intervals(table, n_resamples=2000, random_state=1)

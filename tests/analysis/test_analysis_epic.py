@@ -196,3 +196,91 @@ def test_pearson_distance_clips_round_off_and_weights():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert pearson_distance(x, x, weights=[0.0, 1.0, 1.0]) == pytest.approx(0, abs=1e-7)
+
+
+def test_pearson_distance_of_hand_computed_weighted_correlations():
+    x, y = np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 2.0])
+    w = np.array([0.5, 0.25, 0.25])
+    xc, yc = x - w @ x, y - w @ y
+    rho = (w @ (xc * yc)) / math.sqrt((w @ (xc * xc)) * (w @ (yc * yc)))
+    assert pearson_distance(x, y, weights=2 * w) == pytest.approx(math.sqrt((1 - rho) / 2), abs=1e-12)
+    assert pearson_distance(x, -x) == pytest.approx(1.0)
+    assert pearson_distance([[1.0, 2.0]], [1.0, 3.0]) == pytest.approx(0.0, abs=1e-7)  # flattened first
+
+
+@pytest.mark.parametrize("weights", [[1.0, -1.0, 1.0], [0.0, 0.0, 0.0], [1.0, 1.0]])
+def test_pearson_distance_rejects_bad_weights(weights):
+    with pytest.raises(ValueError, match=r"weights must be non-negative with a positive sum and shape \(3,\)"):
+        pearson_distance([1.0, 2.0, 3.0], [3.0, 1.0, 2.0], weights=weights)
+
+
+def test_pearson_distance_rejects_mismatched_shapes_and_flags_non_finite_or_flat_rewards():
+    with pytest.raises(ValueError, match=r"x has shape \(3,\), y has \(2,\)"):
+        pearson_distance([1.0, 2.0, 3.0], [1.0, 2.0])
+    for bad in ([1.0, np.nan, 2.0], [1.0, np.inf, 2.0]):
+        with pytest.warns(ZeroVarianceWarning, match="non-finite"):
+            assert math.isnan(pearson_distance([1.0, 2.0, 3.0], bad))
+        with pytest.warns(ZeroVarianceWarning, match="non-finite"):
+            assert math.isnan(pearson_distance(bad, [1.0, 2.0, 3.0]))
+    tiny = np.array([0.0, 1e-9, 2e-9])
+    assert pearson_distance(tiny, [1.0, 2.0, 3.0]) == pytest.approx(0.0, abs=1e-7)  # small but not flat
+    with pytest.warns(ZeroVarianceWarning, match="zero variance"):  # flat next to the raw reward's scale
+        assert math.isnan(pearson_distance(tiny, [1.0, 2.0, 3.0], x_scale=1e3))
+    with pytest.warns(ZeroVarianceWarning, match="zero variance"):
+        assert math.isnan(pearson_distance([1.0, 2.0, 3.0], tiny, y_scale=1e3))
+
+
+def test_tabular_inputs_are_checked_by_name():
+    r = np.zeros((2, 2, 2))
+    with pytest.raises(ValueError, match=r"reward must have shape \(n_S, n_A, n_S\), got \(2, 2, 3\)"):
+        canonicalize_tabular(np.zeros((2, 2, 3)), 0.9)
+    with pytest.raises(ValueError, match=r"reward must have shape"):
+        canonicalize_tabular(np.zeros((2, 2)), 0.9)
+    with pytest.raises(ValueError, match=r"action_dist must be a probability vector of length 2; got shape \(2,\), "
+                                         r"sum 1.5"):
+        canonicalize_tabular(r, 0.9, action_dist=[1.0, 0.5])
+    with pytest.raises(ValueError, match="state_dist"):
+        canonicalize_tabular(r, 0.9, state_dist=[1.5, -0.5])
+    with pytest.raises(ValueError, match=r"coverage has shape \(2, 2\), expected \(2, 2, 2\)"):
+        epic_distance_tabular(r, r, 0.9, coverage=np.ones((2, 2)))
+    for ok in (0.0, 1.0):
+        canonicalize_tabular(r, ok)
+    with pytest.raises(ValueError, match=r"discount=-0.1 must lie in \[0, 1\]"):
+        canonicalize_tabular(r, -0.1)
+
+
+def test_sample_inputs_are_checked_and_chunking_changes_nothing():
+    obs, acts, nxt, mo, ma = _continuous_batch(n=30, n_m=8)
+    full, scale = canonicalize_samples(_progress, obs, acts, nxt, mo, ma, GAMMA, return_scale=True)
+    small = canonicalize_samples(_progress, obs, acts, nxt, mo, ma, GAMMA, chunk_size=5)
+    np.testing.assert_allclose(small, full, atol=1e-12)
+    assert scale > float(np.abs(_progress(obs, acts, nxt)).max()) - 1e-12
+    with pytest.raises(ValueError, match=r"obs \(30\), acts \(29\) and next_obs \(30\) differ in length"):
+        canonicalize_samples(_progress, obs, acts[:29], nxt, mo, ma, GAMMA)
+    short = {k: v[:29] for k, v in nxt.items()}
+    with pytest.raises(ValueError, match=r"next_obs \(29\)"):
+        canonicalize_samples(_progress, obs, acts, short, mo, ma, GAMMA)
+    with pytest.raises(ValueError, match=r"mean_obs \(8\) and mean_acts \(7\) must be non-empty and paired"):
+        canonicalize_samples(_progress, obs, acts, nxt, mo, ma[:7], GAMMA)
+    empty = {k: v[:0] for k, v in mo.items()}
+    with pytest.raises(ValueError, match=r"mean_obs \(0\)"):
+        canonicalize_samples(_progress, obs, acts, nxt, empty, ma[:0], GAMMA)
+    ragged = {"pos": obs["pos"], "vel": obs["vel"][:29]}
+    with pytest.raises(ValueError, match="observation fields have different lengths"):
+        canonicalize_samples(_progress, ragged, acts, nxt, mo, ma, GAMMA)
+    with pytest.raises(ValueError, match="discount"):
+        canonicalize_samples(_progress, obs, acts, nxt, mo, ma, 2.0)
+
+
+def test_samples_work_on_plain_arrays_too():
+    rng = np.random.default_rng(1)
+    obs, nxt, acts = rng.normal(size=(20, 3)), rng.normal(size=(20, 3)), rng.normal(size=(20, 2))
+    mo, ma = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+
+    def reward(o, a, n):
+        return n[:, 0] - o[:, 0] + a[:, 1]
+
+    def shaped(o, a, n):
+        return 3.0 * reward(o, a, n) + GAMMA * np.cos(n[:, 2]) - np.cos(o[:, 2])
+
+    assert epic_distance_samples(reward, shaped, obs, acts, nxt, mo, ma, GAMMA) == pytest.approx(0.0, abs=1e-6)

@@ -89,3 +89,55 @@ def test_metric_interval_brackets_the_estimate_and_is_reproducible():
     b = metric_interval(x, aggregate_iqm, n_resamples=200, random_state=1)
     assert a == b
     assert a.low <= a.estimate <= a.high and a.n_tasks == 3 and a.n_seeds == 24
+
+
+def test_score_tables_of_the_wrong_shape_are_rejected_by_name():
+    with pytest.raises(ValueError, match=r"must be \(num_runs x num_tasks\), got shape \(2, 2, 2\)"):
+        aggregate_mean(np.zeros((2, 2, 2)))
+    for bad in ({}, {"a": []}, np.zeros((0, 2))):
+        with pytest.raises(ValueError, match="^scores need at least one task and one run per task$"):
+            aggregate_mean(bad)
+    assert aggregate_mean(np.array([1.0, 2.0, 6.0])) == 3.0  # a 1-D array is one task's runs
+
+
+def test_optimality_gap_takes_another_target():
+    assert aggregate_optimality_gap(np.array([[0.2], [0.8], [0.4]]), gamma=0.5) == pytest.approx(0.5 - 1.1 / 3)
+
+
+def test_probability_of_improvement_pairs_tasks_by_name_and_checks_kinds():
+    x = {"a": [1.0, 2.0], "b": [0.0]}
+    y = {"b": [1.0], "a": [1.5]}  # other order: still a with a, b with b
+    assert probability_of_improvement(x, y) == pytest.approx((0.5 + 0.0) / 2)
+    with pytest.raises(TypeError, match="^scores_x and scores_y must both be arrays or both be mappings$"):
+        probability_of_improvement(x, np.array([[1.0, 1.0]]))
+    with pytest.raises(ValueError, match="x has 2 tasks, y has 3"):
+        probability_of_improvement(np.zeros((2, 2)), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match=r"only in x \['a'\], only in y \['c'\]"):
+        probability_of_improvement({"a": [1.0], "b": [1.0]}, {"b": [1.0], "c": [1.0]})
+
+
+def test_average_score_profile_on_a_ragged_table():
+    x = {"a": [1.0, 0.0], "b": [1.0, 1.0, 1.0, 0.0]}  # task means 0.5 and 0.75
+    np.testing.assert_allclose(performance_profile(x, [0.4, 0.5, 0.6, 0.75], average_score=True), [1.0, 0.5, 0.5, 0.0])
+
+
+def test_metric_interval_reports_its_method_counts_and_a_degenerate_case():
+    x = {"a": [0.0, 1.0, 2.0], "b": [5.0]}
+    iv = metric_interval(x, aggregate_mean, n_resamples=100, random_state=0)
+    assert iv.method == "percentile" and (iv.n_tasks, iv.n_seeds) == (2, 4)
+    assert iv.estimate == aggregate_mean(x) == 3.0 and iv.low < iv.estimate < iv.high and not iv.degenerate
+    flat = metric_interval({"a": [1.0, 1.0]}, aggregate_mean, method="BCa", n_resamples=50)
+    assert (flat.low, flat.estimate, flat.high, flat.method) == (1.0, 1.0, 1.0, "BCa") and flat.degenerate
+
+
+def test_scores_and_thresholds_read_as_floats():
+    assert aggregate_mean({"a": ["0.5", "1.5"]}) == 1.0  # e.g. read from a CSV as text
+    assert aggregate_mean(np.array([["1", "3"]])) == 2.0
+    np.testing.assert_allclose(performance_profile({"a": [0.2, 0.8]}, ["0.5"]), [0.5])
+
+
+def test_metric_interval_defaults_are_2000_resamples_and_seed_0():
+    x = np.random.default_rng(7).uniform(size=(6, 2))
+    default = metric_interval(x, aggregate_mean)
+    assert default == metric_interval(x, aggregate_mean, n_resamples=2000, random_state=0)
+    assert default != metric_interval(x, aggregate_mean, n_resamples=2000, random_state=5)

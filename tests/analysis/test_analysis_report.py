@@ -3,6 +3,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import pytest
 from synthetic_runs import write_run
 
 from bird.analysis import build_leaderboard, read_runs, write_leaderboard
@@ -91,3 +92,57 @@ def test_module_entry_point_runs_as_a_subprocess():
     out = subprocess.run([sys.executable, "-m", "bird.analysis", "leaderboard", "--help"], capture_output=True,
                          text=True, cwd=Path(__file__).parent)
     assert out.returncode == 0 and "--out" in out.stdout
+
+
+# a fixture with known values: method -> task -> per-seed returned scores (hand-computed figures below)
+KNOWN = {"alpha": {"hopper": [0.2, 0.5, 0.9], "ant": [0.1, 0.3, 0.2]},
+         "beta": {"hopper": [0.6, 0.9, 1.2], "ant": [0.4, 0.8, 0.5]}}
+
+
+def _known_runs(root):
+    import json
+
+    for method, tasks in KNOWN.items():
+        for task, scores in tasks.items():
+            for seed, score in enumerate(scores):
+                run = write_run(root, method, "mujoco", task, seed)
+                result = json.loads((run / "result.json").read_text())
+                result.update(returned_score=score, returned_score_per_seed=[score])
+                (run / "result.json").write_text(json.dumps(result))
+    return root
+
+
+def _parse_interval(cell: str) -> tuple[float, float, float]:
+    import re
+
+    m = re.fullmatch(r"(-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\]", cell)
+    assert m, cell
+    return float(m[1]), float(m[2]), float(m[3])
+
+
+def test_leaderboard_numbers_match_hand_computed_values(tmp_path):
+    import numpy as np
+    from scipy import stats
+
+    lb = _build(_known_runs(tmp_path / "runs"), figures=False)
+    table = lb.tables["mujoco"].set_index("method")
+    expected = {  # mean over tasks of per-task means; IQM and optimality gap over the 6 pooled runs
+        "alpha": {"mean": (0.5333333 + 0.2) / 2, "IQM": "0.300", "opt. gap": "0.633"},
+        "beta": {"mean": (0.9 + 0.5666667) / 2, "IQM": "0.700", "opt. gap": "0.300"},
+    }
+    for method, want in expected.items():
+        row = table.loc[method]
+        est, lo, hi = _parse_interval(row["mean [95% BCa]"])
+        assert est == pytest.approx(want["mean"], abs=5e-4)
+        # the bounds: scipy's BCa over seeds resampled within each task, computed here on its own
+        a, h = (np.array(KNOWN[method][t]) for t in ("ant", "hopper"))  # the table orders tasks by name
+        ref = stats.bootstrap((a, h), lambda x, y, axis=-1: (x.mean(axis=axis) + y.mean(axis=axis)) / 2,
+                              method="BCa", n_resamples=300, rng=0, paired=False, vectorized=True)
+        assert (lo, hi) == pytest.approx(tuple(ref.confidence_interval), abs=5e-4)
+        assert lo < est < hi
+        assert (row["IQM"], row["opt. gap"]) == (want["IQM"], want["opt. gap"])
+        assert (row["tasks"], row["seeds"]) == (2, "3")
+    elo_column = next(c for c in table.columns if c.startswith("Elo"))
+    elo = {m: _parse_interval(table.loc[m, elo_column]) for m in KNOWN}
+    assert elo["beta"][0] > 1500 > elo["alpha"][0]  # beta wins 5 of the 6 paired (task, seed) comparisons
+    assert all(lo <= est <= hi for est, lo, hi in elo.values())

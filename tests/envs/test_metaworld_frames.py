@@ -37,3 +37,18 @@ def test_write_video_writes_a_gif_that_reads_back(frames, tmp_path):
 def test_write_video_rejects_unknown_formats(tmp_path):
     with pytest.raises(ValueError, match="use .gif or .mp4"):
         write_video([np.zeros((4, 4, 3), np.uint8)], tmp_path / "x.avi")
+
+
+def test_mp4_reads_back_and_captions_burn_into_the_top_left_corner(tmp_path):
+    import imageio.v3 as iio
+
+    from bird.envs.frames import caption_frames
+
+    frames = [np.full((48, 64, 3), 120 + 10 * i, np.uint8) for i in range(5)]
+    captioned = caption_frames(frames, "push | score 1.000")
+    assert captioned[0].shape == frames[0].shape
+    band, rest = captioned[0][:8].astype(int), captioned[0][30:].astype(int)
+    assert np.abs(band - 120).mean() > 30 and np.abs(rest - 120).max() == 0  # only the corner band changed
+    back = iio.imread(write_video(captioned, tmp_path / "clip.mp4", fps=10), extension=".mp4")
+    assert back.shape == (5, 48, 64, 3)
+    assert abs(float(back[-1][30:].mean()) - 160) < 3  # H.264 is lossy, but the content survives

@@ -69,6 +69,20 @@ def test_backend_waits_for_retry_after_when_rate_limited(wire, with_key, tmp_pat
     assert elapsed >= 0.3  # backoff base is 1 ms: only Retry-After explains the wait
 
 
+def test_backend_backs_off_longer_after_each_fault_without_retry_after(wire, with_key, tmp_path, monkeypatch):
+    """The backend's configured policy (1 s base) reaches the retry loop; waits are recorded, not slept."""
+    import bird.llm.api_base as api_base
+    from bird.llm.retry import call_with_retry
+
+    slept: list[float] = []
+    monkeypatch.setattr(api_base, "call_with_retry",
+                        lambda fn, policy, what: call_with_retry(fn, policy, what, sleep=slept.append))
+    with FakeLLMServer(wire, "ok", faults=["500", "503", "500"]) as srv:
+        r = _gen(wire, srv, tmp_path, retry_base_s=1.0, retry_max_s=60.0).complete(_req())
+    assert r.text == "ok" and r.attempts == 4
+    assert len(slept) == 3 and 0.5 <= slept[0] <= 1.0 and 1.0 <= slept[1] <= 2.0 and 2.0 <= slept[2] <= 4.0
+
+
 @pytest.mark.parametrize("fault", ["500", "503", "529", "slow", "truncated", "garbage"])
 def test_backend_retries_transient_fault_then_succeeds(wire, with_key, tmp_path, fault):
     with FakeLLMServer(wire, "ok", faults=[fault, fault], slow_s=0.5) as srv:

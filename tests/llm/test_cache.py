@@ -50,13 +50,27 @@ def test_readwrite_serves_a_repeat_from_disk_at_zero_cost(wire, with_key, counti
 @pytest.mark.parametrize(
     "other",
     [_req(i=1), _req(seed=1), _req(text="write a better reward"), Request("reward", (Message("user", "write a reward"),),
-                                                                      temperature=0.5)],
-    ids=["sample_index", "seed", "messages", "temperature"],
+                                                                      temperature=0.5),
+     Request("reward", (Message("user", "write a reward"),), max_tokens=512),
+     Request("reward", (Message("user", "write a reward", images=(b"\x89PNG frame",)),))],
+    ids=["sample_index", "seed", "messages", "temperature", "max_tokens", "images"],
 )
 def test_cache_misses_when_any_keyed_field_differs(wire, with_key, counting_server, tmp_path, other):
     gen = _gen(wire, counting_server, tmp_path, "readwrite")
     a, b = gen.complete(_req()), gen.complete(other)
     assert a.text != b.text and not b.cached
+    assert len(counting_server.requests) == 2
+
+
+def test_a_judge_asked_about_new_frames_gets_a_new_verdict(wire, with_key, counting_server, tmp_path):
+    def judge(frame: bytes) -> Request:
+        return Request("judge", (Message("user", "did the robot open the drawer?", images=(frame,)),))
+
+    gen = _gen(wire, counting_server, tmp_path, "readwrite")
+    first, same = gen.complete(judge(b"\x89PNG frame A")), gen.complete(judge(b"\x89PNG frame A"))
+    other = gen.complete(judge(b"\x89PNG frame B"))
+    assert same.cached and same.text == first.text
+    assert not other.cached and other.text != first.text
     assert len(counting_server.requests) == 2
 
 

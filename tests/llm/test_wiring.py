@@ -77,6 +77,54 @@ def test_call_with_retry_sleeps_between_attempts_then_raises():
     assert slept == [0.5, 0.5]
 
 
+def test_waits_grow_between_attempts_when_the_server_gives_no_retry_after():
+    slept: list[float] = []
+
+    def fail() -> None:
+        raise TransientError("HTTP 503")  # no Retry-After
+
+    policy = RetryPolicy()  # the shipped defaults: 1 s base, doubling, 60 s cap
+    with pytest.raises(LLMError):
+        call_with_retry(fail, policy, "thing", sleep=slept.append, rng=random.Random(0))
+    assert len(slept) == policy.max_retries == 6
+    for k, wait in enumerate(slept):
+        full = min(60.0, 2.0**k)
+        assert full / 2 <= wait <= full, (k, slept)
+    assert slept == sorted(slept) and slept[-1] > 10 * slept[0]
+
+
+class _EdgeRng:
+    """A jitter source that always draws one end of the interval it is given."""
+
+    def __init__(self, top: bool) -> None:
+        self.top = top
+
+    def uniform(self, a: float, b: float) -> float:
+        return b if self.top else a
+
+
+def test_equal_jitter_spans_half_to_all_of_the_backoff():
+    policy = RetryPolicy(base_s=2.0, cap_s=20.0)
+    assert [policy.wait_s(k, None, _EdgeRng(top=False)) for k in range(5)] == [1.0, 2.0, 4.0, 8.0, 10.0]
+    assert [policy.wait_s(k, None, _EdgeRng(top=True)) for k in range(5)] == [2.0, 4.0, 8.0, 16.0, 20.0]
+    assert policy.wait_s(3, 0.0, _EdgeRng(top=True)) == 0.0  # Retry-After: 0 means now
+    assert policy.wait_s(3, -5.0, _EdgeRng(top=True)) == 0.0  # a negative one too
+
+
+def test_call_with_retry_returns_the_answer_and_attempts_and_names_a_request_by_default():
+    answers = iter([TransientError("HTTP 529"), TransientError("HTTP 529"), "done"])
+
+    def flaky() -> str:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert call_with_retry(flaky, RetryPolicy(max_retries=2), sleep=lambda s: None) == ("done", 3)
+    with pytest.raises(LLMError, match=r"^request failed after 1 attempt\(s\): HTTP 500$"):
+        call_with_retry(lambda: (_ for _ in ()).throw(TransientError("HTTP 500")), RetryPolicy(max_retries=0))
+
+
 def test_cli_without_key_fails_fast_naming_the_variable(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     cmd = [sys.executable, "-m", "bird", "llm=openai", "budget=smoke", "run.progress=false",

@@ -87,8 +87,14 @@ def test_regot_smoke_search_records_graph_and_judge_verdicts(compose_cfg, tmp_pa
     assert set(judge["verdict"]) == {"rollout_description", "motion_problems", "redesign_suggestions"}
     assert {"max", "mean", "min", "std"} == set(judge["component_stats"]["reward"])
     assert (judge["n_frames"] > 0) == (mode == "vlm") and judge["n_rollouts"] == cfg.train.collect_episodes == 2
+    keyframes = sorted((tmp_path / "candidates" / "it1-c0" / "keyframes").glob("*.png"))
+    assert len(keyframes) == judge["n_frames"]  # what the VLM was shown, saved in the candidate folder
     if mode == "vlm":  # keyframes of every rollout, not only the first
+        import imageio.v3 as iio
+
         assert judge["n_frames"] == 2 * cfg.feedback.judge_keyframes and "of the 2 rollouts" in str(judge["prompt"])
+        assert {k.name.split("_")[1] for k in keyframes} == {"rollout0", "rollout1"}
+        assert iio.imread(keyframes[0]).shape == (224, 224, 3) and keyframes[0].name == "00_rollout0_step0000.png"
     else:
         assert "Rollout 1 (" in str(judge["prompt"]) and "Rollout 2 (" in str(judge["prompt"])
     feedback = (tmp_path / "candidates" / "it1-c0" / "feedback.txt").read_text()

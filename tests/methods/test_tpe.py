@@ -16,6 +16,13 @@ def test_fail_below_threshold_and_ties_do_not_count_as_above():
     assert v["rate"] == pytest.approx(1 / 3) and not v["pass"]
 
 
+def test_successes_are_compared_with_the_best_failure_not_the_mean_failure():
+    # failures 0.0 and 1.5 (mean 0.75): the success at 1.2 beats the mean but not the best failure
+    v = tpe_rule(np.array([2.0, 1.2]), np.array([0.0, 1.5]), 0.8)
+    assert v["rate"] == pytest.approx(0.5) and v["n_below"] == 1 and not v["pass"]
+    assert tpe_rule(np.array([2.0, 1.2]), np.array([0.0, 1.5]), 0.5)["pass"]
+
+
 def test_rate_exactly_at_threshold_passes():
     assert tpe_rule(np.array([2.0, 0.0]), np.array([1.0]), 0.5)["pass"]
 

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from bird.llm.base import Generator, LLMError, Request, Response
+from bird.llm.offline.mutation import mutate, optional_terms
 from bird.llm.offline.terms import SPEC_MARKER, Term, render_program
 
 __all__ = ["OfflineSynthesiser", "propose", "mutate", "parent_terms", "optional_terms"]
@@ -87,20 +88,6 @@ def _required_terms(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
     return terms
 
 
-def optional_terms(ctx: dict[str, Any], terms: list[Term]) -> list[Term]:
-    opts = [Term("action_cost", "control", (), 0.01)]
-    angvel = [f["name"] for f in ctx["obs_fields"] if f["kind"] == "angular_velocity"][:2]
-    if angvel:
-        opts.append(Term("smoothness", "smooth", tuple(angvel), 0.01))
-    dist = next((t for t in terms if t.kind in ("distance", "pair_distance")), None)
-    if dist is not None:
-        opts.append(Term("near_bonus", "bonus", dist.fields, 1.0, temp=0.05))
-    if not any(t.kind == "alive" for t in terms):
-        opts.append(Term("alive", "alive", (), 0.1))
-    have = {t.name for t in terms}
-    return [t for t in opts if t.name not in have]
-
-
 def propose(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
     """A fresh program: the task-implied terms plus a seeded subset of optional ones."""
     terms = _required_terms(ctx, rng)
@@ -108,44 +95,6 @@ def propose(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
         if rng.random() < 0.5:
             terms.append(opt.scaled(rng.choice((0.3, 1.0, 3.0))))
     return terms
-
-
-def _stats(values: list[float]) -> tuple[float, float]:
-    vals = [v for v in values if v == v]
-    if not vals:
-        return 0.0, 0.0
-    return sum(vals) / len(vals), max(vals) - min(vals)
-
-
-def mutate(ctx: dict[str, Any], parent: list[Term], rng: random.Random) -> list[Term]:
-    """Eureka's advice, applied mechanically: restructure on a zero score, rescale flat or dominant components."""
-    fb = ctx.get("feedback") or {}
-    comps: dict[str, list[float]] = fb.get("components", {})
-    scores = [s for s in fb.get("task_score", []) if s == s]
-    terms = list(parent)
-    if (scores and max(scores) <= 0.05) or "preference" in fb:  # (1) near-zero score or misranked prefs: restructure
-        extra = optional_terms(ctx, terms)
-        if extra and rng.random() < 0.6:
-            terms.append(rng.choice(extra))
-        elif len(terms) > 1:
-            terms.pop(rng.randrange(len(terms)))
-        terms = [t.scaled(rng.choice((0.3, 3.0))) if t.kind in ("progress", "distance", "pair_distance") else t
-                 for t in terms]
-    means = {n: abs(_stats(v)[0]) for n, v in comps.items()}
-    out = []
-    for t in terms:
-        mean, spread = _stats(comps.get(t.name, []))
-        others = sum(m for n, m in means.items() if n != t.name)
-        if t.name in comps and t.kind != "alive" and spread <= 0.05 * abs(mean) + 1e-6:  # (2) barely changes
-            t = Term(t.name, t.kind, t.fields, t.weight, t.form, round(t.temp * rng.choice((0.25, 4.0)), 4), t.extra) \
-                if t.form == "exp" else t.scaled(3.0)
-        if t.name in comps and others > 0 and abs(mean) > 5 * others:  # (3) dominates: rescale it
-            t = t.scaled(0.25)
-        out.append(t)
-    if out:  # sample diversity: jitter one weight
-        i = rng.randrange(len(out))
-        out[i] = out[i].scaled(rng.choice((0.5, 0.8, 1.25, 2.0)))
-    return out
 
 
 def parent_terms(code: str | None) -> list[Term] | None:

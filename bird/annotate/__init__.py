@@ -1,0 +1,1 @@
+"""BIRD's human rating study as a local web app: `python -m bird.annotate serve RUNS... --db study.sqlite`."""

@@ -1,0 +1,160 @@
+"""The numpy language's runner (worker side): the three contracts as one batch call returning a float64 table.
+
+`compute_reward` is called on the whole batch; GRACE's `Reward` class (one instance per env slot, re-created after
+a done) and PRM4RL's (plan_list, Ψ, Φ) are called per row. Every value the program returns is converted to
+float64 here, in the worker: the host only ever receives raw float64 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NumpyRunner", "numpy_runner"]
+
+MAX_COMPONENTS = 32
+
+
+def _as_batch(name: str, value: Any, batch: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.size == 1 and batch > 1 and name != "reward":
+        arr = np.full(batch, float(arr.reshape(-1)[0]))
+    if arr.size == batch:
+        arr = arr.reshape(batch)
+    if arr.shape != (batch,):
+        raise ValueError(f"{name} has shape {arr.shape}, expected ({batch},)")
+    return arr
+
+
+def _split(fields: list[list[Any]], x: np.ndarray) -> dict[str, np.ndarray]:
+    return {n: (x[:, s].copy() if k == 1 else x[:, s : s + k].copy()) for n, s, k in fields}
+
+
+class _ClassAdapter:
+    """GRACE's state-only `Reward` class as a batch program: one instance per env slot, carried across calls
+    within an episode and re-created after a step whose done flag is set. reward_fn(next state) -> float."""
+
+    def __init__(self, cls: Any) -> None:
+        self.cls = cls
+        self.instances: dict[int, Any] = {}
+        self.debug: dict[str, str] = {}
+
+    def __call__(self, fields, nxt, dones, n_envs, reset, debug_rows):
+        if reset:
+            self.instances = {}
+        self.debug = {}
+        cols = _split(fields, nxt)
+        b = len(nxt)
+        reward = np.empty(b)
+        for row in range(b):
+            env = row % n_envs
+            inst = self.instances.get(env)
+            if inst is None:
+                inst = self.instances[env] = self.cls(None)
+            state = {n: v[row] for n, v in cols.items()}
+            reward[row] = float(inst.reward_fn(state))
+            if row in debug_rows:
+                self.debug[str(row)] = str(inst.debug_fn(state))[:600] if hasattr(inst, "debug_fn") else ""
+            if dones[row]:
+                self.instances.pop(env, None)
+        return reward, {}
+
+
+class _ProgressAdapter:
+    """PRM4RL's program as a batch call: per row, Ψ(s') must be an int in [0, K) and Φ(s), Φ(s') finite floats.
+    The reward is the raw progress Φ(s'); the harness builds any shaping from the components (bird/reward/shaping.py)."""
+
+    def __init__(self, ns: dict[str, Any]) -> None:
+        plan = ns.get("plan_list", ns.get("PLAN_LIST"))
+        if not isinstance(plan, (list, tuple)) or not plan or not all(isinstance(p, str) for p in plan):
+            raise ValueError(f"plan_list must be a non-empty list of strings, got {str(type(plan).__name__)}")
+        self.plan = [str(p) for p in plan]
+        self.psi, self.phi = ns["determine_subtask"], ns["progress"]
+
+    def subtask(self, state):
+        k = self.psi(state)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"determine_subtask returned a {type(k).__name__}; expected an int")
+        if not 0 <= int(k) < len(self.plan):
+            raise IndexError(f"determine_subtask returned {int(k)}, outside [0, {len(self.plan)})")
+        return int(k)
+
+    def potential(self, state):
+        v = float(self.phi(state))
+        if not math.isfinite(v):
+            raise FloatingPointError(f"progress returned {v}")
+        return v
+
+    def __call__(self, fields, obs, nxt):
+        cur, new = _split(fields, obs), _split(fields, nxt)
+        b = len(obs)
+        out = np.empty((3, b))
+        for row in range(b):
+            s = {n: v[row] for n, v in cur.items()}
+            s2 = {n: v[row] for n, v in new.items()}
+            out[:, row] = (self.potential(s), self.potential(s2), self.subtask(s2))
+        return out[1].copy(), {"potential_prev": out[0], "potential": out[1], "subtask": out[2]}
+
+
+class NumpyRunner:
+    """One call: header {batch, obs_dim, act_dim, n_envs, reset, has_dones, debug_rows} + float64 payload
+    -> reply {ok, names[, debug]} + float64 (batch, 1 + len(names)) bytes."""
+
+    def __init__(self, ns: dict[str, Any], contract: str, entry: str, fields: list[list[Any]]) -> None:
+        self.fields, self.meta = fields, {}
+        if contract == "reward_class":
+            self.fn: Any = _ClassAdapter(ns[entry])
+        elif contract == "progress_program":
+            self.fn = _ProgressAdapter(ns)
+            self.meta["plan_list"] = self.fn.plan
+        else:
+            self.fn = ns[entry]
+
+    def _outputs(self, header: dict[str, Any], payload: bytes) -> Any:
+        b, d, a = int(header["batch"]), int(header["obs_dim"]), int(header["act_dim"])
+        flat = np.frombuffer(payload, dtype=np.float64)
+        obs = flat[: b * d].reshape(b, d)
+        act = flat[b * d : b * d + b * a].reshape(b, a)
+        nxt = flat[b * d + b * a : 2 * b * d + b * a].reshape(b, d)
+        dones = flat[2 * b * d + b * a :] if header.get("has_dones") else np.zeros(b)
+        if isinstance(self.fn, _ClassAdapter):
+            return self.fn(self.fields, nxt, dones != 0, int(header.get("n_envs", 1)), bool(header.get("reset")),
+                           {int(r) for r in header.get("debug_rows", [])})
+        if isinstance(self.fn, _ProgressAdapter):
+            return self.fn(self.fields, obs, nxt)
+        return self.fn(_split(self.fields, obs), act.copy(), _split(self.fields, nxt), {})
+
+    def __call__(self, header: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        b = int(header["batch"])
+        try:
+            out = self._outputs(header, payload)
+        except (TypeError, IndexError) as exc:
+            if not isinstance(self.fn, _ProgressAdapter):
+                raise
+            return {"ok": False, "kind": "bad_output", "reason": str(exc)}, b""
+        except FloatingPointError as exc:
+            return {"ok": False, "kind": "non_finite", "reason": str(exc)}, b""
+        if not (type(out) is tuple and len(out) == 2 and type(out[1]) is dict):
+            return {"ok": False, "kind": "bad_output", "reason": "must return (reward, components_dict)"}, b""
+        items = list(out[1].items())
+        if len(items) > MAX_COMPONENTS:
+            return {"ok": False, "kind": "bad_output", "reason": f"more than {MAX_COMPONENTS} components"}, b""
+        if not all(type(k) is str for k, _ in items):
+            return {"ok": False, "kind": "bad_output", "reason": "component names must be strings"}, b""
+        names = [k for k, _ in items]
+        try:
+            reward = _as_batch("reward", out[0], b)
+            comps = [_as_batch(f"component {k!r}", v, b) for k, v in items]
+        except (ValueError, TypeError) as exc:
+            return {"ok": False, "kind": "bad_output", "reason": str(exc)}, b""
+        data = np.stack([reward, *comps], axis=1) if comps else reward[:, None]
+        reply: dict[str, Any] = {"ok": True, "names": names}
+        if isinstance(self.fn, _ClassAdapter):
+            reply["debug"] = self.fn.debug
+        return reply, np.ascontiguousarray(data, dtype=np.float64).tobytes()
+
+
+def numpy_runner(ns: dict[str, Any], contract: str, entry: str, fields: list[list[Any]]) -> NumpyRunner:
+    return NumpyRunner(ns, contract, entry, fields)

@@ -1,0 +1,253 @@
+"""OS isolation of the reward worker: the layers it applies to itself before any untrusted code is compiled,
+and the host's own hardening. Each layer reports whether it is active; none is skipped silently.
+
+Order matters: namespaces first (unshare(CLONE_NEWUSER) needs a single-threaded process), then the language's
+modules are imported (after the uid drop the Python installation may be unreadable), then limits, uid drop,
+no_new_privs, Landlock and last seccomp (which forbids the syscalls the earlier steps use).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import math
+import os
+import resource
+import signal
+import sysconfig
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from bird.reward import landlock, seccomp_policy
+
+__all__ = ["IsolationConfig", "Layer", "LAYERS", "STEPS", "SANDBOX_UID", "CPU_BUDGET_S", "apply", "arm_cpu_limit",
+           "harden_host", "read_paths_for"]
+
+SANDBOX_UID = SANDBOX_GID = 65534  # nobody / nogroup: what a root host drops the worker to
+CPU_BUDGET_S = 3600  # hard RLIMIT_CPU over a worker's life; the soft limit is re-armed per call
+LAYERS = ("network_namespace", "resource_limits", "empty_workdir", "unprivileged_user", "non_dumpable",
+          "parent_death_signal", "no_new_privs", "landlock", "seccomp")  # in the order they are applied
+SYSTEM_LIBRARY_PATHS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache")
+
+_STDLIB_DIRS = (os.path.dirname(os.__file__), str(sysconfig.get_config_var("DESTSHARED") or ""))  # read at import
+_CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True)
+class IsolationConfig:
+    """What the host asks of one worker.
+
+    :param memory_mb: address-space limit (RLIMIT_AS).
+    :param call_timeout_s: per-call limit; the CPU soft limit is armed from it.
+    :param host_pid: the parent; the worker exits if it is not its parent (the parent died first).
+    :param threads: the language needs threads after start-up (RLIMIT_NPROC then cannot be 0).
+    :param read_modules: modules imported before the uid drop and the filters; their packages stay readable.
+    :param preload: more modules imported then, whose files need not stay readable.
+    :param extra_syscalls: syscalls the language needs beyond seccomp_policy.BASE_SYSCALLS.
+    :param extra_read_paths: paths the language reads after start-up, beyond those of its modules.
+    """
+
+    memory_mb: int
+    call_timeout_s: float
+    host_pid: int
+    threads: bool = False
+    read_modules: tuple[str, ...] = ()
+    preload: tuple[str, ...] = ()
+    extra_syscalls: tuple[str, ...] = ()
+    extra_read_paths: tuple[str, ...] = ()
+
+
+@dataclass
+class Layer:
+    name: str
+    active: bool
+    detail: str
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _prctl(option: int, arg: int) -> None:
+    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0)), f"prctl({option})")
+
+
+def harden_host() -> None:
+    """Mark this process non-dumpable: a same-user process can no longer read its /proc/<pid>/environ or mem,
+    nor ptrace it. Every process that starts reward workers calls it (the parent and every training process)."""
+    _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def _status_field(name: str) -> str:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(name + ":"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+# -- the layers, in order ----------------------------------------------------------------------------------------
+def _network_namespace(was_root: bool) -> Layer:
+    before = os.readlink("/proc/self/ns/net")
+    flags = _CLONE_NEWNET if was_root else _CLONE_NEWUSER | _CLONE_NEWNET
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+    after = os.readlink("/proc/self/ns/net")
+    if after == before:
+        raise OSError("unshare returned but the network namespace did not change")
+    with open("/proc/self/net/dev") as fh:
+        devices = [line.split(":")[0].strip() for line in fh.readlines()[2:]]
+    how = "" if was_root else " (inside a new user namespace)"
+    return Layer("network_namespace", True, f"new network namespace{how}; interfaces {devices}, all down")
+
+
+def _resource_limits(cfg: IsolationConfig) -> Layer:
+    limits = {
+        resource.RLIMIT_AS: cfg.memory_mb * 2**20,
+        resource.RLIMIT_FSIZE: 0,  # no file may grow
+        resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_NOFILE: 64,
+    }
+    if not cfg.threads:
+        limits[resource.RLIMIT_NPROC] = 0  # no new process or thread (root ignores it: the uid drop comes next)
+    for res, value in limits.items():
+        resource.setrlimit(res, (value, value))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_BUDGET_S, CPU_BUDGET_S))
+    arm_cpu_limit(cfg.call_timeout_s)
+    nproc = "RLIMIT_NPROC=0" if not cfg.threads else "RLIMIT_NPROC not set (threads needed; seccomp denies processes)"
+    return Layer("resource_limits", not cfg.threads,
+                 f"RLIMIT_AS={cfg.memory_mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call {math.ceil(cfg.call_timeout_s) + 1} s"
+                 f" (life {CPU_BUDGET_S} s), {nproc}, RLIMIT_NOFILE=64, RLIMIT_CORE=0")
+
+
+def arm_cpu_limit(seconds: float) -> None:
+    """Soft RLIMIT_CPU = CPU used so far + the per-call limit + 1 s: SIGXCPU ends a call that spins past it."""
+    soft = math.ceil(time.process_time()) + math.ceil(seconds) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    resource.setrlimit(resource.RLIMIT_CPU, (min(soft, hard), hard))
+
+
+def _empty_workdir() -> Layer:
+    cwd = os.getcwd()
+    if os.listdir(cwd):
+        raise OSError(f"working directory {cwd} is not empty")
+    return Layer("empty_workdir", True, f"cwd {cwd} (empty, made by the host for this worker)")
+
+
+def _drop_capabilities() -> None:
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+
+
+def _unprivileged_user(was_root: bool) -> Layer:
+    if was_root:
+        os.setgroups([])
+        os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
+        os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+        if os.getresuid() != (SANDBOX_UID,) * 3 or os.getresgid() != (SANDBOX_GID,) * 3:
+            raise OSError("uid/gid did not change")
+        how = f"dropped from root to uid {SANDBOX_UID} / gid {SANDBOX_GID}, no supplementary groups"
+    else:
+        _drop_capabilities()  # the capabilities it holds inside its own user namespace
+        how = "already an unprivileged user; capabilities in its user namespace dropped"
+    if int(_status_field("CapEff") or "1", 16) != 0 or int(_status_field("CapPrm") or "1", 16) != 0:
+        raise OSError("capabilities remain after the drop")
+    return Layer("unprivileged_user", True, how + "; no capabilities")
+
+
+def _non_dumpable() -> Layer:
+    _prctl(_PR_SET_DUMPABLE, 0)
+    return Layer("non_dumpable", True, "PR_SET_DUMPABLE=0 here; the host and training processes set it too")
+
+
+def _parent_death_signal(host_pid: int) -> Layer:
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
+    if os.getppid() != host_pid:
+        os._exit(70)  # the host died before this point: nobody would read our results
+    return Layer("parent_death_signal", True, "SIGKILL when the host dies")
+
+
+def _no_new_privs() -> Layer:
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    return Layer("no_new_privs", True, "PR_SET_NO_NEW_PRIVS=1")
+
+
+def _landlock(paths: Sequence[str]) -> Layer:
+    if len(os.listdir("/proc/self/task")) != 1:
+        raise OSError("Landlock restricts only the calling thread, and this process has several")
+    res = landlock.restrict(list(paths))
+    parts = [f"ABI {res.abi}", f"read-only: {', '.join(res.read_paths)}" if res.filesystem else "no filesystem rules",
+             "TCP bind/connect denied" if res.network else "network rules need ABI 4",
+             "signals and abstract unix sockets scoped" if res.scoped else "scoping needs ABI 6"]
+    return Layer("landlock", res.filesystem and res.network and res.scoped, "; ".join(parts))
+
+
+def _seccomp(cfg: IsolationConfig) -> Layer:
+    n = seccomp_policy.install(cfg.threads, cfg.extra_syscalls)
+    threads = "threads allowed (clone with CLONE_THREAD only)" if cfg.threads else "no clone"
+    return Layer("seccomp", True, f"allowlist of {n} syscalls + read-only open, self-only signals, {threads}; "
+                                  "fork/exec/socket/ptrace/process_vm_* denied; clone3 -> ENOSYS")
+
+
+def read_paths_for(modules: Sequence[str]) -> list[str]:
+    """The directories a worker may read after start-up: the standard library, the packages of `modules` (and
+    their bundled `<pkg>.libs`), and the system library directories."""
+    stdlib = list(_STDLIB_DIRS)
+    paths = list(stdlib)
+    for name in dict.fromkeys(m.split(".")[0] for m in modules):
+        where = getattr(importlib.import_module(name), "__file__", None)
+        if where is None or os.path.dirname(where) in stdlib:  # built in, or part of the standard library
+            continue
+        root = os.path.dirname(where) if os.path.basename(where) == "__init__.py" else where
+        paths.append(root)
+        if os.path.isdir(root + ".libs"):
+            paths.append(root + ".libs")
+    paths += [p for p in SYSTEM_LIBRARY_PATHS if os.path.exists(p)]
+    return [p for p in dict.fromkeys(paths) if p]
+
+
+# name -> step(cfg, was_root); apply() runs them in LAYERS order. Tests run single steps to check one layer alone.
+STEPS: dict[str, Callable[[IsolationConfig, bool], Layer]] = {
+    "network_namespace": lambda cfg, root: _network_namespace(root),
+    "resource_limits": lambda cfg, root: _resource_limits(cfg),
+    "empty_workdir": lambda cfg, root: _empty_workdir(),
+    "unprivileged_user": lambda cfg, root: _unprivileged_user(root),
+    "non_dumpable": lambda cfg, root: _non_dumpable(),
+    "parent_death_signal": lambda cfg, root: _parent_death_signal(cfg.host_pid),
+    "no_new_privs": lambda cfg, root: _no_new_privs(),
+    "landlock": lambda cfg, root: _landlock(read_paths_for(cfg.read_modules) + list(cfg.extra_read_paths)),
+    "seccomp": lambda cfg, root: _seccomp(cfg),
+}
+
+
+def apply(cfg: IsolationConfig) -> list[Layer]:
+    """Apply every layer to this process, in order; return one Layer per name in LAYERS (inactive ones say why)."""
+    was_root = os.geteuid() == 0
+    layers: list[Layer] = []
+    for name in LAYERS:
+        if name == "resource_limits":  # after the namespaces, before the uid drop and the filters
+            for module in cfg.read_modules + cfg.preload:
+                importlib.import_module(module)
+            try:
+                seccomp_policy.load_library()
+            except Exception:  # noqa: BLE001 - reported by the seccomp step
+                pass
+        try:
+            layers.append(STEPS[name](cfg, was_root))
+        except Exception as exc:  # noqa: BLE001 - an unavailable layer is reported, never silently skipped
+            layers.append(Layer(name, False, f"not applied: {type(exc).__name__}: {exc}"))
+    return layers

@@ -1,0 +1,222 @@
+"""The demonstration set's bookkeeping: episode boundaries, joining sets, the train/test split, which expert states
+are positives under each labelling rule, scoring a candidate (and recording a program that fails on the demos),
+and the RL round that adds a trained policy's rollouts as negatives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bird.components.demos import DemoScores, DemoSet, Episodes
+from bird.types import Candidate
+
+BASE = ["budget=smoke", "run.progress=false", "method=grace", "env=metaworld/reach", "demos.n_expert=2",
+        "demos.n_negative=2", "demos.max_train=null", "demos.positive_states=all"]
+T = 500  # Meta-World horizon of the cached demos
+
+
+def _eps(lengths: list[int], label: int, source: str) -> Episodes:
+    n = sum(lengths)
+    return Episodes(np.arange(n * 2, dtype=float).reshape(n, 2), np.repeat(np.arange(len(lengths)), lengths),
+                    np.concatenate([np.arange(k) for k in lengths] or [np.zeros(0, int)]), np.full(n, label), [source] * len(lengths))
+
+
+def test_dones_mark_the_last_row_of_each_episode():
+    assert _eps([2, 3, 1], 1, "expert").dones.tolist() == [False, True, False, False, True, True]
+    assert _eps([], 1, "expert").dones.tolist() == []
+
+
+def test_extend_renumbers_the_appended_episodes_after_the_existing_ones():
+    a, b = _eps([2, 1], 1, "expert"), _eps([1, 2], -1, "random")
+    joined = a.extend(b)
+    assert joined.episode.tolist() == [0, 0, 1, 2, 3, 3]
+    assert joined.step.tolist() == [0, 1, 0, 0, 0, 1] and joined.label.tolist() == [1, 1, 1, -1, -1, -1]
+    assert joined.source == ["expert", "expert", "random", "random"]
+    np.testing.assert_array_equal(joined.states, np.concatenate([a.states, b.states]))
+    empty = Episodes(np.zeros((0, 2)), np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0, dtype=int), [])
+    assert empty.extend(b).episode.tolist() == [0, 1, 1]
+
+
+def test_scores_split_into_positives_and_negatives_by_label():
+    eps = Episodes(np.zeros((4, 1)), np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([1, 0, -1, -1]),
+                   ["expert", "random"])
+    scores = DemoScores(eps, np.array([5.0, 6.0, 7.0, 8.0]))
+    assert scores.positives.tolist() == [5.0] and scores.negatives.tolist() == [7.0, 8.0]  # the dropped 6.0 in neither
+
+
+def test_describe_counts_each_split():
+    demo = DemoSet(_eps([2, 3], 1, "expert").extend(_eps([4], -1, "random")), None, {"env": "x"})
+    assert demo.describe() == {"env": "x", "train": {"episodes": 3, "positive_states": 5, "negative_states": 4,
+                                                     "dropped_states": 0}, "test": {}, "sources": ["expert", "random"]}
+
+
+def _load(compose_cfg, *overrides):
+    from bird.components.demos import load_demo_set
+    from bird.envs.registry import make_adapter
+    from bird.llm.factory import make_generator
+
+    cfg = compose_cfg(*BASE, *overrides)
+    return cfg, load_demo_set(cfg, make_adapter(cfg.env).spec, make_generator(cfg.llm, cfg.budget))
+
+
+def test_the_split_holds_out_whole_episodes_of_each_kind(compose_cfg):
+    _, demos = _load(compose_cfg, "demos.test_fraction=0.5")
+    for split in (demos.train, demos.test):
+        assert split.source == ["expert", "random"]
+        assert split.episode.tolist() == [0] * T + [1] * T and split.step.tolist() == list(range(T)) * 2
+    assert not np.array_equal(demos.train.states[:T], demos.test.states[:T])  # different expert episodes
+    described = demos.describe()
+    assert described["train"] == described["test"] == {"episodes": 2, "positive_states": T, "negative_states": T,
+                                                        "dropped_states": 0}
+    assert described["n_expert"] == 2 and described["expert_success_rate"] == 1.0
+    assert described["positive_states"] == "all" and described["negative_kind"] == "random"
+
+
+def test_without_a_test_fraction_everything_is_train(compose_cfg):
+    _, demos = _load(compose_cfg, "demos.test_fraction=0")
+    assert demos.test is None and demos.describe()["test"] == {}
+    assert demos.train.source == ["expert", "expert", "random", "random"] and len(demos.train.states) == 4 * T
+
+
+@pytest.mark.parametrize("as_negative, other", [(True, -1), (False, 0)])
+def test_last_state_rule_makes_only_each_expert_episodes_last_state_positive(compose_cfg, as_negative, other):
+    _, demos = _load(compose_cfg, "demos.test_fraction=0", "demos.positive_states=last_state",
+                     f"demos.unidentified_as_negative={str(as_negative).lower()}")
+    label = demos.train.label.reshape(4, T)
+    assert (label[:2, -1] == 1).all() and (label[:2, :-1] == other).all()  # expert episodes
+    assert (label[2:] == -1).all()  # random episodes stay negative whatever the rule
+
+
+GOOD = """
+import numpy as np
+
+class Reward:
+    def __init__(self, extra_info=None):
+        pass
+
+    def reward_fn(self, state):
+        return -float(np.linalg.norm(np.asarray(state['hand_pos']) - np.asarray(state['goal_pos'])))
+
+    def debug_fn(self, state):
+        return 'hand at ' + str(np.round(state['hand_pos'], 2))
+"""
+BROKEN = GOOD.replace("state['hand_pos']) - ", "state['no_such_field']) - ")
+
+
+def _state(cfg, demos):
+    from bird.envs.registry import make_adapter
+    from bird.state import Plan, SearchState
+
+    state = SearchState(make_adapter(cfg.env).spec, Plan(1, 1, 1024, 1024, 1, 1), 0, {})
+    state.demos = demos
+    return state
+
+
+def test_score_candidate_scores_both_splits_with_debug_output_on_the_worst_states(compose_cfg):
+    from bird.components.demos import score_candidate
+
+    cfg, demos = _load(compose_cfg, "demos.test_fraction=0.5", "feedback.n_wrong_examples=4")
+    state = _state(cfg, demos)
+    cand = Candidate("it1-c0", 1, 0, [], code=GOOD)
+    train, test = score_candidate(cfg, state, cand)
+    assert state.demo_scores == {"it1-c0": train} and cand.failure is None
+    assert train.episodes is demos.train and test.episodes is demos.test
+    hand, goal = demos.test.states[:, 0:3], demos.test.states[:, 36:39]
+    np.testing.assert_allclose(test.reward, -np.linalg.norm(hand - goal, axis=1), rtol=1e-6)
+    assert len(train.debug) == 4 and all(v.startswith("hand at [") for v in train.debug.values())
+    assert test.debug == {}
+
+
+def test_a_program_that_fails_on_the_demos_is_recorded_and_scores_nothing(compose_cfg):
+    from bird.components.demos import score_candidate
+
+    cfg, demos = _load(compose_cfg, "demos.test_fraction=0.5")
+    state = _state(cfg, demos)
+    cand = Candidate("it1-c0", 1, 0, [], code=BROKEN)
+    assert score_candidate(cfg, state, cand) == (None, None)
+    assert cand.failure is not None and cand.failure.kind == "runtime_error" and state.demo_scores == {}
+
+
+class _RecordingRun:
+    def __init__(self, root):
+        self.root, self.events = root, []
+
+    def event(self, name, **fields):
+        self.events.append((name, fields))
+
+
+class _InProcessPool:
+    """TrainPool's interface, running the real learner in this process (no worker start-up)."""
+
+    def run(self, learner, jobs):
+        from bird.registry import get
+
+        return [get("learner", learner)(job) for job in jobs]
+
+
+def test_the_rl_round_adds_the_global_bests_rollouts_as_negative_episodes(compose_cfg, tmp_path):
+    from bird.components.demos import expand_negatives
+
+    cfg, demos = _load(compose_cfg, "demos.test_fraction=0", "env.horizon=100", "budget.env_steps=512",
+                       "budget.eval_episodes=1", "train.collect_episodes=1", "train.n_epochs=1")
+    state = _state(cfg, demos)
+    state.plan = type(state.plan)(1, 1, 512, 512, 1, 1)
+    state.iteration = 3
+    run = _RecordingRun(tmp_path)
+    pool = _InProcessPool()
+    expand_negatives(cfg, state, pool, run)  # no global best yet: nothing happens
+    assert run.events == [] and len(state.demos.train.source) == 4
+    state.candidates["it2-c1"] = Candidate("it2-c1", 2, 1, [], code=GOOD)
+    state.global_best = "it2-c1"
+    expand_negatives(cfg, state, pool, run)
+    train = state.demos.train
+    assert len(train.source) == 6, run.events
+    assert train.source == ["expert", "expert", "random", "random", "learner:it2-c1", "learner:it2-c1"]
+    new = train.episode >= 4
+    assert new.sum() == 200 and (train.label[new] == -1).all()  # collect_episodes=1 is raised to 2
+    assert train.step[new].tolist() == list(range(100)) * 2 and train.episode[new].tolist() == [4] * 100 + [5] * 100
+    name, fields = run.events[-1]
+    assert name == "negatives_expanded" and fields == {"candidate": "it2-c1", "added": 200, "episodes": 2}
+    assert state.env_steps >= 512 and (tmp_path / "expand" / "it3" / "rollouts.npz").exists()
+    assert (tmp_path / "expand" / "it3" / "curve.csv").exists()
+
+
+def test_describe_counts_dropped_states_apart():
+    eps = Episodes(np.zeros((5, 1)), np.array([0, 0, 0, 1, 1]), np.array([0, 1, 2, 0, 1]),
+                   np.array([0, 0, 1, -1, -1]), ["expert", "random"])
+    assert DemoSet(eps, None).describe()["train"] == {"episodes": 2, "positive_states": 1, "negative_states": 2,
+                                                      "dropped_states": 2}
+
+
+COUNTER = """
+class Reward:
+    def __init__(self, extra_info=None):
+        self.t = 0
+
+    def reward_fn(self, state):
+        self.t += 1
+        return float(self.t)
+"""
+
+
+def test_scoring_restarts_a_stateful_reward_at_every_episode(compose_cfg):
+    from bird.components.demos import score_episodes
+    from bird.envs.registry import make_adapter
+
+    cfg = compose_cfg(*BASE)
+    spec = make_adapter(cfg.env).spec
+    eps = Episodes(np.zeros((6, spec.obs_index.dim)), np.array([0, 0, 0, 1, 1, 2]), np.array([0, 1, 2, 0, 1, 0]),
+                   np.array([1, 1, 1, -1, -1, -1]), ["expert", "random", "random"])
+    first = score_episodes(COUNTER, cfg, spec, eps)
+    again = score_episodes(COUNTER, cfg, spec, eps)  # a fresh program each time
+    assert first.reward.tolist() == again.reward.tolist() == [1.0, 2.0, 3.0, 1.0, 2.0, 1.0]
+    assert first.episodes is eps and first.debug == {}
+
+
+def test_without_a_test_split_only_the_train_split_is_scored(compose_cfg):
+    from bird.components.demos import score_candidate
+
+    cfg, demos = _load(compose_cfg, "demos.test_fraction=0", "feedback.n_wrong_examples=2")
+    state = _state(cfg, demos)
+    train, test = score_candidate(cfg, state, Candidate("it1-c0", 1, 0, [], code=GOOD))
+    assert test is None and len(train.debug) == 2 and len(train.reward) == 4 * T

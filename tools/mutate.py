@@ -1,0 +1,286 @@
+"""Mutation testing of bird's core modules with mutmut, one module at a time: `make mutate` (docs/testing.md).
+
+mutmut names a mutant after the module path of its file, and bird installs methods/, envs/ and analysis/ under
+the `bird` namespace (pyproject package-dir). So each run stages the package as it installs (bird/ with
+bird/analysis, bird/envs, bird/methods inside), plus conf/ and tests/, under .mutmut/<module>/ and runs mutmut
+there with only that module's files mutated and only the fast tests that cover it.
+
+Results go to docs/mutation/results.json (one entry per module, kept between runs) and docs/testing.md is written
+from it, with the surviving mutants explained in docs/mutation/notes.toml.
+
+    python tools/mutate.py                      # every module (hours on 2 cores)
+    python tools/mutate.py retry cache          # some modules
+    python tools/mutate.py --report             # rewrite docs/testing.md from the stored results only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGE = ROOT / ".mutmut"
+RESULTS = ROOT / "docs" / "mutation" / "results.json"
+NOTES = ROOT / "docs" / "mutation" / "notes.toml"
+REPORT = ROOT / "docs" / "testing.md"
+TARGET = 0.85
+# where each top-level folder lives inside the installed package
+LAYOUT = {"bird": "bird", "analysis": "bird/analysis", "envs": "bird/envs", "methods": "bird/methods"}
+KILLED = {"killed", "timeout", "caught by type check", "segfault"}
+
+
+@dataclass(frozen=True)
+class Module:
+    """A core module: its source files (repo paths) and the narrowest fast tests that cover them."""
+
+    files: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+MODULES: dict[str, Module] = {
+    "demos": Module(("bird/components/demos.py",), ("tests/methods/test_demos_unit.py",)),
+    "demo_fitness": Module(("bird/components/demo_fitness.py",), ("tests/methods/test_demo_fitness.py",)),
+    "trajectories": Module(("bird/components/trajectories.py",),
+                           ("tests/methods/test_tpe.py", "tests/methods/test_trajectory_store.py")),
+    "metrics": Module(("analysis/metrics.py",), ("tests/analysis/test_analysis_metrics.py",)),
+    "bootstrap": Module(("analysis/bootstrap.py",), ("tests/analysis/test_analysis_bootstrap.py",)),
+    "bradley_terry": Module(("analysis/bradley_terry.py",), ("tests/analysis/test_analysis_bradley_terry.py",)),
+    "epic": Module(("analysis/epic.py",), ("tests/analysis/test_analysis_epic.py",)),
+    "report": Module(("analysis/report.py",), (
+        "tests/analysis/test_report_unit.py",
+        "tests/analysis/test_analysis_report.py::test_leaderboard_numbers_match_hand_computed_values")),
+    "retry": Module(("bird/llm/retry.py",), ("tests/llm/test_wiring.py",)),
+    "cache": Module(("bird/llm/cache.py",), ("tests/llm/test_cache_unit.py",)),
+    "offline_mutation": Module(("bird/llm/offline/mutation.py",), ("tests/test_offline_mutation.py",)),
+    "registry": Module(("bird/registry.py",), ("tests/test_registry.py",)),
+    "branch_detector": Module(("bird/method_branches.py",), ("tests/test_registry.py",)),
+}
+
+
+def _staged(path: str) -> str:
+    top, _, rest = path.partition("/")
+    return f"{LAYOUT[top]}/{rest}"
+
+
+def _stage(name: str, module: Module) -> Path:
+    """A fresh copy of the package as installed, conf/, tests/ and a pyproject with the mutmut settings."""
+    stage = STAGE / name
+    shutil.rmtree(stage, ignore_errors=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "notebooks")
+    for top, target in LAYOUT.items():
+        shutil.copytree(ROOT / top, stage / target, ignore=ignore, dirs_exist_ok=True)
+    # the repo-relative data (conf/, methods/prompts) and the folders the tests read as files, at the root too
+    extra = ["conf", "methods", "envs", "analysis", "pyproject.toml"]
+    for folder in ("conf", "tests", "methods", "envs", "analysis"):
+        shutil.copytree(ROOT / folder, stage / folder, ignore=ignore)
+    settings = {
+        "source_paths": ["bird"],
+        "only_mutate": [_staged(f) for f in module.files],
+        "also_copy": extra,
+        "pytest_add_cli_args": ["-m", "not slow", "-p", "no:cacheprovider", "-q"],
+        "pytest_add_cli_args_test_selection": list(module.tests),
+        "process_isolation": "forkserver",
+        "use_git_change_detection": False,
+    }
+    lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
+    text = (ROOT / "pyproject.toml").read_text() + "\n[tool.mutmut]\n" + "\n".join(lines) + "\n"
+    (stage / "pyproject.toml").write_text(text)
+    return stage
+
+
+def _mutmut(stage: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run mutmut in `stage`; on a timeout (or an interrupt) its whole process group is stopped."""
+    exe = Path(sys.executable).with_name("mutmut")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    proc = subprocess.Popen([str(exe), *args], cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate()
+        if isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
+            raise subprocess.TimeoutExpired(proc.args, timeout or 0, out, err) from None
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _statuses(stage: Path, module: Module) -> dict[str, str]:
+    from mutmut.stats import status_by_exit_code
+
+    out: dict[str, str] = {}
+    for f in module.files:
+        meta = stage / "mutants" / (_staged(f) + ".meta")
+        data = json.loads(meta.read_text())
+        out.update({k: status_by_exit_code[v] for k, v in data["exit_code_by_key"].items()})
+    return out
+
+
+def _change(diff: str) -> tuple[str, str]:
+    """The removed and added source lines of a mutant's diff, whitespace-collapsed."""
+    minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    squash = lambda lines: " / ".join(" ".join(x.split()) for x in lines)  # noqa: E731
+    return squash(minus), squash(plus)
+
+
+def _function(key: str) -> str:
+    """`bird.llm.retry.xǁRetryPolicyǁwait_s__mutmut_3` -> `RetryPolicy.wait_s`."""
+    mangled = key.rpartition(".")[2].partition("__mutmut_")[0]
+    return mangled.removeprefix("x_").replace("xǁ", "").replace("ǁ", ".")
+
+
+def run_module(name: str, timeout_s: float, max_children: int) -> dict:
+    module = MODULES[name]
+    stage = _stage(name, module)
+    start = time.monotonic()
+    try:
+        proc = _mutmut(stage, "run", "--max-children", str(max_children), timeout=timeout_s)
+        log, finished = proc.stdout + proc.stderr, proc.returncode == 0
+    except subprocess.TimeoutExpired as exc:
+        log, finished = f"{exc.stdout or ''}{exc.stderr or ''}", False
+    (stage / "mutmut.log").write_text(log)
+    return collect(name, round(time.monotonic() - start), finished)
+
+
+def collect(name: str, wall_s: int = 0, finished: bool = False) -> dict:
+    """The results of the last mutmut run of `name` in its stage (also of one that was stopped)."""
+    module = MODULES[name]
+    stage = STAGE / name
+    statuses = _statuses(stage, module)
+    survivors = []
+    for key, status in sorted(statuses.items()):
+        if status in KILLED or status == "not checked":
+            continue
+        removed, added = _change(_mutmut(stage, "show", key, timeout=120).stdout)
+        survivors.append({"key": key, "function": _function(key), "status": status, "removed": removed,
+                          "added": added})
+    counts: dict[str, int] = {}
+    for status in statuses.values():
+        counts[status] = counts.get(status, 0) + 1
+    return {"files": list(module.files), "tests": list(module.tests), "date": dt.date.today().isoformat(),
+            "wall_s": wall_s, "finished": finished, "total": len(statuses),
+            "counts": counts, "survivors": survivors,
+            "command": f"python tools/mutate.py {name}"}
+
+
+def _load_notes() -> list[dict]:
+    return tomllib.loads(NOTES.read_text())["note"] if NOTES.exists() else []
+
+
+def _note_for(module: str, s: dict, notes: list[dict]) -> dict | None:
+    for n in notes:
+        if n["module"] == module and n["function"] == s["function"] and n["added"] == s["added"] \
+                and n.get("removed", s["removed"]) == s["removed"]:
+            return n
+    return None
+
+
+def _score(entry: dict, module: str, notes: list[dict]) -> tuple[int, int, int, float]:
+    """(killed, equivalent, counted, score) with score = killed / (checked - equivalent); a stopped run leaves
+    some mutants not checked, and they are left out."""
+    killed = sum(v for k, v in entry["counts"].items() if k in KILLED)
+    equivalent = sum(1 for s in entry["survivors"] if (_note_for(module, s, notes) or {}).get("kind") == "equivalent")
+    counted = entry["total"] - entry["counts"].get("not checked", 0) - equivalent
+    return killed, equivalent, counted, killed / counted if counted else 1.0
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def _store(path: Path, name: str, entry: dict) -> None:
+    """Update one module's entry in a results file (re-read first: another run may have written it)."""
+    results = json.loads(path.read_text()) if path.exists() else {}
+    results[name] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(sorted(results.items())), indent=1, ensure_ascii=False) + "\n")
+
+
+BEGIN, END = "<!-- mutation:begin (written by tools/mutate.py) -->", "<!-- mutation:end -->"
+
+
+def _table(results: dict, notes: list[dict]) -> list[str]:
+    lines = ["| module | files | tests | mutants | killed | equivalent | score | date | wall |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, module in MODULES.items():
+        if name not in results:
+            lines.append(f"| {name} | {', '.join(f'`{f}`' for f in module.files)} | | | | | not run | | |")
+            continue
+        e = results[name]
+        killed, equivalent, _, score = _score(e, name, notes)
+        unchecked = e["counts"].get("not checked", 0)
+        flag = "" if e["finished"] else f" (stopped: {e['total'] - unchecked} of {e['total']} checked)"
+        lines.append(f"| {name} | {', '.join(f'`{f}`' for f in e['files'])} | "
+                     f"{', '.join(f'`{t}`' for t in e['tests'])} | {e['total']} | {killed} | {equivalent} | "
+                     f"**{score:.1%}**{flag} | {e['date']} | {e['wall_s']} s |")
+    return lines
+
+
+def _survivors(results: dict, notes: list[dict]) -> list[str]:
+    lines = []
+    for name, e in results.items():
+        if not e["survivors"]:
+            continue
+        lines += ["", f"#### {name}", "", "| function | change | status | kind | why |", "|---|---|---|---|---|"]
+        for s in e["survivors"]:
+            note = _note_for(name, s, notes) or {}
+            change = f"`{_md(s['removed'])}` → `{_md(s['added'])}`"
+            lines.append(f"| {s['function']} | {change} | {s['status']} | {note.get('kind', 'unexplained')} | "
+                         f"{_md(note.get('why', ''))} |")
+    return lines
+
+
+def write_report(results: dict) -> None:
+    """Replace the generated part of docs/testing.md (between the markers) with the table and the survivors."""
+    notes = _load_notes()
+    block = [BEGIN, "", *_table(results, notes), "", "Surviving mutants (score = killed / (mutants - equivalent); "
+             "timeouts count as killed; `no tests` = no fast test runs the line):", *_survivors(results, notes),
+             "", END]
+    text = REPORT.read_text() if REPORT.exists() else f"# Testing\n\n{BEGIN}\n{END}\n"
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    REPORT.write_text(head + "\n".join(block) + tail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("modules", nargs="*", help=f"some of {list(MODULES)} (default: all)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per module before mutmut is stopped")
+    parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (the machine has 2 cores)")
+    parser.add_argument("--report", action="store_true", help="only rewrite docs/testing.md from stored results")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results file to update and report from")
+    parser.add_argument("--collect", action="store_true", help="record the modules' last (e.g. stopped) runs, run none")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error(f"unknown module(s) {unknown}; choose from {list(MODULES)}")
+    if args.collect:
+        for name in args.modules:
+            _store(args.results, name, collect(name))
+    elif not args.report:
+        for name in args.modules or list(MODULES):
+            print(f"mutate: {name} ...", flush=True)
+            entry = run_module(name, args.timeout, args.max_children)
+            print(f"mutate: {name}: {entry['total']} mutants, {entry['counts']}, {entry['wall_s']} s", flush=True)
+            _store(args.results, name, entry)
+    results = json.loads(args.results.read_text()) if args.results.exists() else {}
+    write_report(results)
+    notes = _load_notes()
+    for name, e in results.items():
+        print(f"{name:18s} score {_score(e, name, notes)[3]:.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
