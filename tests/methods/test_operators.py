@@ -161,3 +161,21 @@ def test_offline_crossover_keeps_parent_a_and_takes_a_term_only_b_has(revolve):
     child = {t.name: t for t in parent_terms(extract_code(text, "compute_reward"))}
     assert set(child) == {"forward_progress", "alive", "upright"}
     assert child["forward_progress"].weight == 1.0 and child["upright"].temp == 0.1  # A's own term, B's new one
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_offline_crossover_of_a_parent_whose_terms_b_all_has_swaps_in_a_shared_term_of_b(seed):
+    """B's terms ⊂ A's, A has more: the child is A with one term both share taken from B (was: StopIteration when
+    the term picked was one only A has)."""
+    from bird.llm.base import Request
+    from bird.llm.offline.terms import Term, render_program
+
+    a = render_program([Term("alive", "alive", (), 0.1), Term("forward_progress", "progress", ("rootx_vel",)),
+                        Term("upright", "upright", ("rooty_angle",), 0.3, "exp", 0.1)], "a")
+    b = render_program([Term("forward_progress", "progress", ("rootx_vel",), 3.0)], "b")
+    ctx = {"obs_fields": [], "task": "hop", "operator": "crossover_elite", "parent_code": a,
+           "parents": [{"id": "a", "code": a, "feedback": {}}, {"id": "b", "code": b, "feedback": {}}]}
+    text = OfflineSynthesiser("m").complete(Request("crossover", (), ctx, sample_index=seed, seed=seed)).text
+    child = {t.name: t for t in parent_terms(extract_code(text, "compute_reward"))}
+    assert set(child) == {"alive", "forward_progress", "upright"}
+    assert child["forward_progress"].weight == 3.0 and child["alive"].weight == 0.1  # B's shared term, A's own

@@ -25,8 +25,9 @@ def _crossover(ctx: dict[str, Any], rng: random.Random) -> tuple[list[Term], str
     fresh = [t for t in b if t.name not in have]
     if fresh:
         return [*a, rng.choice(fresh)], "crossed: parent A's terms plus one of parent B's"
-    i = rng.randrange(len(a))
-    donor = next(t for t in b if t.name == a[i].name)
+    donors = {t.name: t for t in b}  # every name of B is one of A's here; A may have more
+    i = rng.choice([k for k, t in enumerate(a) if t.name in donors])
+    donor = donors[a[i].name]
     return [*a[:i], donor, *a[i + 1:]], f"crossed: parent A with parent B's {donor.name}"
 
 
