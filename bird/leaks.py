@@ -125,6 +125,15 @@ def _run_texts(run: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:
         for i, m in enumerate(judge.get("prompt") or []):
             prompts.append((f"{cdir.name}/judge.json:prompt[{i}]", str(m.get("content", ""))))
         authored += [judge.get("response") or "", json.dumps(judge.get("verdict") or {})]
+        for name in ("thought.json", "self_verify.json"):  # thought alignment and self-verification (RF-Agent)
+            record = _read_json(cdir / name) or {}
+            prompts += [(f"{cdir.name}/{name}:prompt[{i}]", str(m.get("content", "")))
+                        for i, m in enumerate(record.get("prompt") or [])]
+            authored += [str(record.get(k) or "") for k in ("stated", "aligned", "response", "answer")]
+    for critic in _read_json(run / "critics.json") or []:  # R*'s critic programs
+        prompts += [(f"critics.json:{critic.get('id')}:prompt[{i}]", str(m.get("content", "")))
+                    for i, m in enumerate(critic.get("prompt") or [])]
+        authored += [str(critic.get(k) or "") for k in ("response", "code")]
     decomposition = _read_json(run / "decomposition.json") or {}
     for i, m in enumerate(decomposition.get("prompt") or []):
         prompts.append((f"decomposition.json:prompt[{i}]", str(m.get("content", ""))))

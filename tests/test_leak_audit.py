@@ -17,7 +17,7 @@ from bird.registry import get
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
 TASKS = available_envs()
 REHEARSAL = ["run.progress=false", "env.horizon=50", "budget.max_candidates=1", "verify.checks=[static]",
-             "judge.mode=state_text", "demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2"]
+             "judge.mode=state_text", "alignment.iterations=20", "demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2"]
 # a method that cannot run on a suite must say so before anything is sent
 REFUSALS = r"not available for suite|no scripted expert policy|is written for suites"
 
@@ -66,15 +66,33 @@ def findings(r: Rehearsal, cfg) -> list[str]:
     return out
 
 
+def _operator_overrides(cfg) -> list[str]:
+    """Enough samples per iteration that every LLM operator a method's sampling plan deals is rendered: one per tree
+    action (the counts rescale to one each), three for evolutionary operators (mutation and crossover)."""
+    if cfg.tree.actions:
+        return [f"budget.max_candidates={len(cfg.tree.actions)}"]
+    return ["budget.max_candidates=3"] if cfg.generate.crossover_rate > 0 else []
+
+
 def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
     out = {"reward"}
     if cfg.decompose.kind != "none":
         out.add("decompose")
     if getattr(get("feedback_format", cfg.feedback.format), "needs_judge", False):
         out.add("judge")
-    if min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) > 1 and cfg.generate.parent != "none":
-        out.add("mutation")
+    if min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) > 1:
+        out |= {"mutation"} if cfg.generate.parent != "none" else set()
+        out |= {"thought_alignment"} if cfg.feedback.thought_alignment else set()
+        out |= {"self_verify"} if cfg.feedback.self_verify else set()
+        out |= {"critic"} if cfg.alignment.method != "none" and cfg.alignment.labeller == "critic_population_vote" else set()
     return out
+
+
+def _expected_operators(cfg) -> set[str]:
+    """The LLM operators (request context `operator`) the method's second iteration must have rendered."""
+    if min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) < 2:
+        return set()
+    return set(cfg.tree.actions) | ({"mutation", "crossover"} if cfg.generate.crossover_rate > 0 else set())
 
 
 @pytest.mark.parametrize("env", TASKS)
@@ -82,11 +100,14 @@ def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
 def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp_path, method, env):
     try:
         cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL)
+        cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *_operator_overrides(cfg))
         r = rehearse(cfg, tmp_path)
     except ValueError as exc:  # e.g. a class abstraction, a scripted expert or prompts (generate.suites) the suite lacks
         assert re.search(REFUSALS, str(exc)), exc
         return
     assert _expected_purposes(cfg, r) <= r.purposes(), f"prompt kinds not rendered: {_expected_purposes(cfg, r)}"
+    operators = {req.context.get("operator") for req, _ in r.calls}
+    assert _expected_operators(cfg) <= operators, f"operators not rendered: {_expected_operators(cfg) - operators}"
     leaks = findings(r, cfg)
     assert not leaks, "\n".join(leaks)
 

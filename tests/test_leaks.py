@@ -41,12 +41,15 @@ def _paste(run, text: str) -> list[str]:
     """Append `text` to the last user message of every saved prompt file; returns the files changed."""
     changed = []
     files = [p for p in run.glob("candidates/*/prompt.json")] + [run / "decomposition.json"]
-    files += list(run.glob("candidates/*/judge.json"))
-    for path in files:
+    files += [p for name in ("judge.json", "thought.json", "self_verify.json") for p in run.glob(f"candidates/*/{name}")]
+    for path in [*files, run / "critics.json"]:
         if not path.exists():
             continue
         data = json.loads(path.read_text())
-        messages = data if isinstance(data, list) else data.get("prompt") or []
+        if path.name == "critics.json":  # a list of critic records, each with its prompt
+            messages = [m for critic in data for m in critic.get("prompt") or []]
+        else:
+            messages = data if isinstance(data, list) else data.get("prompt") or []
         users = [m for m in messages if m["role"] == "user"]
         if users:
             users[-1]["content"] += "\n" + text

@@ -45,9 +45,11 @@ def self_verify(cfg: BirdConfig, state: SearchState, cands: list[Candidate], rep
     rated = [c for c in cands if c.id in reports and c.code]
     if not rated or state.judge is None:
         return
-    answers = state.judge.complete_many([_request(cfg, state, c, reports[c.id]) for c in rated])
-    for cand, answer in zip(rated, answers, strict=True):
+    requests = [_request(cfg, state, c, reports[c.id]) for c in rated]
+    answers = state.judge.complete_many(requests)
+    for cand, req, answer in zip(rated, requests, answers, strict=True):
         text = f"(llm_error: {answer})" if isinstance(answer, LLMError) else answer.text
         state.self_verify[cand.id] = parse_rating(text)
         state.records.setdefault(cand.id, {})["self_verify.json"] = {"rating": state.self_verify[cand.id],
-                                                                     "answer": text[-2000:]}
+                                                                     "answer": text[-2000:],
+                                                                     "prompt": req.messages_json()}
