@@ -52,6 +52,18 @@ def test_diff_of_the_meta_world_zero_shot_baseline_against_eureka():
     assert set(diff) <= allowed and {"generate.env_representation", "generate.n_candidates", "loop.iterations"} <= set(diff)
 
 
+@pytest.mark.parametrize("other", ["card", "zeroshot"])
+def test_diff_with_a_suite_bound_method_runs_on_a_task_both_run_on(other):
+    """t2r_zeroshot is written for Meta-World only: without env= the diff is taken on a Meta-World task (was: the
+    default hopper was refused)."""
+    from bird.diff import shared_env
+
+    assert shared_env(other, "t2r_zeroshot") == "metaworld/button_press_topdown" and shared_env("eureka", "rstar") is None
+    diff = method_diff(other, "t2r_zeroshot")
+    allowed = {"method", "substitutes"} | _set_keys(other) | _set_keys("t2r_zeroshot")
+    assert set(diff) <= allowed and diff["generate.prompt"] == (other if other != "zeroshot" else "eureka", "t2r_zeroshot")
+
+
 def _candidates(run):
     return {p.parent.name: json.loads(p.read_text()) for p in (run / "candidates").glob("*/candidate.json")}
 
