@@ -94,11 +94,11 @@ def _expandable(cfg: BirdConfig, tree: Tree, node: str, taken: set[str]) -> bool
 
 def select_leaves(cfg: BirdConfig, state: SearchState, n: int, tree: Tree | None = None) -> list[str]:
     """Up to n distinct leaves, each found by descending from the root along the child with the largest
-    V(c) + λ·sqrt(ln N(p) / N(c)) (N = nodes in a subtree, pending children counted as visits [ours]); a leaf is a
-    live node without children above tree.max_depth."""
+    V(c) + λ·sqrt(ln N(p) / N(c)) (N = nodes in a subtree, pending children counted as visits [ours]; λ annealed over
+    the trained nodes); a leaf is a live node without children above tree.max_depth."""
     tree = tree or build_tree(cfg, state)
     values = node_values(cfg, tree)
-    lam = uct_lambda(cfg, len(tree.fitness))
+    lam = uct_lambda(cfg, sum(tree.alive.values()))  # trainings so far: failed candidates train no policy
     pending: dict[str, int] = {}
     share = max(1, math.ceil(state.plan.n_candidates / max(1, n)))
     taken: list[str] = []

@@ -50,6 +50,10 @@ def test_uct_exploits_at_small_lambda_and_explores_at_large_lambda(tree_cfg):
     anneal = ("tree.lambda0=1.0", "tree.lambda_final=0.2")
     assert select_leaves(tree_cfg(*anneal, "tree.horizon_trainings=8"), state, 1) == ["a2"]
     assert select_leaves(tree_cfg(*anneal, "tree.horizon_trainings=40"), state, 1) == ["b"]
+    # four failed candidates (value 0, never expanded) train no policy and do not advance λ: λ(4 of 12) = 0.733
+    # explores (b); counted as trainings, λ(8 of 12) = 0.467 would exploit (a2)
+    failed = _state({**TREE, **{f"f{i}": (None, None) for i in range(4)}})
+    assert select_leaves(tree_cfg(*anneal, "tree.horizon_trainings=12"), failed, 1) == ["b"]
 
 
 def test_leaves_at_max_depth_and_failed_nodes_are_never_expanded(tree_cfg):
