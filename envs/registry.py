@@ -36,6 +36,11 @@ def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
     return make_task(task, cfg)
 
 
+# whether the suite's adapters have expert_policy() (scripted-expert demonstrations): checked at config validation
+_mujoco.scripted_expert = False  # type: ignore[attr-defined]
+_metaworld.scripted_expert = True  # type: ignore[attr-defined]
+
+
 # hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds)
 @register("hidden_facts", "mujoco")
 def _mujoco_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:

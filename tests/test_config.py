@@ -66,9 +66,36 @@ def test_every_option_of_every_group_composes(group):
             continue  # API backends need a key at start-up, not at compose time; tested in tests/llm
         suites = yaml.safe_load((CONF_DIR / group / f"{option}.yaml").read_text()).get("generate", {}).get("suites") \
             if group == "method" else None
+        if group == "method" and option == "grace":  # demonstrations: a suite with a scripted expert
+            suites = ["metaworld"]
         env = [f"env={SUITE_ENV[suites[0]]}"] if suites else []  # a method written for another suite than the default's
         cfg = compose([f"{group}={option}", *env])
         assert_option_applied(cfg, CONF_DIR / group / f"{option}.yaml")
+
+
+def test_demonstrations_on_a_suite_without_a_scripted_expert_fail_at_config_time():
+    """GRACE learns from scripted-expert demonstrations; MuJoCo has none: the config is refused before anything runs,
+    saying what is missing, instead of failing (or crashing) once the search has started."""
+    with pytest.raises(ConfigError, match=r"demos.enabled=true: .*suite 'mujoco' has no scripted expert policy .*"
+                                          r"suites with one: \['metaworld'\]"):
+        compose(["method=grace", "env=mujoco/hopper"])
+    with pytest.raises(ConfigError, match="no scripted expert policy"):
+        compose(["demos.enabled=true", "env=mujoco/swimmer"])
+    assert compose(["method=grace", "env=metaworld/reach"]).demos.enabled  # a suite with one: accepted
+    proc = _cli("method=grace", "env=mujoco/hopper", "run.progress=false")
+    assert proc.returncode != 0 and "no scripted expert policy" in proc.stderr
+    assert "search_started" not in proc.stdout + proc.stderr
+
+
+def test_each_suites_scripted_expert_flag_matches_its_adapters():
+    """The flag the check reads (envs/registry.py) against the adapters themselves, so it cannot drift."""
+    from bird.envs.demos import available_envs, env_config
+    from bird.envs.registry import make_adapter
+    from bird.registry import get, names
+
+    for suite in names("suite"):
+        adapter = make_adapter(env_config(available_envs(suite)[0]))
+        assert get("suite", suite).scripted_expert == hasattr(adapter, "expert_policy"), suite
 
 
 def _leaves(node, prefix=""):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bird.config.schema import EnvConfig
-from bird.envs.mujoco.adapter import BASELINES_PATH
+from bird.envs.mujoco.adapter import BASELINES_PATH, MissingAnchorError
 from bird.envs.mujoco.tasks import TASKS
 from bird.envs.registry import make_adapter
 
@@ -97,12 +97,48 @@ def test_random_policy_scores_zero_on_average(task):
 
 
 @pytest.mark.parametrize("task", sorted(ANCHORED))
-def test_random_policy_is_off_zero_when_the_anchor_is_missing(task, monkeypatch):
-    """Positive control: with no stored anchor the adapter falls back to 0, and the check above must fail."""
+def test_random_policy_is_off_zero_when_the_anchor_is_zero(task, monkeypatch):
+    """Positive control: scores measured from 0 instead of from the random policy (an anchor of 0, the old silent
+    fallback of a missing one) are far from 0, and the check above must fail."""
     import bird.envs.mujoco.adapter as adapter_module
 
-    monkeypatch.setattr(adapter_module, "load_random_baselines", lambda: {})
+    stored = adapter_module.load_random_baselines()
+    monkeypatch.setattr(adapter_module, "load_random_baselines",
+                        lambda: {**stored, task: {**stored[task], "quantity_mean": 0.0}})
     assert not _near_zero(_random_scores(task, ANCHORED[task], seed=500))
+
+
+def test_a_missing_anchor_is_an_error_naming_the_task_and_the_command(monkeypatch):
+    import bird.envs.mujoco.adapter as adapter_module
+
+    stored = adapter_module.load_random_baselines()
+    monkeypatch.setattr(adapter_module, "load_random_baselines",
+                        lambda: {k: v for k, v in stored.items() if k != "reacher"})
+    with pytest.raises(MissingAnchorError, match=r"'reacher'.*python -m bird\.envs\.mujoco\.baselines --tasks reacher"):
+        _adapter("reacher").make_env()
+    _adapter("hopper").make_env().close()  # the other tasks are unaffected
+
+
+def test_the_anchor_is_measured_on_raw_quantities_without_an_anchor(monkeypatch):
+    """`python -m bird.envs.mujoco.baselines` measures a task that has no anchor yet: the raw episode quantity."""
+    import bird.envs.mujoco.adapter as adapter_module
+    from bird.envs.mujoco.baselines import measure_random_quantity
+
+    monkeypatch.setattr(adapter_module, "load_random_baselines", lambda: {})
+    got = measure_random_quantity("reacher", episodes=2, seed=7, horizon=50)
+    adapter = make_adapter(EnvConfig(id="mujoco/reacher", description="test", horizon=50))
+    env = adapter.make_unanchored_env(seed=7)
+    quantities = []
+    for s in (7, 8):
+        env.reset(seed=s)
+        env.action_space.seed(s)
+        while True:
+            *_, term, trunc, info = env.step(env.action_space.sample())
+            if term or trunc:
+                assert info["bird_episode"]["score"] == info["bird_episode"]["quantity"] < 0  # -final distance
+                quantities.append(info["bird_episode"]["quantity"])
+                break
+    assert got["seeds"] == [7, 8] and got["quantity_mean"] == pytest.approx(np.mean(quantities), rel=1e-12)
 
 
 def _own_quantity(task: str, env) -> float:

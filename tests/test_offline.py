@@ -124,3 +124,32 @@ def test_position_pairs_match_whole_words_not_substrings():
         {"name": "goal_pos", "size": 3, "kind": "goal"},
     ]
     assert _position_pairs(fields) == [("hand_pos", "drawer_handle_pos"), ("drawer_handle_pos", "goal_pos")]
+
+
+def test_a_reward_class_request_without_position_fields_is_a_clear_llm_error_not_a_crash():
+    """GRACE's offline programs reward distances between 3-d positions; a MuJoCo state (joint angles and velocities)
+    has none. Initial and mutation requests both get an LLMError saying so (was: IndexError / ValueError)."""
+    import pytest
+
+    from bird.llm.base import LLMError
+
+    gen = OfflineSynthesiser("offline")
+    from bird.llm.offline.terms import SPEC_MARKER
+
+    spec = {"offset": 0.0, "terms": [{"a": "p", "b": "q", "theta": 0.1, "bonus": 10.0, "w": 0.5, "sigma": 0.1}]}
+    parent = f"# x\n{SPEC_MARKER}{json.dumps(spec)}\nclass Reward:\n    pass\n"
+    for purpose, extra in (("reward", {}), ("mutation", {"parent_code": parent, "wrong_examples": [
+            {"label": "negative", "state": {"rooty_angle": 0.1}, "reward": 3.0}]})):
+        request = _request(purpose, contract="reward_class", **extra)
+        with pytest.raises(LLMError, match=r"no(ne)? .*3-d position|has none") as err:
+            gen.complete(request)
+        assert "rooty_angle (1, no unit)" in str(err.value)
+
+
+def test_a_reward_class_request_with_position_fields_gets_a_program():
+    fields = [{"name": "hand_pos", "size": 3, "unit": "m"}, {"name": "obj_pos", "size": 3, "unit": "m"}]
+    ctx = {"task": "", "obs_fields": fields, "action_dim": 4, "contract": "reward_class"}
+    text = OfflineSynthesiser("offline").complete(Request("reward", (Message("user", "p"),), ctx, seed=0)).text
+    code = json.loads(text)["reward_class_code"]
+    assert "distance(state['hand_pos'], state['obj_pos'])" in code
+    assert check_source(code, "Reward", contract="reward_class") is None

@@ -57,14 +57,38 @@ MODULES: dict[str, Module] = {
     "bradley_terry": Module(("analysis/bradley_terry.py",), ("tests/analysis/test_analysis_bradley_terry.py",)),
     "epic": Module(("analysis/epic.py",), ("tests/analysis/test_analysis_epic.py",)),
     "report": Module(("analysis/report.py",), (
-        "tests/analysis/test_report_unit.py",
+        "tests/analysis/test_report_unit.py", "tests/analysis/test_report_tables.py",
+        "tests/analysis/test_report_figures.py", "tests/analysis/test_report_clips.py",
         "tests/analysis/test_analysis_report.py::test_leaderboard_numbers_match_hand_computed_values")),
     "retry": Module(("bird/llm/retry.py",), ("tests/llm/test_wiring.py",)),
     "cache": Module(("bird/llm/cache.py",), ("tests/llm/test_cache_unit.py",)),
     "offline_mutation": Module(("bird/llm/offline/mutation.py",), ("tests/test_offline_mutation.py",)),
+    "reward_worker": Module(("bird/reward/worker.py",), ("tests/reward/test_worker_forked.py",)),
+    "reward_layers": Module(("bird/reward/isolation.py", "bird/reward/landlock.py", "bird/reward/seccomp_policy.py"),
+                            ("tests/reward/test_isolation_layers.py",)),
+    "reward_static": Module(("bird/reward/static.py",),
+                            ("tests/reward/test_static_unit.py", "tests/security/test_static_controls.py")),
+    "reward_channel": Module(("bird/reward/protocol.py",), ("tests/reward/test_channel_and_wall_unit.py",)),
+    "reward_pywall": Module(("bird/reward/pywall.py",), ("tests/reward/test_channel_and_wall_unit.py",)),
     "registry": Module(("bird/registry.py",), ("tests/test_registry.py",)),
     "branch_detector": Module(("bird/method_branches.py",), ("tests/test_registry.py",)),
 }
+
+
+# A pytest plugin for the mutant runs: a mutant's tests run fastest first (by the call durations mutmut recorded in
+# its statistics run), so that a killed mutant stops (-x) at its cheapest failing test.
+ORDER_PLUGIN = '''"""Written by tools/mutate.py: run the selected tests fastest first."""
+import json
+from pathlib import Path
+
+
+def pytest_collection_modifyitems(session, config, items):
+    try:
+        durations = json.loads(Path("mutmut-stats.json").read_text())["duration_by_test"]
+    except (OSError, ValueError, KeyError):
+        return
+    items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
+'''
 
 
 def _staged(path: str) -> str:
@@ -80,14 +104,15 @@ def _stage(name: str, module: Module) -> Path:
     for top, target in LAYOUT.items():
         shutil.copytree(ROOT / top, stage / target, ignore=ignore, dirs_exist_ok=True)
     # the repo-relative data (conf/, methods/prompts) and the folders the tests read as files, at the root too
-    extra = ["conf", "methods", "envs", "analysis", "pyproject.toml"]
+    extra = ["conf", "methods", "envs", "analysis", "pyproject.toml", "mutate_order.py"]
     for folder in ("conf", "tests", "methods", "envs", "analysis"):
         shutil.copytree(ROOT / folder, stage / folder, ignore=ignore)
+    (stage / "mutate_order.py").write_text(ORDER_PLUGIN)
     settings = {
         "source_paths": ["bird"],
         "only_mutate": [_staged(f) for f in module.files],
         "also_copy": extra,
-        "pytest_add_cli_args": ["-m", "not slow", "-p", "no:cacheprovider", "-q"],
+        "pytest_add_cli_args": ["-m", "not slow", "-p", "no:cacheprovider", "-p", "mutate_order", "-q"],
         "pytest_add_cli_args_test_selection": list(module.tests),
         "process_isolation": "forkserver",
         "use_git_change_detection": False,
@@ -100,10 +125,10 @@ def _stage(name: str, module: Module) -> Path:
 
 def _mutmut(stage: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run mutmut in `stage`; on a timeout (or an interrupt) its whole process group is stopped."""
-    exe = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    proc = subprocess.Popen([str(exe), *args], cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    # `python -m mutmut`: a venv layered on another (a worktree's) has no mutmut script of its own
+    proc = subprocess.Popen([sys.executable, "-m", "mutmut", *args], cwd=stage, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:

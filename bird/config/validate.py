@@ -192,6 +192,11 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
             _ = resolve(suite) if resolve else None
         except ValueError as exc:
             problems.append(str(exc))
+    if cfg.demos.enabled and suite in registry.names("suite") and not getattr(registry.get("suite", suite),
+                                                                             "scripted_expert", False):
+        with_expert = [s for s in registry.names("suite") if getattr(registry.get("suite", s), "scripted_expert", False)]
+        problems.append(f"demos.enabled=true: this configuration learns from scripted-expert demonstrations, and suite "
+                        f"{suite!r} has no scripted expert policy to record them; suites with one: {with_expert}")
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")

@@ -18,9 +18,14 @@ from bird.envs.mujoco.obs_index import derive_obs_index
 from bird.envs.mujoco.source import full_source
 from bird.envs.mujoco.tasks import TASKS, MujocoTask
 
-__all__ = ["MujocoAdapter", "make_task", "BASELINES_PATH"]
+__all__ = ["MujocoAdapter", "MissingAnchorError", "make_task", "BASELINES_PATH", "ANCHOR_COMMAND"]
 
 BASELINES_PATH = Path(__file__).with_name("random_baselines.json")
+ANCHOR_COMMAND = "python -m bird.envs.mujoco.baselines"
+
+
+class MissingAnchorError(RuntimeError):
+    """A task has no stored random-policy anchor, so its score (quantity above random) cannot be computed."""
 
 
 class _Displacement(ScoreTracker):
@@ -107,9 +112,17 @@ class MujocoAdapter(TaskAdapter):
         )
 
     def score_normalisation(self) -> tuple[float, float]:
-        """(random-policy quantity, scale) so that score = (quantity - random) / scale."""
+        """(random-policy quantity, scale) so that score = (quantity - random) / scale.
+
+        Raises MissingAnchorError when random_baselines.json has no entry for the task: a score measured from 0
+        instead of from the random policy would look valid and be wrong."""
         base = load_random_baselines().get(self.task)
-        random_q = float(base["quantity_mean"]) if base else 0.0
+        if not base or "quantity_mean" not in base:
+            raise MissingAnchorError(
+                f"mujoco task {self.task!r} has no random-policy anchor in {BASELINES_PATH.name} (its score is the "
+                f"episode quantity above a uniform-random policy's); measure it with "
+                f"`{ANCHOR_COMMAND} --tasks {self.task}`")
+        random_q = float(base["quantity_mean"])
         horizon = self.cfg.horizon
         if self.defn.score == "displacement":
             scale = horizon * float(self._probe.unwrapped.dt)  # score = mean speed above random, m/s
@@ -125,9 +138,16 @@ class MujocoAdapter(TaskAdapter):
         (camera_name None = the env's default tracking camera)."""
         render = {"render_mode": render_mode, "width": width, "height": height,
                   **({"camera_name": camera_name} if camera_name else {})}
+        random_q, scale = self.score_normalisation()
         env = gym.make(self.defn.gym_id, max_episode_steps=self.cfg.horizon,
                        **(render if render_mode else {"render_mode": None}))
-        random_q, scale = self.score_normalisation()
+        return self._wrap(env, random_q, scale, seed)
+
+    def make_unanchored_env(self, seed: int | None = None) -> gym.Env:
+        """The env with the raw episode quantity only (score = quantity): for measuring the anchor itself."""
+        return self._wrap(gym.make(self.defn.gym_id, max_episode_steps=self.cfg.horizon), 0.0, 1.0, seed)
+
+    def _wrap(self, env: gym.Env, random_q: float, scale: float, seed: int | None) -> gym.Env:
         env = BenchmarkScoreWrapper(env, _TRACKERS[self.defn.score](), random_q, scale)
         if seed is not None:
             env.action_space.seed(seed)

@@ -18,7 +18,7 @@ __all__ = ["measure_random_quantity"]
 def measure_random_quantity(task: str, episodes: int, seed: int, horizon: int = 1000) -> dict:
     """Roll out a uniform-random policy; return mean/std of the raw episode quantity and the seeds used."""
     adapter = MujocoAdapter(task, EnvConfig(id=f"mujoco/{task}", description="", horizon=horizon))
-    env = adapter.make_env(seed=seed)
+    env = adapter.make_unanchored_env(seed=seed)
     quantities = []
     seeds = [seed + i for i in range(episodes)]
     for s in seeds:

@@ -173,7 +173,8 @@ def test_write_leaderboard_output_is_exactly_as_specified(tmp_path):
         "## Notes\n\n- epic: no EPIC data\n- a: b: c\n")
     html = (tmp_path / "deep" / "out" / "leaderboard.html").read_text()
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
-             "td,th{padding:2px 8px;border-bottom:1px solid #ddd}img{max-width:100%}")
+             "td,th{padding:2px 8px;border-bottom:1px solid #ddd}img{max-width:100%}"
+             "figure{margin:0}video{width:240px;display:block}figcaption{font-size:12px;color:#444}")
     assert html == (
         f"<!doctype html><html><head><meta charset='utf-8'><title>bird leaderboard</title><style>{style}</style>"
         "</head><body><h1>bird leaderboard</h1><ul><li>2 runs</li></ul><h2>mujoco</h2>" + TABLE_HTML

@@ -53,7 +53,7 @@ def test_card_smoke_search_records_tpe_verdicts_and_returns_the_final_incumbent(
               "generate.n_candidates", "loop.feedback_on_last"}),
 ])
 def test_diff_against_eureka_names_the_design_choices(method, keys):
-    assert keys <= set(method_diff(method, "eureka"))
+    assert keys <= set(method_diff(method, "eureka", ["env=metaworld/push"]))  # GRACE needs scripted-expert demos
 
 
 def test_invalid_code_is_resampled_blind(compose_cfg):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from bird.llm.base import LLMError
 from bird.llm.offline.terms import SPEC_MARKER
 
 __all__ = ["answer_demo_request", "answer_goal_states"]
@@ -138,7 +139,14 @@ def _mutate(spec: dict, wrong: list[tuple[str, dict, float]], pairs: list[tuple[
 
 
 def answer_demo_request(ctx: dict[str, Any], purpose: str, rng: random.Random, label: str) -> str:
+    """Raises LLMError when the state has no two 3-d position fields: every program it writes is built on their
+    distance (GRACE's tasks are Meta-World's; a suite of joint angles and velocities gives it nothing to measure)."""
     pairs = _pairs(ctx["obs_fields"])
+    if not pairs:
+        shown = ", ".join(f"{f['name']} ({f['size']}, {f.get('unit') or 'no unit'})" for f in ctx["obs_fields"][:8])
+        raise LLMError(f"offline synthesiser cannot write a {purpose!r} reward class for this state: its programs "
+                       f"reward distances between two 3-d position fields (unit m), and the state has none "
+                       f"(fields: {shown}{', ...' if len(ctx['obs_fields']) > 8 else ''})")
     parent = None
     for line in (ctx.get("parent_code") or "").splitlines():
         if line.startswith(SPEC_MARKER):

@@ -1,0 +1,101 @@
+"""The leaderboard's clips section: one clip per method × task, copied next to the report and laid out as a
+task × method grid (HTML) and a list (Markdown), byte for byte on a hand-made table; and build_leaderboard picking
+the clips from the runs' result.json."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pandas as pd
+from synthetic_runs import write_run
+
+from bird.analysis import build_leaderboard, read_runs, write_leaderboard
+from bird.analysis.report import Leaderboard
+
+
+def _clip(tmp_path, name: str) -> str:
+    path = tmp_path / "videos" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(f"video {name}".encode())
+    return str(path)
+
+
+def test_clips_are_copied_and_laid_out_per_benchmark_task_and_method(tmp_path):
+    clips = pd.DataFrame([
+        {"benchmark": "mujoco", "task": "hopper", "method": "eureka", "seed": 2, "returned_score": 0.25, "n_runs": 3,
+         "clip_score": 0.125, "description": 'hop "high" & far', "path": _clip(tmp_path, "a.mp4")},
+        {"benchmark": "mujoco", "task": "hopper", "method": "card", "seed": 0, "returned_score": float("nan"),
+         "n_runs": 1, "clip_score": None, "description": "", "path": _clip(tmp_path, "b.mp4")},
+        {"benchmark": "mujoco", "task": "ant/v5", "method": "eureka", "seed": 1, "returned_score": 0.5, "n_runs": 2,
+         "clip_score": float("nan"), "description": "walk", "path": _clip(tmp_path, "c.mp4")},
+        {"benchmark": "metaworld", "task": "push", "method": "grace<1>", "seed": 4, "returned_score": 1.0,
+         "n_runs": 5, "clip_score": 1.0, "description": "push", "path": _clip(tmp_path, "d.mp4")},
+    ])
+    out = tmp_path / "out"
+    write_leaderboard(Leaderboard({}, {}, [], [], clips), out)
+    copied = sorted(p.name for p in (out / "clips").iterdir())
+    assert copied == ["metaworld-push-grace<1>.mp4", "mujoco-ant_v5-eureka.mp4", "mujoco-hopper-card.mp4",
+                      "mujoco-hopper-eureka.mp4"]
+    assert (out / "clips" / "mujoco-hopper-card.mp4").read_bytes() == b"video b.mp4"
+    md = (out / "leaderboard.md").read_text()
+    intro = ("One clip per method × task: the first evaluation episode of the returned policy (final retrain) of the "
+             "run with the median returned score.")
+    assert md.endswith(
+        "## Figures\n\n## Clips\n\n" + intro + "\n\n"
+        "- metaworld/push, grace<1>: [clips/metaworld-push-grace<1>.mp4](clips/metaworld-push-grace<1>.mp4) — "
+        "returned score 1.000 (seed 4, median of 5 runs); this episode 1.000\n"
+        "- mujoco/ant/v5, eureka: [clips/mujoco-ant_v5-eureka.mp4](clips/mujoco-ant_v5-eureka.mp4) — "
+        "returned score 0.500 (seed 1, median of 2 runs); this episode n/a\n"
+        "- mujoco/hopper, card: [clips/mujoco-hopper-card.mp4](clips/mujoco-hopper-card.mp4) — "
+        "returned score n/a (seed 0, median of 1 runs); this episode n/a\n"
+        "- mujoco/hopper, eureka: [clips/mujoco-hopper-eureka.mp4](clips/mujoco-hopper-eureka.mp4) — "
+        "returned score 0.250 (seed 2, median of 3 runs); this episode 0.125\n")
+
+    def cell(name: str, title: str, caption: str) -> str:
+        return (f'<td><figure><video src="clips/{name}" controls muted loop playsinline preload="metadata" '
+                f'title="{title}"></video><figcaption>{caption}</figcaption></figure></td>')
+
+    html = (out / "leaderboard.html").read_text()
+    body = html[html.index("<h2>Clips</h2>"):html.index("</body>")]
+    assert body == (
+        f"<h2>Clips</h2><p>{intro}</p>"
+        "<h3>metaworld</h3><table><tr><th>task</th><th>grace&lt;1&gt;</th></tr>"
+        "<tr><td>push</td>" + cell("metaworld-push-grace&lt;1&gt;.mp4", "push",
+                                   "returned score 1.000 (seed 4, median of 5 runs); this episode 1.000") + "</tr>"
+        "</table>"
+        "<h3>mujoco</h3><table><tr><th>task</th><th>card</th><th>eureka</th></tr>"
+        "<tr><td>ant/v5</td><td>–</td>" + cell("mujoco-ant_v5-eureka.mp4", "walk",
+                                                "returned score 0.500 (seed 1, median of 2 runs); this episode n/a")
+        + "</tr><tr><td>hopper</td>"
+        + cell("mujoco-hopper-card.mp4", "", "returned score n/a (seed 0, median of 1 runs); this episode n/a")
+        + cell("mujoco-hopper-eureka.mp4", "hop &quot;high&quot; &amp; far",
+               "returned score 0.250 (seed 2, median of 3 runs); this episode 0.125")
+        + "</tr></table>")
+
+
+def test_no_clips_no_section_and_no_folder(tmp_path):
+    write_leaderboard(Leaderboard({}, {}, [], []), tmp_path)
+    assert not (tmp_path / "clips").exists()
+    assert "Clips" not in (tmp_path / "leaderboard.md").read_text() + (tmp_path / "leaderboard.html").read_text()
+
+
+def test_build_leaderboard_picks_the_median_runs_clip_with_and_without_figures(tmp_path):
+    root = tmp_path / "runs"
+    for seed, score in enumerate((0.9, 0.1, 0.5)):
+        run = write_run(root, "eureka", "mujoco", "hopper", seed)
+        (run / "final").mkdir()
+        (run / "final" / "episode0.mp4").write_bytes(b"mp4")
+        result = json.loads((run / "result.json").read_text())
+        result.update(returned_score=score, videos={"clips": [
+            {"video": "final/episode0.mp4", "score": score / 2, "description": f"seed {seed}"}]})
+        (run / "result.json").write_text(json.dumps(result))
+    coll = read_runs(root, warn=False)
+    for figures in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            lb = build_leaderboard(coll, n_resamples=20, bt_resamples=5, curve_resamples=20, figures=figures)
+        [row] = lb.clips.to_dict("records")
+        assert (row["seed"], row["returned_score"], row["n_runs"], row["clip_score"], row["description"]) == \
+            (2, 0.5, 3, 0.25, "seed 2")
+        assert row["path"].endswith("seed2/" + row["path"].split("seed2/")[1]) and row["path"].endswith("episode0.mp4")

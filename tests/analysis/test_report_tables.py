@@ -1,0 +1,136 @@
+"""The leaderboard's tables, header and notes on small hand-made run sets: cells computed with the leaderboard's own
+bootstrap sizes and seed, ratings from the right fit, methods lacking tasks, empty collections."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from synthetic_runs import write_run
+
+from bird.analysis import build_leaderboard, read_runs
+from bird.analysis.bootstrap import interval
+from bird.analysis.bradley_terry import bradley_terry_intervals
+from bird.analysis.report import _bt_fits, _table
+from bird.analysis.tidy import score_table
+
+SIZES = {"n_resamples": 40, "bt_resamples": 12, "l2": 0.01, "random_state": 4}
+
+
+def _runs(root, scores: dict, generator: dict | None = None):
+    """scores: (method, suite, task) -> per-seed returned scores."""
+    for (method, suite, task), values in scores.items():
+        for seed, score in enumerate(values):
+            run = write_run(root, method, suite, task, seed, iterations=1, candidates=1)
+            result = json.loads((run / "result.json").read_text())
+            result["returned_score"] = score
+            if generator is not None and (method, seed) in generator:
+                result["generator"] = generator[(method, seed)]
+            (run / "result.json").write_text(json.dumps(result))
+    return read_runs(root, warn=False)
+
+
+def _board(coll, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return build_leaderboard(coll, figures=False, **{**SIZES, **kw})
+
+
+MIXED = {("alpha", "mujoco", "hopper"): [0.9, 0.2, 0.6, 0.4], ("beta", "mujoco", "hopper"): [0.5, 0.7, 0.1, 0.3],
+         ("alpha", "metaworld", "push"): [0.3, 0.8, 0.5], ("beta", "metaworld", "push"): [0.6, 0.2, 0.9]}
+
+
+def test_cells_use_the_leaderboards_bootstrap_size_and_seed(tmp_path):
+    coll = _runs(tmp_path, MIXED)
+    lb = _board(coll)
+    for bench in ("mujoco", "metaworld", "pooled"):
+        runs = coll.runs if bench == "pooled" else coll.runs[coll.runs["benchmark"] == bench]
+        table, rows = score_table(runs), lb.tables[bench].set_index("method")
+        for m in ("alpha", "beta"):
+            iv = interval(table[m], "BCa", n_resamples=40, random_state=4)
+            assert rows.loc[m, "mean [95% BCa]"] == f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}]", (bench, m)
+        fit = bradley_terry_intervals(table, l2=0.01, n_resamples=12, random_state=4)
+        assert fit.ratings.strongly_connected
+        for m in ("alpha", "beta"):
+            cell = f"{fit.ratings[m]:.0f} [{fit.low[m]:.0f}, {fit.high[m]:.0f}]"
+            assert rows.loc[m, "Elo [95% BCa]"] == cell, (bench, m)  # the benchmark's own fit; pooled: the pooled
+    other = _board(coll, random_state=5).tables["pooled"]
+    assert not other.equals(lb.tables["pooled"])  # the seed matters at this size, so the comparison above can fail
+
+
+def test_a_rating_set_by_the_penalty_is_marked_not_identifiable(tmp_path):
+    """alpha beats beta in every seed pair: the win graph is not strongly connected."""
+    coll = _runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.9, 0.8], ("beta", "mujoco", "hopper"): [0.1, 0.2]})
+    for cell in _board(coll).tables["mujoco"]["Elo [95% BCa]"]:
+        assert cell.endswith("] (not identifiable)")
+    mixed = _runs(tmp_path / "mixed", MIXED)
+    assert not any("identifiable" in c for c in _board(mixed).tables["mujoco"]["Elo [95% BCa]"])
+
+
+def test_a_method_lacking_tasks_gets_no_aggregate_and_a_note_in_its_benchmark_and_pooled(tmp_path):
+    scores = {**MIXED, ("alpha", "mujoco", "ant"): [0.4, 0.5]}
+    lb = _board(_runs(tmp_path, scores))
+    for bench in ("mujoco", "pooled"):
+        rows = lb.tables[bench].set_index("method")
+        assert rows.loc["beta", "mean [95% BCa]"] == "n/a (lacks tasks)"
+        assert rows.loc["alpha", "mean [95% BCa]"][0].isdigit()
+    assert lb.tables["metaworld"].set_index("method").loc["beta", "mean [95% BCa]"][0].isdigit()
+    assert [n for n in lb.notes if "lacks" in n] == [
+        "mujoco: beta lacks tasks ['mujoco/ant']; no aggregate over a different task set",
+        "pooled: beta lacks tasks ['mujoco/ant']; no aggregate over a different task set"]
+
+
+def test_one_benchmark_has_no_pooled_table(tmp_path):
+    lb = _board(_runs(tmp_path, {k: v for k, v in MIXED.items() if k[1] == "mujoco"}))
+    assert list(lb.tables) == ["mujoco"]
+    assert list(lb.tables["mujoco"].columns) == ["method", "tasks", "seeds", "mean [95% BCa]", "IQM", "opt. gap",
+                                                 "Elo [95% BCa]", "env steps / run", "LLM calls / run",
+                                                 "cost USD (total)"]
+
+
+def test_an_empty_collection_says_so(tmp_path):
+    (tmp_path / "runs").mkdir()
+    for source in (tmp_path / "runs", read_runs(tmp_path / "runs", warn=False)):
+        lb = _board(source)
+        assert (lb.tables, lb.figures, lb.notes, lb.header) == (
+            {}, {}, ["no completed runs: nothing to report"], ["0 runs; 0 methods; 0 tasks."])
+        assert lb.clips.empty
+
+
+def test_header_lists_every_generator_and_unknown_for_runs_without_one(tmp_path):
+    generators = {("alpha", 0): {"label": "zeta model"}, ("alpha", 1): None, ("beta", 0): {"label": "alpha model"}}
+    coll = _runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.5, 0.6], ("beta", "mujoco", "hopper"): [0.4]},
+                 generators)
+    header = _board(coll).header
+    assert header[0] == "3 runs; 2 methods; 1 task."
+    assert header[1] == "Generators: alpha model; unknown; zeta model"
+    assert len(header) == 2
+
+
+def test_a_skipped_run_directory_is_named_with_its_reason(tmp_path):
+    coll = _runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.5]})
+    bad = write_run(tmp_path, "alpha", "mujoco", "hopper", 3)
+    (bad / "result.json").write_text("{")
+    coll = read_runs(tmp_path, warn=False)
+    header = _board(coll).header
+    skipped = [h for h in header if h.startswith("Skipped")]
+    assert skipped == [f"Skipped 1 run directories (not counted): `{coll.skipped[0].path}`: {coll.skipped[0].reason}"]
+
+
+def test_table_rows_for_a_hand_made_benchmark(tmp_path):
+    """_table on its own: seeds as a range, costs summed, calls averaged."""
+    coll = _runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.2, 0.4, 0.9], ("alpha", "mujoco", "ant"): [0.1, 0.3]})
+    notes: list[str] = []
+    fits, _ = _bt_fits(coll.runs, 12, 0.01, 4, notes)
+    table = _table(coll.runs, "mujoco", fits.get("mujoco"), 40, 4, notes)
+    row = table.iloc[0].to_dict()
+    cells = score_table(coll.runs)["alpha"]
+    iv = interval(cells, "BCa", n_resamples=40, random_state=4)
+    assert row == {"method": "alpha", "tasks": 2, "seeds": "2–3",
+                   "mean [95% BCa]": f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}]",
+                   "IQM": row["IQM"], "opt. gap": row["opt. gap"],
+                   "env steps / run": "4e+04", "LLM calls / run": "1", "cost USD (total)": "0.00"}
+    assert iv.estimate == pytest.approx((np.mean([0.2, 0.4, 0.9]) + 0.2) / 2)
+    assert notes == ["mujoco: Bradley–Terry needs two methods, found ['alpha']"]
