@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[llm,dev,track,study]"
+	$(PY) -m pip install -q -e ".[llm,dev,track,study,cluster]"
 	touch $(STAMP)
 
 run: $(STAMP)

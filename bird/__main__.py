@@ -9,12 +9,12 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from bird.config.load import ConfigError, load_config, register_configs
+from bird.config.load import CONF_DIR, ConfigError, load_config, register_configs
 
 register_configs()
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     try:
         bcfg = load_config(cfg)
@@ -24,9 +24,11 @@ def main(cfg: DictConfig) -> None:
     choice = HydraConfig.get().runtime.choices.get("choice")
     if choice and choice not in bcfg.choices:
         bcfg.choices.append(choice)
-    from bird.completed import clear_previous_run, completed_result
+    from bird.checkpoint import CheckpointError
+    from bird.completed import completed_result
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
+    from bird.runlock import RunLockedError
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
@@ -37,15 +39,16 @@ def main(cfg: DictConfig) -> None:
     if done is not None:
         print(f"bird: {run_dir} already completed (returned_score {done.get('returned_score')}); skipped")
         return
-    if clear_previous_run(run_dir):
-        print(f"bird: {run_dir} held a previous run's records; they are replaced by this run", file=sys.stderr)
     from bird.tracking import TrackerUnavailable
 
     try:
         search(bcfg, run_dir)
-    except (MissingAPIKeyError, TrackerUnavailable) as exc:
+    except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
+    except RunLockedError as exc:
+        print(f"bird: {exc}", file=sys.stderr)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

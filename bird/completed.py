@@ -1,5 +1,6 @@
 """Re-running a sweep skips cells whose run directory already holds a completed result of the same config; a
-directory that is run again (unfinished, or `run.skip_completed=false`) loses the previous search's records first."""
+directory that is run again (unfinished, or `run.skip_completed=false`) loses the previous search's records first,
+unless it holds a checkpoint to resume from (bird/checkpoint.py; the loop decides, holding the run lock)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from bird.config.schema import BirdConfig
 __all__ = ["completed_result", "clear_previous_run", "RUN_ENTRIES"]
 
 # what a search writes into its run directory (docs/rundir.md); Hydra's .hydra/ and job log are not ours
+# (run.lock is not: the process clearing the directory holds it)
 RUN_ENTRIES = ("status.json", "config.yaml", "task.json", "events.jsonl", "llm_calls.jsonl", "candidates", "demos.json",
-               "decomposition.json", "population.jsonl", "screens.jsonl", "expand", "final", "result.json")
+               "decomposition.json", "population.jsonl", "screens.jsonl", "expand", "final", "result.json",
+               "checkpoint.pkl", "lost_llm_calls.jsonl")
 
 
 def completed_result(run_dir: Path, cfg: BirdConfig) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -10,14 +11,17 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
+from bird import checkpoint
 from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.envs.registry import make_adapter
+from bird.executors import Executor, make_executor
 from bird.learners.video import summarise_clips, video_spec
 from bird.llm.factory import make_generator
-from bird.pool import TrainPool, default_workers
+from bird.pool import default_workers
 from bird.progress import ProgressDisplay, print_summary
 from bird.rundir import SCHEMA_VERSION, RunDir, write_json
+from bird.runlock import RunLock
 from bird.stages.feedback import feedback, resolve_fitness
 from bird.stages.generate import generate
 from bird.stages.select import select
@@ -41,14 +45,15 @@ def make_plan(cfg: BirdConfig) -> Plan:
     own = {"n_candidates": cfg.generate.n_candidates, "iterations": cfg.loop.iterations,
            "population_size": cfg.select.population_size or cfg.generate.n_candidates}
     planned = {"n_candidates": k, "iterations": t, "population_size": cfg.select.population_size or k}
+    per_core = max(1, int(default_workers() // cfg.train.resources.num_cpus))
     return Plan(n_candidates=k, iterations=t, env_steps=b.env_steps, final_env_steps=b.final_env_steps or b.env_steps,
-                final_seeds=b.final_seeds, workers=cfg.train.workers or min(default_workers(), k),
+                final_seeds=b.final_seeds, workers=cfg.train.workers or min(per_core, k),
                 population_size=planned["population_size"], n_crossover=crossover_share(cfg, k),
                 actions=rescale_counts(cfg.tree.actions, k),
                 capped={key: [own[key], planned[key]] for key in own if own[key] != planned[key]})
 
 
-def _wave(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir, ui: ProgressDisplay,
+def _wave(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir, ui: ProgressDisplay,
           wave: int) -> tuple[list[Candidate], dict[str, TrainResult], dict[str, Report]]:
     """Generate, verify, train and give feedback to one wave of candidates (wave 1: crossover children owed)."""
     last_unjudged = state.iteration == state.plan.iterations and not cfg.loop.feedback_on_last
@@ -74,7 +79,7 @@ def _wave(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, 
     return cands, results, reports
 
 
-def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainPool, run: RunDir,
+def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir,
                ui: ProgressDisplay) -> None:
     cands, results, reports = _wave(cfg, state, generator, pool, run, ui, 0)
     if state.pending_crossovers:
@@ -106,7 +111,6 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: TrainP
         "best_score": cfg_score(cfg, results.get(best)) if best else None,
         "returned_so_far": state.returned, "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
         "env_steps_cum": state.env_steps})
-    run.event("iteration_done", **state.iterations_log[-1])
 
 
 def cfg_score(cfg: BirdConfig, res: Any) -> float | None:
@@ -118,7 +122,7 @@ def cfg_score(cfg: BirdConfig, res: Any) -> float | None:
     return get("aggregate", cfg.feedback.aggregate)([c.score for c in res.curve])
 
 
-def _final_retrain(cfg: BirdConfig, state: SearchState, pool: TrainPool, run: RunDir) -> list[float]:
+def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: RunDir) -> list[float]:
     cand = state.candidates[state.returned] if state.returned else None
     if cand is None:
         return []
@@ -159,8 +163,6 @@ def _substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
 def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> None:
     """Inputs some methods need before the first generation: demos, the task decomposition, a judge."""
     from bird.components.decompose import decompose
-    from bird.components.roles import needs_judge
-    from bird.llm.factory import make_judge
 
     if cfg.demos.enabled:
         from bird.components.demos import load_demo_set
@@ -171,6 +173,15 @@ def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> 
     if state.decomposition is not None:
         write_json(run.root / "decomposition.json", state.decomposition)
         run.event("decomposed", kind=state.decomposition["kind"], valid=state.decomposition["valid"])
+    _attach_judge(cfg, state, generator)
+
+
+def _attach_judge(cfg: BirdConfig, state: SearchState, generator: Any) -> None:
+    """The judge generator, when a feedback format, thought alignment or self-verification asks for one (rebuilt,
+    not checkpointed)."""
+    from bird.components.roles import needs_judge
+    from bird.llm.factory import make_judge
+
     if needs_judge(cfg):
         state.judge = make_judge(cfg.llm, cfg.judge, generator)
 
@@ -185,7 +196,8 @@ def _why_nothing_returned(state: SearchState) -> str | None:
     return f"no candidate could be returned ({reason})" + (f"; {state.stop_reason}" if state.stop_reason else "")
 
 
-def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[float], wall: float) -> dict[str, Any]:
+def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[float], wall: float,
+            resumes: list[dict[str, Any]]) -> dict[str, Any]:
     totals = generator.totals()
     cand = state.candidates.get(state.returned or "")
     cands = list(state.candidates.values())
@@ -210,18 +222,64 @@ def _result(cfg: BirdConfig, state: SearchState, generator: Any, scores: list[fl
         "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
         "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
+        "resumes": resumes,
     }
 
 
+def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Any,
+           saved: checkpoint.SavedSearch | None) -> tuple[SearchState, float, list[dict[str, Any]]]:
+    """A fresh state after set-up (checkpointed as iteration 0), or the checkpointed one with the run directory
+    rewound to it. Returns (state, wall seconds already spent, resume records)."""
+    if saved is None:
+        state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
+        _setup(cfg, state, generator, run)
+        run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
+        checkpoint.save(run.root, cfg, state, generator.totals(), 0.0, [])
+        return state, 0.0, []
+    record = checkpoint.rewind(run.root, saved)
+    resumes = [*saved.resumes, record]
+    generator.ledger.totals.update(saved.ledger)
+    checkpoint.restore_rng(saved)  # after this session's set-up (adapter, executor), so it cannot shift the streams
+    # the same checkpoint with this resume recorded, so a search killed again before its next iteration ends keeps it
+    checkpoint.save(run.root, cfg, saved.state, generator.totals(), saved.wall_s, resumes)
+    _attach_judge(cfg, saved.state, generator)
+    run.event("search_resumed", **record)
+    print(f"bird: resuming {run.root} after iteration {saved.state.iteration} ({record['lost_llm_calls']} LLM "
+          f"calls of the interrupted iteration moved to lost_llm_calls.jsonl)", file=sys.stderr)
+    return saved.state, saved.wall_s, resumes
+
+
 def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
-    """Run one search and write its run directory; returns the result.json content."""
+    """Run one search and write its run directory, continuing from its checkpoint after a crash; returns the
+    result.json content. Raises RunLockedError when another process owns the directory."""
     from bird.reward.isolation import harden_host
 
     harden_host()  # the parent holds the API keys: same-user processes may not read its environ or memory
-    start = time.monotonic()
     run = RunDir(run_dir)
-    run.status("running")
+    with RunLock(run.root) as lock:
+        saved = _resumable_or_cleared(cfg, run.root)
+        return _search(cfg, run, lock, saved)
+
+
+def _resumable_or_cleared(cfg: BirdConfig, root: Path) -> checkpoint.SavedSearch | None:
+    """The checkpoint to continue from (run.resume and one exists); otherwise the previous search's records
+    are removed so this search starts in an empty directory. Called holding the run lock."""
+    from bird.completed import clear_previous_run
+
+    saved = checkpoint.load(root, cfg) if cfg.run.resume else None
+    if saved is None and (removed := clear_previous_run(root)):
+        print(f"bird: {root} held a previous run's records ({', '.join(removed)}); they are replaced by this run",
+              file=sys.stderr)
+    return saved
+
+
+def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.SavedSearch | None) -> dict[str, Any]:
+    start = time.monotonic()
+    run.status("running", method=cfg.method, env=cfg.env.id, seed=cfg.seed, budget=cfg.budget.name)
     ui = ProgressDisplay(cfg.run.progress)
+    if lock.takeover:
+        print(f"bird: {run.root}: {lock.takeover}", file=sys.stderr)
+        run.event("lock_taken_over", detail=lock.takeover)
     tracker = None
     try:
         (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
@@ -230,30 +288,23 @@ def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
         generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
         tracker = open_tracker(cfg, run, generator)
         plan = make_plan(cfg)
-        state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
-        _setup(cfg, state, generator, run)
-        run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
-        ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
-               f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
-        pool = TrainPool(plan.workers, ui.train_progress)
+        pool = make_executor(cfg, plan.workers, ui.train_progress)
         try:
-            for it in range(1, plan.iterations + 1):
-                state.iteration = it
-                ui.iteration = f"[it {it}/{plan.iterations}]"
-                _iteration(cfg, state, generator, pool, run, ui)
-                if state.stop_reason:
-                    ui.log(f"generation stopped: {state.stop_reason}")
-                    break
-            ui.iteration = "[final]"
-            scores = _final_retrain(cfg, state, pool, run)
+            state, spent, resumes = _start(cfg, plan, run, adapter, generator, saved)
+            start -= spent
+            ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
+                   f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
+            scores = _run_iterations(cfg, state, generator, pool, run, ui, start, resumes)
         finally:
             pool.close()
-        result = _result(cfg, state, generator, scores, time.monotonic() - start)
+        result = _result(cfg, state, generator, scores, time.monotonic() - start, resumes)
         result["videos"] = summarise_clips(run.root, cfg.video.record)
         write_json(run.root / "result.json", result)
         tracker.finish(result)
         run.event("search_done", returned=state.returned, returned_score=result["returned_score"])
-        run.status("completed")
+        run.status("completed", iteration=state.iteration, env_steps=state.env_steps, llm_calls=result["llm_calls"],
+                   returned_score=result["returned_score"])
+        checkpoint.remove(run.root)
     except BaseException as exc:
         run.status("failed", error=f"{type(exc).__name__}: {exc}")
         if tracker is not None:
@@ -266,3 +317,27 @@ def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
                 for cid in state.candidates if (run.root / "candidates" / cid / "candidate.json").exists()]
         print_summary(result, rows)
     return result
+
+
+def _run_iterations(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir,
+                    ui: ProgressDisplay, start: float, resumes: list[dict[str, Any]]) -> list[float]:
+    """The remaining iterations, each checkpointed before it is announced (iteration_done), then the final
+    retrain. Returns the final scores."""
+    plan = state.plan
+    for it in range(state.iteration + 1, plan.iterations + 1):
+        if state.stop_reason:  # restored from a checkpoint taken after generation stopped
+            break
+        state.iteration = it
+        ui.iteration = f"[it {it}/{plan.iterations}]"
+        run.status("running", iteration=it, iterations=plan.iterations, env_steps=state.env_steps,
+                   llm_calls=generator.totals()["calls"])
+        _iteration(cfg, state, generator, pool, run, ui)
+        checkpoint.save(run.root, cfg, state, generator.totals(), time.monotonic() - start, resumes)
+        run.event("iteration_done", **state.iterations_log[-1])
+        if state.stop_reason:
+            ui.log(f"generation stopped: {state.stop_reason}")
+            break
+    ui.iteration = "[final]"
+    run.status("running", iteration="final", iterations=plan.iterations, env_steps=state.env_steps,
+               llm_calls=generator.totals()["calls"])
+    return _final_retrain(cfg, state, pool, run)

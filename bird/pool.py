@@ -1,4 +1,4 @@
-"""Parallel trainings in worker processes (spawn), with progress messages sent back over a queue."""
+"""The local executor: parallel trainings in worker processes (spawn), progress sent back over a queue."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from bird.executors import failed_result
 from bird.learners.job import TrainJob
-from bird.types import Failure, FailureKind, TrainResult
+from bird.types import TrainResult
 
 __all__ = ["TrainPool", "default_workers"]
 
@@ -79,9 +80,9 @@ class TrainPool:
                 results.append(fut.result())
             except BrokenProcessPool as exc:
                 broken = True
-                results.append(_crashed(job, f"training worker died: {exc}"))
+                results.append(failed_result(job, f"training worker died: {exc}"))
             except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
-                results.append(_crashed(job, f"{type(exc).__name__}: {exc}"))
+                results.append(failed_result(job, f"{type(exc).__name__}: {exc}"))
         if broken:
             self._executor.shutdown(cancel_futures=True)
             self._executor = self._new_executor()
@@ -92,7 +93,3 @@ class TrainPool:
         self._stop.set()
         self._drain.join(timeout=2)
         self._queue.close()
-
-
-def _crashed(job: TrainJob, reason: str) -> TrainResult:
-    return TrainResult(job.candidate_id, job.seed, (), 0, 0.0, Failure(FailureKind.TRAIN_ERROR, reason[:500]))

@@ -27,6 +27,7 @@ _BUILTIN_MODULES = (
     "bird.reward.contracts",
     "bird.components",
     "bird.reward.shaping",
+    "bird.executors",
     "bird.tracking",
 )
 

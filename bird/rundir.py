@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,11 +34,15 @@ class RunDir:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._started = _now()
+        self._fields: dict[str, Any] = {}
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []  # called with every event (trackers)
 
-    def status(self, state: str, error: str | None = None) -> None:
+    def status(self, state: str, error: str | None = None, **fields: Any) -> None:
+        """Rewrite status.json; `fields` (method, iteration, env_steps, llm_calls, ...) are kept for later calls."""
+        self._fields.update(fields)
         write_json(self.root / "status.json", {"state": state, "started": self._started, "updated": _now(),
-                                               "pid": os.getpid(), "error": error, "schema_version": SCHEMA_VERSION})
+                                               "pid": os.getpid(), "host": socket.gethostname(), "error": error,
+                                               "schema_version": SCHEMA_VERSION, **self._fields})
 
     def event(self, name: str, **fields: Any) -> None:
         with open(self.root / "events.jsonl", "a", encoding="utf-8") as fh:

@@ -96,17 +96,22 @@ def _staged(path: str) -> str:
     return f"{LAYOUT[top]}/{rest}"
 
 
-def _stage(name: str, module: Module) -> Path:
-    """A fresh copy of the package as installed, conf/, tests/ and a pyproject with the mutmut settings."""
+def _stage(name: str, module: Module, resume: bool = False) -> Path:
+    """A fresh copy of the package as installed, conf/, tests/ and a pyproject with the mutmut settings.
+    With `resume`, an earlier stage keeps its mutants and results and only gets the current tests/."""
     stage = STAGE / name
-    shutil.rmtree(stage, ignore_errors=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "notebooks")
-    for top, target in LAYOUT.items():
-        shutil.copytree(ROOT / top, stage / target, ignore=ignore, dirs_exist_ok=True)
-    # the repo-relative data (conf/, methods/prompts) and the folders the tests read as files, at the root too
     extra = ["conf", "methods", "envs", "analysis", "pyproject.toml", "mutate_order.py"]
-    for folder in ("conf", "tests", "methods", "envs", "analysis"):
-        shutil.copytree(ROOT / folder, stage / folder, ignore=ignore)
+    if resume and (stage / "mutants").is_dir():
+        shutil.rmtree(stage / "tests")
+        shutil.copytree(ROOT / "tests", stage / "tests", ignore=ignore)
+    else:
+        shutil.rmtree(stage, ignore_errors=True)
+        for top, target in LAYOUT.items():
+            shutil.copytree(ROOT / top, stage / target, ignore=ignore, dirs_exist_ok=True)
+        # the repo-relative data (conf/, methods/prompts) and the folders the tests read as files, at the root too
+        for folder in ("conf", "tests", "methods", "envs", "analysis"):
+            shutil.copytree(ROOT / folder, stage / folder, ignore=ignore)
     (stage / "mutate_order.py").write_text(ORDER_PLUGIN)
     settings = {
         "source_paths": ["bird"],
@@ -165,17 +170,26 @@ def _function(key: str) -> str:
     return mangled.removeprefix("x_").replace("xǁ", "").replace("ǁ", ".")
 
 
-def run_module(name: str, timeout_s: float, max_children: int) -> dict:
+def run_module(name: str, timeout_s: float, max_children: int, resume: bool = False) -> dict:
+    """Run mutmut over one module. `resume` keeps the last run's results and re-checks only the mutants that were
+    not killed (survivors, not checked, no tests) with the current tests: killed ones stay killed when tests are
+    only added; the source must be unchanged (mutmut regenerates mutants of changed functions)."""
     module = MODULES[name]
-    stage = _stage(name, module)
+    rerun = []
+    if resume and (STAGE / name / "mutants").is_dir():
+        rerun = sorted(k for k, v in _statuses(STAGE / name, module).items() if v not in KILLED)
+    stage = _stage(name, module, resume=bool(rerun))
     start = time.monotonic()
     try:
-        proc = _mutmut(stage, "run", "--max-children", str(max_children), timeout=timeout_s)
+        proc = _mutmut(stage, "run", "--max-children", str(max_children), *rerun, timeout=timeout_s)
         log, finished = proc.stdout + proc.stderr, proc.returncode == 0
     except subprocess.TimeoutExpired as exc:
         log, finished = f"{exc.stdout or ''}{exc.stderr or ''}", False
     (stage / "mutmut.log").write_text(log)
-    return collect(name, round(time.monotonic() - start), finished)
+    entry = collect(name, round(time.monotonic() - start), finished)
+    if rerun:
+        entry["command"] += " --resume"
+    return entry
 
 
 def collect(name: str, wall_s: int = 0, finished: bool = False) -> dict:
@@ -236,19 +250,20 @@ BEGIN, END = "<!-- mutation:begin (written by tools/mutate.py) -->", "<!-- mutat
 
 
 def _table(results: dict, notes: list[dict]) -> list[str]:
-    lines = ["| module | files | tests | mutants | killed | equivalent | score | date | wall |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| module | files | tests | mutants | killed | equivalent | score | command | date | wall |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, module in MODULES.items():
         if name not in results:
-            lines.append(f"| {name} | {', '.join(f'`{f}`' for f in module.files)} | | | | | not run | | |")
+            lines.append(f"| {name} | {', '.join(f'`{f}`' for f in module.files)} | | | | | not run | | | |")
             continue
         e = results[name]
         killed, equivalent, _, score = _score(e, name, notes)
         unchecked = e["counts"].get("not checked", 0)
         flag = "" if e["finished"] else f" (stopped: {e['total'] - unchecked} of {e['total']} checked)"
+        wall = f"{e['wall_s']} s" if e["wall_s"] else "not recorded"
         lines.append(f"| {name} | {', '.join(f'`{f}`' for f in e['files'])} | "
                      f"{', '.join(f'`{t}`' for t in e['tests'])} | {e['total']} | {killed} | {equivalent} | "
-                     f"**{score:.1%}**{flag} | {e['date']} | {e['wall_s']} s |")
+                     f"**{score:.1%}**{flag} | `{e['command']}` | {e['date']} | {wall} |")
     return lines
 
 
@@ -261,7 +276,7 @@ def _survivors(results: dict, notes: list[dict]) -> list[str]:
         for s in e["survivors"]:
             note = _note_for(name, s, notes) or {}
             change = f"`{_md(s['removed'])}` → `{_md(s['added'])}`"
-            lines.append(f"| {s['function']} | {change} | {s['status']} | {note.get('kind', 'unexplained')} | "
+            lines.append(f"| {s['function']} | {change} | {s['status']} | {note.get('kind', 'not triaged (counted as killable)')} | "
                          f"{_md(note.get('why', ''))} |")
     return lines
 
@@ -285,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (the machine has 2 cores)")
     parser.add_argument("--report", action="store_true", help="only rewrite docs/testing.md from stored results")
     parser.add_argument("--results", type=Path, default=RESULTS, help="results file to update and report from")
+    parser.add_argument("--resume", action="store_true",
+                        help="re-check only the last run's mutants that were not killed, with the current tests")
     parser.add_argument("--collect", action="store_true", help="record the modules' last (e.g. stopped) runs, run none")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
@@ -296,7 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.report:
         for name in args.modules or list(MODULES):
             print(f"mutate: {name} ...", flush=True)
-            entry = run_module(name, args.timeout, args.max_children)
+            entry = run_module(name, args.timeout, args.max_children, args.resume)
+            previous = json.loads(args.results.read_text()).get(name) if args.results.exists() else None
+            if entry["command"].endswith("--resume") and previous:
+                entry["wall_s"] += previous["wall_s"]  # the run it continued, and the runs before that
             print(f"mutate: {name}: {entry['total']} mutants, {entry['counts']}, {entry['wall_s']} s", flush=True)
             _store(args.results, name, entry)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}

@@ -16,7 +16,14 @@ from bird.config.validate import validate
 
 __all__ = ["ConfigError", "register_configs", "load_config", "compose", "config_hash", "CONF_DIR"]
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+def _conf_dir() -> Path:
+    """conf/ of an installed wheel (package data under bird/conf), else the source checkout's conf/."""
+    package = Path(__file__).resolve().parents[1]
+    return package / "conf" if (package / "conf" / "config.yaml").is_file() else package.parent / "conf"
+
+
+CONF_DIR = _conf_dir()
 
 
 class ConfigError(ValueError):
@@ -61,7 +68,9 @@ def compose(overrides: list[str] | None = None) -> BirdConfig:
 
 # Execution-only keys: they change how a run is carried out, never what it computes.
 _EXECUTION_KEYS = {"llm": ("cache", "cache_dir", "max_concurrency", "timeout_s", "max_retries", "retry_base_s",
-                           "retry_max_s"), "train": ("workers",), "run": ("progress", "save_policies")}
+                           "retry_max_s"), "train": ("workers", "executor", "resources"),
+                   "run": ("progress", "save_policies", "resume"),
+                   "ray": ("address", "num_cpus", "object_store_mb", "include_dashboard")}
 _EXECUTION_SECTIONS = ("video", "tracker")  # what is filmed and where it is logged never changes a result
 
 
@@ -71,6 +80,8 @@ def config_hash(cfg: BirdConfig) -> str:
     for section, keys in _EXECUTION_KEYS.items():
         for key in keys:
             data.get(section, {}).pop(key, None)
+        if data.get(section) == {}:
+            del data[section]
     for section in _EXECUTION_SECTIONS:
         data.pop(section, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]

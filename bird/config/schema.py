@@ -25,6 +25,8 @@ __all__ = [
     "JudgeConfig",
     "BudgetConfig",
     "RunConfig",
+    "ResourcesConfig",
+    "RayConfig",
     "VideoConfig",
     "TrackerConfig",
 ]
@@ -107,9 +109,21 @@ class VerifyConfig:
 
 
 @dataclass
+class ResourcesConfig:
+    """What one training reserves (Ray task resources; the local pool runs cores // num_cpus at once)."""
+
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+
+
+@dataclass
 class TrainConfig:
     # registry family learner
     learner: str = "sb3_ppo"
+    # where trainings run: registry family executor (local | ray)
+    executor: str = "local"
+    # cores and GPUs reserved per training
+    resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     # "candidate" trains on the generated reward; "reference" on the env's shipped reward (oracle)
     reward_source: str = "candidate"
     # parallel trainings (0 = one per core)
@@ -333,6 +347,22 @@ class RunConfig:
     save_policies: bool = False
     # skip the search when its run directory already holds a completed result of the same config (sweep re-runs)
     skip_completed: bool = True
+    # continue from the run directory's last checkpointed iteration after a crash (False = start over)
+    resume: bool = True
+
+
+@dataclass
+class RayConfig:
+    """Ray for train.executor=ray: attach to a cluster, or start a local one."""
+
+    # "auto" (the cluster this node belongs to), "ray://host:10001", or None = start a local Ray
+    address: str | None = None
+    # cores of a local Ray (None = all of this machine's)
+    num_cpus: int | None = None
+    # object store of a local Ray in MiB (None = Ray's default)
+    object_store_mb: int | None = None
+    # serve the Ray dashboard from a local Ray
+    include_dashboard: bool = False
 
 
 @dataclass
@@ -396,6 +426,7 @@ class BirdConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
     video: VideoConfig = field(default_factory=VideoConfig)
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
     islands: IslandsConfig = field(default_factory=IslandsConfig)

@@ -43,6 +43,7 @@ REGISTRY_KEYS: dict[str, str] = {
     "decompose.kind": "decompose",
     "generate.design_thought": "design_thought",
     "demos.positive_states": "positive_states",
+    "train.executor": "executor",
     "tracker.backend": "tracker",
 }
 
@@ -197,6 +198,7 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
         with_expert = [s for s in registry.names("suite") if getattr(registry.get("suite", s), "scripted_expert", False)]
         problems.append(f"demos.enabled=true: this configuration learns from scripted-expert demonstrations, and suite "
                         f"{suite!r} has no scripted expert policy to record them; suites with one: {with_expert}")
+    _check_executor(cfg, problems)
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be > 0")
@@ -213,6 +215,18 @@ def _check_flags(cfg: BirdConfig, problems: list[str]) -> None:
     for flag, (need, not_value) in _FLAG_NEEDS.items():
         if _get(cfg, flag) and _get(cfg, need) == not_value:
             problems.append(f"{flag}={_get(cfg, flag)} needs {need} other than {not_value!r}")
+
+
+def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
+    """An executor that needs an optional package (attribute `needs_module`) names how to install it."""
+    import importlib.util
+
+    if cfg.train.resources.num_cpus <= 0 or cfg.train.resources.num_gpus < 0:
+        problems.append(f"train.resources: num_cpus must be > 0 and num_gpus >= 0, got {cfg.train.resources}")
+    if cfg.train.executor in registry.names("executor"):
+        module, hint = getattr(registry.get("executor", cfg.train.executor), "needs_module", (None, ""))
+        if module and importlib.util.find_spec(module) is None:
+            problems.append(f"train.executor={cfg.train.executor!r} needs the {module!r} package: {hint}")
 
 
 def validate(cfg: BirdConfig) -> list[str]:

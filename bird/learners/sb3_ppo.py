@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from bird.envs.registry import make_adapter
@@ -137,6 +138,7 @@ def _build(job: TrainJob, prior: Any = None) -> tuple[Any, TransitionRecorder, V
         ent_coef=job.train.ent_coef, clip_range=job.train.clip_range,
         policy_kwargs={"net_arch": list(job.train.net_arch)},
     )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a /tmp/SB3-<time> folder
     return adapter, recorder, vecnorm, model
 
 

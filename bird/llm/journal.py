@@ -125,6 +125,7 @@ class JournalGenerator(Generator):
             "provider": self.provider,
             "model": self.model,
             "sample_index": request.sample_index,
+            "iteration": request.context.get("iteration"),
             "latency_s": round(time.time() - start, 4),
             "error": error,
         }

@@ -1,4 +1,4 @@
-"""Train: one policy per live candidate, in parallel worker processes."""
+"""Train: one policy per live candidate, on the configured executor (local worker processes or Ray)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bird.config.schema import BirdConfig
+from bird.executors import Executor
 from bird.learners.job import TrainJob
 from bird.learners.video import VideoSpec, video_spec
-from bird.pool import TrainPool
 from bird.registry import get
 from bird.state import SearchState
 from bird.types import Candidate, TrainResult
@@ -32,7 +32,7 @@ def learner_trains(name: str) -> bool:
     return getattr(get("learner", name), "trains", True)
 
 
-def train(cfg: BirdConfig, state: SearchState, cands: list[Candidate], pool: TrainPool,
+def train(cfg: BirdConfig, state: SearchState, cands: list[Candidate], pool: Executor,
           cand_dir: Callable[[str], Path]) -> dict[str, TrainResult]:
     """Train the candidates that passed verification; a failed training is recorded on the candidate.
 

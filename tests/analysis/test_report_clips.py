@@ -74,6 +74,18 @@ def test_clips_are_copied_and_laid_out_per_benchmark_task_and_method(tmp_path):
         + "</tr></table>")
 
 
+def test_a_report_written_again_into_the_same_folder_replaces_its_clips(tmp_path):
+    def clips(text: str) -> pd.DataFrame:
+        return pd.DataFrame([{"benchmark": "mujoco", "task": "hopper", "method": "eureka", "seed": 0,
+                              "returned_score": 0.5, "n_runs": 1, "clip_score": 0.5, "description": "",
+                              "path": _clip(tmp_path, text)}])
+
+    out = tmp_path / "out"
+    write_leaderboard(Leaderboard({}, {}, [], [], clips("first.mp4")), out)
+    write_leaderboard(Leaderboard({}, {}, [], [], clips("second.mp4")), out)  # clips/ exists now
+    assert (out / "clips" / "mujoco-hopper-eureka.mp4").read_bytes() == b"video second.mp4"
+
+
 def test_no_clips_no_section_and_no_folder(tmp_path):
     write_leaderboard(Leaderboard({}, {}, [], []), tmp_path)
     assert not (tmp_path / "clips").exists()

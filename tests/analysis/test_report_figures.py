@@ -222,13 +222,17 @@ def test_defaults_are_the_documented_bootstrap_sizes_penalty_and_seed(tmp_path):
     """build_leaderboard(source) alone: 10,000 resamples for means, 1,000 for Elo, 2,000 for curves, l2 = 1e-6,
     seed 0, figures drawn. Read back unrounded from the figures (the tables round)."""
     root = tmp_path / "runs"
-    for method, scores in (("alpha", (0.5, 0.2, 0.7)), ("beta", (0.4, 0.6, 0.3))):  # each wins some seed pairs
+    # six irregular scores per method (each wins some seed pairs): enough distinct resamples that one resample
+    # more or less moves the interval bounds, which three seeds do not
+    for method, scores in (("alpha", (0.5, 0.2, 0.7, 0.15, 0.93, 0.36)), ("beta", (0.4, 0.6, 0.3, 0.82, 0.11, 0.57))):
         for seed, score in enumerate(scores):
             run = write_run(root, method, "mujoco", "hopper", seed, iterations=2, candidates=1)
             result = json.loads((run / "result.json").read_text())
             (run / "result.json").write_text(json.dumps({**result, "returned_score": score}))
     lb = _quiet(build_leaderboard, root)
     assert list(lb.figures) == FIGURES
+    # with figures drawn, the tables and the header come back too
+    assert lb.tables["mujoco"]["method"].tolist() == ["alpha", "beta"] and lb.header[0] == "12 runs; 2 methods; 1 task."
     coll = _quiet(read_runs, root, warn=False)
     table = score_table(coll.runs)
     for m, (_, _, lo, hi) in zip(sorted(table), _errorbars(lb.figures["method_comparison"].axes[0]), strict=True):

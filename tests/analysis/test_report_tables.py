@@ -111,12 +111,15 @@ def test_header_lists_every_generator_and_unknown_for_runs_without_one(tmp_path)
 
 def test_a_skipped_run_directory_is_named_with_its_reason(tmp_path):
     coll = _runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.5]})
-    bad = write_run(tmp_path, "alpha", "mujoco", "hopper", 3)
-    (bad / "result.json").write_text("{")
+    for seed in (3, 4):
+        bad = write_run(tmp_path, "alpha", "mujoco", "hopper", seed)
+        (bad / "result.json").write_text("{")
     coll = read_runs(tmp_path, warn=False)
     header = _board(coll).header
     skipped = [h for h in header if h.startswith("Skipped")]
-    assert skipped == [f"Skipped 1 run directories (not counted): `{coll.skipped[0].path}`: {coll.skipped[0].reason}"]
+    first, second = coll.skipped
+    assert skipped == [f"Skipped 2 run directories (not counted): `{first.path}`: {first.reason}; "
+                       f"`{second.path}`: {second.reason}"]
 
 
 def test_table_rows_for_a_hand_made_benchmark(tmp_path):

@@ -136,7 +136,7 @@ def test_write_leaderboard_writes_tables_figures_reasons_and_notes(tmp_path):
     assert md.startswith("# bird leaderboard\n\n- 3 runs & more\n\n## mujoco\n\n| method | score |")
     assert "Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed." in md
     caption = "Method comparison per benchmark (dots: runs; ticks: mean; bars: 95% BCa)"
-    assert f"### {caption}\n\n![{caption}](method_comparison.png)" in md
+    assert f"### {caption}\n\n![{caption}](method_comparison.png)\n\n###" in md  # a blank line, then the next
     assert "### EPIC distance to the reference reward over iterations\n\n_Not drawn: no EPIC data; second reason_" in md
     assert "### custom\n\n_Not drawn: no data_" in md
     assert md.endswith("## Notes\n\n- epic: no EPIC data\n- epic: second reason\n- other note\n")

@@ -148,9 +148,13 @@ class _RecordingRun:
 class _InProcessPool:
     """TrainPool's interface, running the real learner in this process (no worker start-up)."""
 
+    def __init__(self):
+        self.jobs = []
+
     def run(self, learner, jobs):
         from bird.registry import get
 
+        self.jobs += jobs
         return [get("learner", learner)(job) for job in jobs]
 
 
@@ -179,6 +183,8 @@ def test_the_rl_round_adds_the_global_bests_rollouts_as_negative_episodes(compos
     assert name == "negatives_expanded" and fields == {"candidate": "it2-c1", "added": 200, "episodes": 2}
     assert state.env_steps >= 512 and (tmp_path / "expand" / "it3" / "rollouts.npz").exists()
     assert (tmp_path / "expand" / "it3" / "curve.csv").exists()
+    # trained on the global best's own reward (code None would mean the environment's reward)
+    assert [(j.candidate_id, j.code) for j in pool.jobs] == [("expand-it3", GOOD)]
 
 
 def test_describe_counts_dropped_states_apart():

@@ -39,6 +39,9 @@ REJECTED = [
                                     "maps, ctypes)"),
     ("import numpy.polynomial.legendre\n" + body(), "line 1: import of 'numpy.polynomial.legendre': is not an "
                                                     "allowed submodule"),
+    # the parent of a three-part name is the two-part module, whose own rule says why (not the top package's)
+    ("import numpy.linalg._umath_linalg\n" + body(), "line 1: import of 'numpy.linalg._umath_linalg': starts with an "
+                                                      "underscore (private or dunder names are not allowed)"),
     ("import numpy._core\n" + body(), "line 1: import of 'numpy._core': starts with an underscore (private or dunder "
                                       "names are not allowed)"),
     ("from os import path\n" + body(), "line 1: import of 'os' would give access to processes"),

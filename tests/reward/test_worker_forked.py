@@ -266,6 +266,7 @@ def test_error_records_keep_only_the_programs_frames_and_name_the_limit():
     rec = worker._error("runtime_error", err, 123)
     assert rec == {"ok": False, "kind": "runtime_error", "reason": "ValueError: bad value", "detail": rec["detail"]}
     assert 'File "<reward>", line 2, in boom' in rec["detail"] and rec["detail"].endswith("ValueError: bad value\n")
+    assert rec["detail"].startswith("Traceback (most recent call last):\n  File ")  # the kept lines, joined as is
     hidden = _raise_through(ValueError("x"), "/site/bird/reward/adapters.py")
     assert "adapters.py" not in worker._error("bad_output", hidden, 1)["detail"]
     assert worker._error("bad_output", hidden, 1)["kind"] == "bad_output"

@@ -1,0 +1,113 @@
+"""`python -m bird.sweeps [NAME...]`: the cells of a conf/sweep/ grid and what they cost, before launching it.
+
+Counts cells exactly as Hydra's basic sweeper expands them (`hydra.sweeper.params` plus overrides) and plans
+each cell's env steps from its composed config; CPU-hours divide those steps by a measured one-core training
+throughput (`bench/bench_throughput.py`). LLM time and queueing are not included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from bird.config.load import CONF_DIR, compose
+
+__all__ = ["sweep_names", "cells", "planned_env_steps", "estimate", "MEASURED_STEPS_PER_S"]
+
+# One bird training on one core, env steps/s (bench/bench_throughput.py --repeats 2, 2026-11-30, the 2-core
+# development machine under load ~4.5; SB3 PPO, 8 envs, reference reward): Hopper 1,875 / 1,549, Meta-World
+# push 537 / 786. Medians below; a quiet core is faster, so estimates from these are on the high side.
+MEASURED_STEPS_PER_S = {"mujoco": 1_700.0, "metaworld": 660.0}
+
+
+def sweep_names() -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / "sweep").glob("*.yaml"))
+
+
+def _sweep_params(name: str, overrides: list[str]) -> dict[str, str]:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from bird.config.load import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=[f"+sweep={name}", *overrides], return_hydra_config=True)
+    return {str(k): str(v) for k, v in (cfg.hydra.sweeper.params or {}).items()}
+
+
+def cells(name: str, overrides: list[str] | None = None) -> list[list[str]]:
+    """Each cell's overrides (as `python -m bird -m +sweep=NAME OVERRIDES...` would launch them)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = list(overrides or [])
+    params = _sweep_params(name, [o for o in overrides if "," not in o and "range(" not in o])
+    parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()] + overrides)
+    return [cell for batch in BasicSweeper.split_arguments(parsed, None) for cell in batch]
+
+
+def planned_env_steps(cfg: Any) -> int:
+    """Env steps one search of `cfg` plans: loop trainings, GRACE-style expansions, final retrain, and every
+    evaluation episode at full horizon (an upper bound: episodes may end early)."""
+    from bird.loop import make_plan
+    from bird.stages.train import learner_trains
+
+    plan = make_plan(cfg)
+    judged = plan.iterations - (0 if cfg.loop.feedback_on_last else 1)
+    loop_trainings = plan.n_candidates * judged if learner_trains(cfg.train.learner) else 0
+    expansions = (plan.iterations - 1) // cfg.demos.rl_every if cfg.demos.rl_every else 0
+    final = plan.final_seeds if cfg.final.retrain else 0
+    per_eval = cfg.budget.n_checkpoints * cfg.budget.eval_episodes * cfg.env.horizon
+    collect = cfg.train.collect_episodes * cfg.env.horizon
+    return ((loop_trainings + expansions) * (plan.env_steps + per_eval + collect)
+            + final * (plan.final_env_steps + per_eval))
+
+
+def estimate(name: str, overrides: list[str] | None = None,
+             steps_per_s: dict[str, float] | None = None) -> dict[str, Any]:
+    """Cells, planned env steps and CPU-hours of sweep `name`, in total and per (method, suite)."""
+    rates = {**MEASURED_STEPS_PER_S, **(steps_per_s or {})}
+    shared = [o for o in (overrides or []) if "," not in o and "range(" not in o]
+    planned: dict[tuple[str, ...], int] = {}
+    groups: dict[tuple[str, str], dict[str, float]] = {}
+    for cell in cells(name, overrides):
+        key = tuple(o for o in cell if not o.startswith("seed="))
+        if key not in planned:
+            planned[key] = planned_env_steps(compose([f"+sweep={name}", *shared, *key]))
+        cfg_method = next((o.split("=", 1)[1] for o in cell if o.startswith("method=")), "?")
+        suite = next((o.split("=", 1)[1].split("/")[0] for o in cell if o.startswith("env=")), "?")
+        g = groups.setdefault((cfg_method, suite), {"cells": 0, "env_steps": 0, "cpu_h": 0.0})
+        g["cells"] += 1
+        g["env_steps"] += planned[key]
+        g["cpu_h"] += planned[key] / rates.get(suite, min(rates.values())) / 3600
+    return {"sweep": name, "cells": sum(g["cells"] for g in groups.values()),
+            "env_steps": sum(g["env_steps"] for g in groups.values()),
+            "cpu_h": sum(g["cpu_h"] for g in groups.values()), "steps_per_s": rates,
+            "by_method": {f"{m} × {s}": g for (m, s), g in sorted(groups.items())}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bird.sweeps", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help=f"sweeps in conf/sweep/ (default: all: {sweep_names()})")
+    parser.add_argument("--override", action="append", default=[], help="an override, as on the sweep's command line")
+    parser.add_argument("--steps-per-s", action="append", default=[], metavar="SUITE=RATE",
+                        help=f"one-core training throughput per suite (default {MEASURED_STEPS_PER_S})")
+    args = parser.parse_args(argv)
+    try:
+        rates = {k: float(v) for k, v in (item.split("=", 1) for item in args.steps_per_s)}
+    except ValueError:
+        print("bird.sweeps: --steps-per-s takes SUITE=RATE, e.g. mujoco=1500", file=sys.stderr)
+        return 2
+    for name in args.names or sweep_names():
+        est = estimate(name, args.override, rates)
+        print(f"+sweep={name}: {est['cells']} cells · {est['env_steps'] / 1e9:.2f} B env steps · "
+              f"{est['cpu_h']:,.0f} CPU-h (one core per training at {est['steps_per_s']} env steps/s)")
+        for group, g in est["by_method"].items():
+            print(f"  {group:<24} {g['cells']:>4} cells  {g['env_steps'] / 1e6:>9,.0f} M steps  {g['cpu_h']:>8,.0f} CPU-h")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""train.executor: one interface for the local pool and Ray; clear errors for unknown or uninstalled executors."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from bird.config.load import ConfigError
+from bird.executors import make_executor
+from bird.stages.train import make_job
+
+
+def test_an_unknown_executor_is_rejected_naming_the_allowed_ones(compose_cfg):
+    with pytest.raises(ConfigError, match=r"train.executor='slurm': not a registered executor; allowed: \['local', 'ray'\]"):
+        compose_cfg("train.executor=slurm")
+
+
+def test_the_ray_executor_without_ray_installed_says_how_to_install_it(compose_cfg, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"needs the 'ray' package: pip install 'bird-ird\[cluster\]'"):
+        compose_cfg("train.executor=ray")
+    with pytest.raises(ConfigError, match="num_cpus must be > 0"):
+        compose_cfg("train.resources.num_cpus=0")
+
+
+def test_the_local_pool_returns_results_in_job_order_and_failures_as_data(compose_cfg, tmp_path):
+    cfg = compose_cfg("env=mujoco/inverted_pendulum")
+    executor = make_executor(cfg, 2)
+    try:
+        results = executor.run("no_such_learner", [make_job(cfg, f"c{i}", None, i, 512, tmp_path / str(i))
+                                                   for i in range(3)])
+    finally:
+        executor.close()
+    assert [r.candidate_id for r in results] == ["c0", "c1", "c2"]
+    assert all(r.failure.kind == "train_error" and "unknown learner 'no_such_learner'" in r.failure.reason
+               for r in results)
+
+
+def test_the_local_pool_runs_cores_over_cpus_per_training_at_once(compose_cfg, monkeypatch):
+    import bird.loop
+
+    monkeypatch.setattr(bird.loop, "default_workers", lambda: 8)
+    assert bird.loop.make_plan(compose_cfg("budget.max_candidates=8", "train.resources.num_cpus=2")).workers == 4
+    assert bird.loop.make_plan(compose_cfg("budget.max_candidates=8", "train.resources.num_cpus=16")).workers == 1
+    assert bird.loop.make_plan(compose_cfg("budget.max_candidates=3")).workers == 3
+    assert bird.loop.make_plan(compose_cfg("train.workers=5", "train.resources.num_cpus=8")).workers == 5
