@@ -6,11 +6,12 @@ import argparse
 import sys
 from typing import Any
 
+import yaml
 from omegaconf import OmegaConf
 
-from bird.config.load import ConfigError, compose
+from bird.config.load import CONF_DIR, ConfigError, compose
 
-__all__ = ["method_diff"]
+__all__ = ["method_diff", "shared_env"]
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -22,13 +23,35 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
+def shared_env(a: str, b: str) -> str | None:
+    """A task both methods run on when one of them is written for some suites only (generate.suites): the first
+    task, by name (aliases with '-' last), of the first suite both allow; None when neither restricts its suites or none is shared."""
+    allowed = []
+    for method in (a, b):
+        path = CONF_DIR / "method" / f"{method}.yaml"
+        data = yaml.safe_load(path.read_text()) if path.is_file() else None
+        suites = ((data or {}).get("generate") or {}).get("suites") or []
+        if suites:
+            allowed.append(list(suites))
+    if not allowed:
+        return None
+    common = [s for s in allowed[0] if all(s in other for other in allowed)]
+    tasks = sorted((CONF_DIR / "env" / common[0]).glob("*.yaml"), key=lambda p: ("-" in p.stem, p.stem)) if common else []
+    return f"{common[0]}/{tasks[0].stem}" if tasks else None
+
+
 def method_diff(a: str, b: str, overrides: list[str] | None = None,
                 extra_b: list[str] | None = None) -> dict[str, tuple[Any, Any]]:
-    """{dotted key: (value in a, value in b)} for every key whose resolved value differs; `overrides` apply to both,
-    `extra_b` to b only (e.g. a design-choice flip)."""
+    """{dotted key: (value in a, value in b)} for every key whose resolved value differs (on a task both run on,
+    shared_env, unless the overrides name one); `overrides` apply to both, `extra_b` to b only (e.g. a design-choice
+    flip)."""
+    overrides = list(overrides or [])
+    env = shared_env(a, b)
+    if env and not any(o.startswith("env=") for o in overrides):
+        overrides.append(f"env={env}")
     flat = []
     for method, extra in ((a, []), (b, extra_b or [])):
-        cfg = compose([f"method={method}", *(overrides or []), *extra])
+        cfg = compose([f"method={method}", *overrides, *extra])
         flat.append(_flatten(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)))
     keys = sorted(set(flat[0]) | set(flat[1]))
     return {k: (flat[0].get(k), flat[1].get(k)) for k in keys if flat[0].get(k) != flat[1].get(k)}
@@ -45,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, Exception) as exc:  # noqa: BLE001 - Hydra raises several types for a bad name
         print(f"bird.diff: {exc}", file=sys.stderr)
         return 2
+    env = shared_env(args.a, args.b)
+    if env and not any(o.startswith("env=") for o in args.overrides):
+        print(f"bird.diff: compared on env={env} (a method is written for some suites only)", file=sys.stderr)
     width = max((len(k) for k in diff), default=3)
     print(f"{'key':<{width}}  {args.a}  →  {args.b}")
     for key, (va, vb) in diff.items():

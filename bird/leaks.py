@@ -128,6 +128,14 @@ def _run_texts(run: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:
         for where, messages, answers in _pass_exchanges(cdir):
             prompts += [(f"{cdir.name}/{where}[{i}]", str(m.get("content", ""))) for i, m in enumerate(messages)]
             authored += answers
+        record = _read_json(cdir / "self_verify.json") or {}  # self-verification (RF-Agent)
+        prompts += [(f"{cdir.name}/self_verify.json:prompt[{i}]", str(m.get("content", "")))
+                    for i, m in enumerate(record.get("prompt") or [])]
+        authored += [str(record.get(k) or "") for k in ("response", "answer")]
+    for critic in _read_json(run / "critics.json") or []:  # R*'s critic programs
+        prompts += [(f"critics.json:{critic.get('id')}:prompt[{i}]", str(m.get("content", "")))
+                    for i, m in enumerate(critic.get("prompt") or [])]
+        authored += [str(critic.get(k) or "") for k in ("response", "code")]
     decomposition = _read_json(run / "decomposition.json") or {}
     for i, m in enumerate(decomposition.get("prompt") or []):
         prompts.append((f"decomposition.json:prompt[{i}]", str(m.get("content", ""))))
@@ -156,7 +164,7 @@ def _pass_exchanges(cdir: Path) -> list[tuple[str, list[dict], list[str]]]:
             out.append((f"{name}:calls[{k}]", call.get("prompt") or [], [call.get("response") or ""]))
     thought = _read_json(cdir / "thought.json") or {}
     if thought:
-        out.append(("thought.json:prompt", thought.get("prompt") or [], [thought.get("response") or "",
+        out.append(("thought.json:prompt", thought.get("prompt") or [], [thought.get("response") or "", thought.get("aligned") or "",
                                                                          thought.get("stated") or ""]))
     return out
 

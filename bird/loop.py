@@ -29,12 +29,15 @@ from bird.stages.train import make_job, train
 from bird.stages.verify import random_transitions, verify
 from bird.state import Plan, SearchState
 from bird.tracking import open_tracker
+from bird.types import Candidate, Report, TrainResult
 
 __all__ = ["search", "make_plan"]
 
 
 def make_plan(cfg: BirdConfig) -> Plan:
     """Derived values: the method's schedule of K per iteration and its T under the budget's caps, steps, workers."""
+    from bird.components.crossover import crossover_share
+    from bird.components.tree import rescale_counts
     from bird.registry import get
 
     b = cfg.budget
@@ -50,14 +53,18 @@ def make_plan(cfg: BirdConfig) -> Plan:
     return Plan(n_candidates=k, iterations=len(schedule), env_steps=b.env_steps,
                 final_env_steps=b.final_env_steps or b.env_steps, final_seeds=b.final_seeds,
                 workers=cfg.train.workers or min(per_core, k), population_size=planned["population_size"],
+                n_crossover=crossover_share(cfg, k), actions=rescale_counts(cfg.tree.actions, k),
                 capped={key: [own[key], planned[key]] for key in own if own[key] != planned[key]}, schedule=schedule)
 
 
-def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir,
-               ui: ProgressDisplay) -> None:
+def _wave(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir, ui: ProgressDisplay,
+          wave: int) -> tuple[list[Candidate], dict[str, TrainResult], dict[str, Report]]:
+    """Generate, verify, train and give feedback to one wave of candidates (wave 1: crossover children owed)."""
     last_unjudged = state.iteration == state.plan.iterations and not cfg.loop.feedback_on_last
     screened_cfg = replace(cfg, verify=replace(cfg.verify, screens=[])) if last_unjudged else cfg
-    cands = generate(screened_cfg, state, generator)
+    cands = generate(screened_cfg, state, generator, wave)
+    if not cands:
+        return [], {}, {}
     for c in cands:
         state.candidates[c.id] = c
         run.write_generated(c)
@@ -73,6 +80,15 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Execut
     state.results.update(results)
     reports = {} if last_unjudged else feedback(cfg, state, cands, results)
     state.reports.update(reports)
+    return cands, results, reports
+
+
+def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Executor, run: RunDir,
+               ui: ProgressDisplay) -> None:
+    cands, results, reports = _wave(cfg, state, generator, pool, run, ui, 0)
+    if state.pending_crossovers:
+        more, more_results, more_reports = _wave(cfg, state, generator, pool, run, ui, 1)
+        cands, results, reports = cands + more, {**results, **more_results}, {**reports, **more_reports}
     select(cfg, state, cands, reports)
     if cfg.decompose.co_evolve:
         from bird.components.subtasks import co_evolve_subtasks
@@ -84,6 +100,7 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Any, pool: Execut
         run.write_demo_scores(state, cands)
     if state.population:
         run.write_population(state)
+    run.write_search_structures(state)
     if cfg.demos.rl_every and state.iteration % cfg.demos.rl_every == 0 and state.iteration < state.plan.iterations:
         from bird.components.demos import expand_negatives
 
@@ -171,7 +188,8 @@ def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> 
 
 
 def _attach_judge(cfg: BirdConfig, state: SearchState, generator: Any) -> None:
-    """The judge generator, when a configured component asks for one (rebuilt, not checkpointed)."""
+    """The judge generator, when a feedback format, thought alignment or self-verification asks for one (rebuilt,
+    not checkpointed)."""
     from bird.components.roles import needs_judge
     from bird.llm.factory import make_judge
 

@@ -90,14 +90,27 @@ def obs_index(spec: TaskSpec) -> str:
     return f"(environment code not shown) A {spec.suite} task with a {spec.obs_index.dim}-dimensional observation."
 
 
+@register("env_representation", "class_abstraction")
+def class_abstraction(spec: TaskSpec) -> str:
+    """A Pythonic class abstraction: the suite's own when it has one (Meta-World), else one built from the
+    observation index (bird/envs/abstraction.py)."""
+    if spec.extra.get("abstraction"):
+        return str(spec.extra["abstraction"])
+    from bird.envs.abstraction import generic_class_abstraction
+
+    return generic_class_abstraction(spec)
+
+
 def initial_user_message(template_set: str, representation: str, state: Any, field_view: str = "described",
-                         rng: Any = None) -> tuple[str, dict[str, Any]]:
-    """The first user message and the structured context of what it shows (slots the template does not use are
-    neither rendered nor put in the context). Demonstrations fill {expert_trajectories} when the search has them (a
-    random subset drawn with `rng`)."""
+                         rng: Any = None, name: str = "initial_user",
+                         extra: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """The first user message (or the template `name` with the same slots) and the structured context of what it
+    shows (slots the template does not use are neither rendered nor put in the context). Demonstrations fill
+    {expert_trajectories} when the search has them (a random subset drawn with `rng`); `extra` fills the caller's
+    own slots."""
     from bird import registry
 
-    t = templates(template_set)["initial_user"]
+    t = templates(template_set)[name]
     spec: TaskSpec = state.spec
     slots: dict[str, Any] = {
         "env_repr": lambda: registry.get("env_representation", representation)(spec),
@@ -122,7 +135,7 @@ def initial_user_message(template_set: str, representation: str, state: Any, fie
         from bird.components.demo_views import shown_expert_trajectories
 
         values["expert_trajectories"], context["expert_trajectories"] = shown_expert_trajectories(state, rng)
-    return t.format(**values), context
+    return t.format(**values, **(extra or {})), context
 
 
 IMPORT_INSTRUCTIONS = ("You may import only math and numpy (as np). The code must not read files, the network or "

@@ -74,6 +74,7 @@ class RunDir:
             (d / "feedback.txt").write_text(report.feedback)
         write_json(d / "candidate.json", {
             "id": cand.id, "iteration": cand.iteration, "index": cand.index, "parent_id": cand.parent_id,
+            "operator": cand.operator, "co_parents": list(cand.co_parents),
             "status": "failed" if cand.failure else "trained",
             "failure": cand.failure.to_json() if cand.failure else None,
             "fitness": report.fitness if report else None,
@@ -106,6 +107,14 @@ class RunDir:
                     "metrics": state.reports[cid].stats.get("metrics") if cid in state.reports else None}
                    for cid in state.population]
         self._append("population.jsonl", {"iteration": state.iteration, "members": members})
+
+    def write_search_structures(self, state: Any) -> None:
+        """islands.jsonl (one line per iteration: admissions, migrations, members) and critics.json (the critic
+        programs), when the search keeps them."""
+        if state.island_log and state.island_log[-1]["iteration"] == state.iteration:
+            self._append("islands.jsonl", state.island_log[-1])
+        if state.critics:
+            write_json(self.root / "critics.json", state.critics)
 
     def write_demo_scores(self, state: Any, cands: list[Candidate]) -> None:
         """candidates/<id>/demo_fitness.json: the candidate's fitness metrics on the demonstrations."""

@@ -24,6 +24,8 @@ class Plan:
     final_seeds: int
     workers: int
     population_size: int = 0  # survivors of select.rule=mu_plus_lambda (select.population_size or K)
+    n_crossover: int = 0  # programmatic crossover children per iteration, out of K (crossover.n rescaled to K)
+    actions: tuple[str, ...] = ()  # tree action of each sample of an expansion (tree.actions rescaled to K)
     capped: dict[str, list] = field(default_factory=dict)  # what the budget's caps changed: {key: [method's, planned]}
     schedule: tuple[int, ...] = ()  # candidates of each iteration (generate.schedule under the budget caps)
 
@@ -61,6 +63,12 @@ class SearchState:
     judgements: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> judge scores per subtask
     thoughts: dict[str, dict[str, str | None]] = field(default_factory=dict)  # candidate id -> {"stated", "aligned"}
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate id -> {file name: JSON}, written once
+    islands: list[list[str]] = field(default_factory=list)  # member ids per island (select.rule=island_lineage)
+    island_admissions: int = 0  # admissions since the last migration
+    island_log: list[dict[str, Any]] = field(default_factory=list)  # per iteration: admissions, migrations, members
+    pending_crossovers: int = 0  # crossover children owed to a second wave (no archive to draw parents from yet)
+    critics: list[dict[str, Any]] = field(default_factory=list)  # critic programs {id, code, ok, failure}
+    self_verify: dict[str, float | None] = field(default_factory=dict)  # candidate id -> self-verify rating in [-1, 1]
 
     def fitness(self, cid: str | None) -> float | None:
         if cid is None or cid not in self.reports:

@@ -31,6 +31,7 @@ class FailureKind(StrEnum):
     NON_FINITE = "non_finite"  # reward or a component was NaN or infinite
     BAD_OUTPUT = "bad_output"  # wrong return type or shape
     SCREENED = "screened"  # a verify screen decided not to train it
+    OPERATOR_ERROR = "operator_error"  # a programmatic operator (crossover) could not build a program from its parents
     TRAIN_ERROR = "train_error"  # the learner itself failed
     SKIPPED = "skipped"  # not attempted (budget exhausted)
 
@@ -57,6 +58,8 @@ class Candidate:
     code: str | None = None  # extracted reward program
     parent_id: str | None = None
     failure: Failure | None = None
+    operator: str = "sample"  # how it was made: "sample" (the method's prompt) or a registry operator / crossover
+    co_parents: tuple[str, ...] = ()  # further parents (crossover), after parent_id
     llm: dict[str, Any] = field(default_factory=dict)  # model, tokens, cost, latency, cached
     attempts: int = 1  # answers requested for this candidate (1 + blind resamples)
     resampled: list[dict[str, str]] = field(default_factory=list)  # the failure of each answer that was re-asked

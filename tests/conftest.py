@@ -24,7 +24,8 @@ def compose_cfg():
 # The env each method's shared smoke search runs on (methods that need demonstrations, a Pythonic class abstraction or
 # a scripted expert run on Meta-World, which has them; MuJoCo has none of these). Add a line for a new method that needs it.
 METHOD_SMOKE_ENV = {"grace": "metaworld/reach", "card": "metaworld/reach", "regot": "metaworld/drawer_open",
-                    "prm4rl": "metaworld/drawer_open", "era_u": "metaworld/push", "era_s": "mujoco/hopper"}
+                    "prm4rl": "metaworld/drawer_open", "era_u": "metaworld/push", "era_s": "mujoco/hopper",
+                    "t2r_zeroshot": "metaworld/push"}
 # Short episodes and trainings for methods whose smoke search does much per candidate (judge calls on collected rollouts)
 SHORT = ("env.horizon=100", "budget.env_steps=512", "budget.final_env_steps=512")
 METHOD_SMOKE_EXTRA = {"rda": SHORT, "era_u": SHORT, "era_s": SHORT}

@@ -3,6 +3,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bird.config.load import CONF_DIR, ConfigError, compose
 from bird.diff import method_diff
@@ -55,13 +56,20 @@ def _options(group: str) -> list[str]:
     return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.rglob("*.yaml"))
 
 
+SUITE_ENV = {"metaworld": "metaworld/push", "mujoco": "mujoco/hopper"}
+
+
 @pytest.mark.parametrize("group", ["method", "env", "llm", "trainer", "budget"])
 def test_every_option_of_every_group_composes(group):
     for option in _options(group):
         if group == "llm" and option != "offline":
             continue  # API backends need a key at start-up, not at compose time; tested in tests/llm
-        needs_expert = group == "method" and option == "grace"  # demonstrations: a suite with a scripted expert
-        cfg = compose([f"{group}={option}", *(["env=metaworld/reach"] if needs_expert else [])])
+        suites = yaml.safe_load((CONF_DIR / group / f"{option}.yaml").read_text()).get("generate", {}).get("suites") \
+            if group == "method" else None
+        if group == "method" and option == "grace":  # demonstrations: a suite with a scripted expert
+            suites = ["metaworld"]
+        env = [f"env={SUITE_ENV[suites[0]]}"] if suites else []  # a method written for another suite than the default's
+        cfg = compose([f"{group}={option}", *env])
         assert_option_applied(cfg, CONF_DIR / group / f"{option}.yaml")
 
 
@@ -118,12 +126,12 @@ def _option_values(path: Path) -> dict:
 
 def assert_option_applied(cfg, path: Path) -> None:
     """Every value the option file sets (under its `# @package` target, or inherits) is the composed config's value."""
-    from bird.config.validate import _get
-
     for key, value in _option_values(path).items():
         if isinstance(value, str) and "${" in value:
             continue  # an interpolation (e.g. ${if_matched:...}): resolved by the budget, not a literal value
-        got = _get(cfg, key)
+        got = cfg
+        for part in key.split("."):  # attributes of the typed config, items of a dict value (tree.actions)
+            got = got[part] if isinstance(got, dict) else getattr(got, part)
         got = list(got) if isinstance(got, tuple) else got
         assert got == value, (path.name, key, got, value)
 

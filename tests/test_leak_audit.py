@@ -17,10 +17,11 @@ from bird.registry import get
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
 TASKS = available_envs()
 REHEARSAL = ["run.progress=false", "env.horizon=50", "budget.max_candidates=1", "verify.checks=[static]",
-             "judge.mode=state_text", "demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2"]
+             "judge.mode=state_text", "alignment.iterations=20", "demos.n_expert=2", "demos.n_negative=2",
+             "demos.max_train=2"]
 # a method that cannot run on a suite must say so before anything is sent (the brax suite: when the config loads)
 REFUSALS = (r"not available for suite|no scripted expert policy|has no such view of its tasks|needs scripted expert"
-            r"|needs rendered frames|needs reward\.")
+            r"|needs rendered frames|needs reward\.|is written for suites")
 
 # The RE-GoT few-shot example bird shipped before issue 12: MT10 push, its field names and push's 0.05 threshold.
 LEAKY_EXAMPLE = """Example task: Push the puck to the goal position.
@@ -67,6 +68,14 @@ def findings(r: Rehearsal, cfg) -> list[str]:
     return out
 
 
+def _operator_overrides(cfg) -> list[str]:
+    """Enough samples per iteration that every LLM operator a method's sampling plan deals is rendered: one per tree
+    action (the counts rescale to one each), three for evolutionary operators (mutation and crossover)."""
+    if cfg.tree.actions:
+        return [f"budget.max_candidates={len(cfg.tree.actions)}"]
+    return ["budget.max_candidates=3"] if cfg.generate.crossover_rate > 0 else []
+
+
 def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
     from bird.components.roles import needs_judgement
 
@@ -80,10 +89,20 @@ def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
         out.add("mutation")
     for purpose, used in (("judge_score", needs_judgement(cfg)), ("summary", cfg.feedback.summarisation != "none"),
                           ("thought_alignment", cfg.feedback.thought_alignment),
-                          ("subtask_revision", cfg.decompose.co_evolve)):
+                          ("subtask_revision", cfg.decompose.co_evolve),
+                          ("self_verify", cfg.feedback.self_verify),
+                          ("critic", cfg.alignment.method != "none"
+                           and cfg.alignment.labeller == "critic_population_vote")):
         if iterates and used:
             out.add(purpose)
     return out
+
+
+def _expected_operators(cfg) -> set[str]:
+    """The LLM operators (request context `operator`) the method's second iteration must have rendered."""
+    if min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) < 2:
+        return set()
+    return set(cfg.tree.actions) | ({"mutation", "crossover"} if cfg.generate.crossover_rate > 0 else set())
 
 
 @pytest.mark.parametrize("env", TASKS)
@@ -91,11 +110,14 @@ def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
 def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp_path, method, env):
     try:
         cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL)
+        cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *_operator_overrides(cfg))
         r = rehearse(cfg, tmp_path)
-    except ValueError as exc:  # e.g. a Pythonic class abstraction or a scripted expert this suite does not have
+    except ValueError as exc:  # e.g. a class abstraction, a scripted expert or prompts (generate.suites) the suite lacks
         assert re.search(REFUSALS, str(exc)), exc
         return
     assert _expected_purposes(cfg, r) <= r.purposes(), f"prompt kinds not rendered: {_expected_purposes(cfg, r)}"
+    operators = {req.context.get("operator") for req, _ in r.calls}
+    assert _expected_operators(cfg) <= operators, f"operators not rendered: {_expected_operators(cfg) - operators}"
     leaks = findings(r, cfg)
     assert not leaks, "\n".join(leaks)
 

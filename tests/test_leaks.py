@@ -42,14 +42,17 @@ def _paste(run, text: str) -> list[str]:
     subtask revisions); returns the files changed."""
     changed = []
     files = [p for p in run.glob("candidates/*/prompt.json")] + [run / "decomposition.json"]
-    for name in ("judge.json", "judge_scores.json", "summary.json", "thought.json"):
+    for name in ("judge.json", "judge_scores.json", "summary.json", "thought.json", "self_verify.json"):
         files += list(run.glob(f"candidates/*/{name}"))
-    for path in files:
+    for path in [*files, run / "critics.json"]:
         if not path.exists():
             continue
         data = json.loads(path.read_text())
-        lists = [data] if isinstance(data, list) else [data.get("prompt") or []]
-        lists += [c.get("prompt") or [] for c in (data.get("calls") or [] if isinstance(data, dict) else [])]
+        if path.name == "critics.json":  # a list of critic records, each with its prompt
+            lists = [critic.get("prompt") or [] for critic in data]
+        else:
+            lists = [data] if isinstance(data, list) else [data.get("prompt") or []]
+            lists += [c.get("prompt") or [] for c in (data.get("calls") or [] if isinstance(data, dict) else [])]
         users = [[m for m in messages if m["role"] == "user"] for messages in lists]
         for found in users:
             if found:

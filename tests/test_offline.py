@@ -3,7 +3,7 @@
 import json
 
 from bird.llm.base import Message, Request
-from bird.llm.offline.synth import OfflineSynthesiser, _parent_terms
+from bird.llm.offline.synth import OfflineSynthesiser, parent_terms
 from bird.reward.static import check_source
 from bird.stages.extract import extract_code
 
@@ -50,7 +50,7 @@ def test_flat_component_is_rescaled_and_dominant_component_is_scaled_down():
     feedback = {"components": {"forward_progress": [0.1, 0.5, 1.0], "upright": [0.5, 0.5, 0.5],
                                "action_cost": [-50.0, -40.0, -60.0]}, "task_score": [0.2, 0.3, 0.4]}
     gen = OfflineSynthesiser("offline")
-    child = _parent_terms(extract_code(gen.complete(
+    child = parent_terms(extract_code(gen.complete(
         _request("mutation", parent_code=_parent(parent), feedback=feedback)).text))
     by_name = {t.name: t for t in child}
     assert by_name["upright"].temp != 0.1  # barely changes → temperature changed
@@ -69,7 +69,7 @@ def _children(scores, n=12, **extra_feedback):
     parent = [Term(name, kind, fields, weight) for name, kind, fields, weight in PARENT_TERMS]
     feedback = {"components": VARIED, "task_score": scores, **extra_feedback}
     gen = OfflineSynthesiser("offline")
-    return [_parent_terms(extract_code(gen.complete(
+    return [parent_terms(extract_code(gen.complete(
         _request("mutation", sample=i, parent_code=_parent(parent), feedback=feedback)).text)) for i in range(n)]
 
 

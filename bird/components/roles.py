@@ -14,7 +14,7 @@ _COMPONENT_KEYS = {"feedback.format": "feedback_format", "feedback.fitness": "fi
                    "feedback.summarisation": "summarisation"}
 # flags whose passes need judge scores / call the judge
 _JUDGEMENT_FLAGS = ("generate.behavioural_analysis",)
-_JUDGE_FLAGS = ("feedback.thought_alignment",)
+_JUDGE_FLAGS = ("feedback.thought_alignment", "feedback.self_verify")
 
 
 def _get(cfg: object, dotted: str) -> object:

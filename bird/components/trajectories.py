@@ -53,13 +53,18 @@ class TrajectoryStore:
 
 
 def add_rollouts(state: Any, cid: str, path: str, success_score: float) -> None:
-    """Append a trained candidate's collected rollouts; an episode succeeded when its score >= success_score."""
+    """Append a trained candidate's collected rollouts; an episode succeeded when its score >= success_score, on a
+    suite whose benchmark score is a success flag (Meta-World). Elsewhere no episode is a success, so the TPE store is
+    one-sided and the screen passes every reward (BIRD Table 8 note a)."""
     from bird.learners.rollouts import load_rollouts
+    from bird.stages.feedback import NATIVE_SIGNAL
 
     data = load_rollouts(path)
     if state.trajectories is None:
         state.trajectories = TrajectoryStore()
-    state.trajectories.add(data, data["score"] >= success_score, cid)
+    flagged = NATIVE_SIGNAL.get(state.spec.suite) == "benchmark_score"  # the native signal is the success flag there
+    success = data["score"] >= success_score if flagged else np.zeros(len(data["score"]), dtype=bool)
+    state.trajectories.add(data, success, cid)
 
 
 def tpe_rule(success_scores: np.ndarray, failure_scores: np.ndarray, threshold: float) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from bird.config.search import AlignmentConfig, CrossoverConfig, IslandsConfig, TreeConfig
+
 __all__ = [
     "BirdConfig",
     "EnvConfig",
@@ -85,6 +87,14 @@ class GenerateConfig:
     # how earlier turns reach the prompt: registry family prompt_mode (dialogue: as messages | replace: one user
     # message rebuilt each iteration from the search state)
     prompt_mode: str = "dialogue"
+    # how the iteration's samples are planned (operator and parents per sample): registry family sampling
+    sampling: str = "iid"
+    # generate.sampling=evolutionary_operators: chance that a sample is a crossover of two parents
+    crossover_rate: float = 0.0
+    # what a resample after a failed answer shows: registry family repair (blind | with_trace)
+    repair: str = "blind"
+    # suites the method's prompts are written for (empty = any); another suite is refused before the run
+    suites: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -227,6 +237,8 @@ class FeedbackConfig:
     # an LLM pass that condenses each candidate's feedback before it is shown: registry family summarisation
     # (none | per_candidate | per_candidate_per_subtask)
     summarisation: str = "none"
+    # ask the generator to rate each trained reward in [-1, 1] from its feedback (stored, used by the search tree)
+    self_verify: bool = False
 
 
 @dataclass
@@ -492,3 +504,7 @@ class BirdConfig:
     ray: RayConfig = field(default_factory=RayConfig)
     video: VideoConfig = field(default_factory=VideoConfig)
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    islands: IslandsConfig = field(default_factory=IslandsConfig)
+    tree: TreeConfig = field(default_factory=TreeConfig)
+    crossover: CrossoverConfig = field(default_factory=CrossoverConfig)
+    alignment: AlignmentConfig = field(default_factory=AlignmentConfig)

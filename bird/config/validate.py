@@ -309,6 +309,8 @@ def _check_learner_needs(cfg: BirdConfig, problems: list[str]) -> None:
 
 def validate(cfg: BirdConfig) -> list[str]:
     """Return every problem found in `cfg` (empty when valid)."""
+    from bird.config.validate_search import check_search
+
     problems: list[str] = []
     _check_numbers(cfg, problems)
     _check_names(cfg, problems)
@@ -316,4 +318,5 @@ def validate(cfg: BirdConfig) -> list[str]:
     _check_flags(cfg, problems)
     _check_schedule(cfg, problems)
     _check_judge_keys(cfg, problems)
+    check_search(cfg, problems)
     return problems

@@ -186,4 +186,8 @@ def feedback(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
     from bird.components.thought import align_thoughts
 
     align_thoughts(cfg, state, cands, reports)
+    if cfg.feedback.self_verify:
+        from bird.components.self_verify import self_verify
+
+        self_verify(cfg, state, cands, reports)
     return reports

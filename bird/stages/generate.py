@@ -7,6 +7,8 @@ import random
 from dataclasses import replace
 from typing import Any
 
+from bird.components.crossover import crossover_children
+from bird.components.operators import SamplePlan, operator_request
 from bird.config.schema import BirdConfig
 from bird.llm.base import BudgetExhausted, Generator, LLMError, Message, Request, Response
 from bird.prompts import initial_user_message, obs_fields_context, templates
@@ -19,24 +21,24 @@ __all__ = ["generate", "build_request", "choose_parent"]
 _GENERATE_KINDS = {FailureKind.PARSE_ERROR, FailureKind.LLM_ERROR, FailureKind.SKIPPED}
 
 
-# -- parent: which earlier candidate a sample builds on (chosen per sample) ----------------------------------
+# -- parent: which earlier candidate a sample builds on (chosen per sample; fn(cfg, state, rng, temperature)) -------------------------------
 @register("parent", "iteration_best")
-def _iteration_best(state: SearchState, rng: random.Random, temperature: float) -> str | None:
+def _iteration_best(cfg: BirdConfig, state: SearchState, rng: random.Random, temperature: float) -> str | None:
     return state.iteration_best
 
 
 @register("parent", "global_best")
-def _global_best(state: SearchState, rng: random.Random, temperature: float) -> str | None:
+def _global_best(cfg: BirdConfig, state: SearchState, rng: random.Random, temperature: float) -> str | None:
     return state.global_best
 
 
 @register("parent", "none")
-def _no_parent(state: SearchState, rng: random.Random, temperature: float) -> str | None:
+def _no_parent(cfg: BirdConfig, state: SearchState, rng: random.Random, temperature: float) -> str | None:
     return None
 
 
 @register("parent", "latest")
-def _latest(state: SearchState, rng: random.Random, temperature: float) -> str | None:
+def _latest(cfg: BirdConfig, state: SearchState, rng: random.Random, temperature: float) -> str | None:
     """The most recent candidate that received feedback (a single refinement chain)."""
     return next(reversed(state.reports), None)
 
@@ -71,7 +73,7 @@ def _rng(state: SearchState, sample_index: int, salt: str) -> random.Random:
 def choose_parent(cfg: BirdConfig, state: SearchState, sample_index: int) -> str | None:
     """The parent of one sample (deterministic in seed, iteration and sample index)."""
     fn = get("parent", cfg.generate.parent)
-    return fn(state, _rng(state, sample_index, "parent"), cfg.generate.parent_temperature)
+    return fn(cfg, state, _rng(state, sample_index, "parent"), cfg.generate.parent_temperature)
 
 
 def _dialogue(cfg: BirdConfig, state: SearchState, chain: list[str], t: dict[str, str]) -> list[Message]:
@@ -91,8 +93,11 @@ def _dialogue_mode(cfg: BirdConfig, state: SearchState, system: str, first: str,
     return [Message("system", system), Message("user", first), *_dialogue(cfg, state, chain, templates(cfg.generate.prompt))]
 
 
-def build_request(cfg: BirdConfig, state: SearchState, sample_index: int) -> Request:
-    """The prompt for one sample of this iteration, with the structured context of exactly what it shows."""
+def build_request(cfg: BirdConfig, state: SearchState, sample_index: int, plan: SamplePlan | None = None) -> Request:
+    """The prompt for one sample of this iteration, with the structured context of exactly what it shows. A plan
+    naming an operator renders that operator's prompt (bird/components/operators.py)."""
+    if plan is not None and plan.operator != "sample":
+        return operator_request(cfg, state, sample_index, plan)
     language = cfg.reward.language or "numpy"
     t = templates(cfg.generate.prompt, language)
     parent = choose_parent(cfg, state, sample_index)
@@ -154,7 +159,13 @@ def _append_to_last_user(messages: list[Message], *pieces: str) -> list[Message]
     return [*messages[:i], Message("user", "\n\n".join([last.content.rstrip(), *pieces]), last.images), *messages[i + 1:]]
 
 
-def _candidate(state: SearchState, index: int, request: Request, parent: str | None) -> Candidate:
+def _candidate(cfg: BirdConfig, state: SearchState, index: int, request: Request, plan: SamplePlan) -> Candidate:
+    if plan.operator != "sample":
+        parents = tuple(p for p in plan.parents if p is not None)
+        return Candidate(id=f"it{state.iteration}-c{index}", iteration=state.iteration, index=index,
+                         messages=request.messages_json(), parent_id=parents[0] if parents else None,
+                         operator=plan.operator, co_parents=parents[1:], request=request)
+    parent = choose_parent(cfg, state, index) if request.purpose == "mutation" else None
     return Candidate(id=f"it{state.iteration}-c{index}", iteration=state.iteration, index=index,
                      messages=request.messages_json(), parent_id=parent, request=request)
 
@@ -187,15 +198,39 @@ def _check(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> None:
             cand.failure = result.failure
 
 
+# -- repair: what a resample after a failed answer asks (fn(cfg, cand, sample_index) -> Request) ---------------
+@register("repair", "blind")
+def _repair_blind(cfg: BirdConfig, cand: Candidate, sample_index: int) -> Request:
+    """The same prompt again; the error is not shown."""
+    return replace(cand.request, sample_index=sample_index)
+
+
+@register("repair", "with_trace")
+def _repair_with_trace(cfg: BirdConfig, cand: Candidate, sample_index: int) -> Request:
+    """The prompt, the failed answer and its error (reason + traceback) with the method's execution_error text."""
+    t = templates(cfg.generate.prompt)
+    assert cand.failure is not None and cand.request is not None
+    error = (cand.failure.reason + ("\n" + cand.failure.detail if cand.failure.detail else ""))[-3000:]
+    text = t.get("execution_error", "Executing the reward function code above has the following error: {error}. "
+                                    "Please fix the bug and provide a new, improved reward function!")
+    tip = t.get("code_output_tip", "")
+    messages = (*cand.request.messages, Message("assistant", cand.response),
+                Message("user", (text.format(error=error) + "\n" + tip).strip()))
+    context = {**cand.request.context, "error": error, "failed_code": cand.code}
+    return replace(cand.request, purpose="repair", messages=messages, context=context, sample_index=sample_index)
+
+
 def _resample(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate]) -> None:
-    """Blind resamples of the same prompt (no error shown) while an answer fails as generate.resample_on says."""
+    """Resamples while an answer fails as generate.resample_on says; generate.repair decides what they show."""
     k = state.plan.n_candidates
     _check(cfg, state, cands)
+    repair = get("repair", cfg.generate.repair)
     for retry in range(1, cfg.generate.parse_retries + 1):
-        bad = [c for c in cands if c.failure is not None and str(c.failure.kind) in cfg.generate.resample_on]
+        bad = [c for c in cands if c.failure is not None and str(c.failure.kind) in cfg.generate.resample_on
+               and c.request is not None]
         if not bad or state.stop_reason:
             break
-        again = [replace(c.request, sample_index=c.index + retry * k) for c in bad]
+        again = [repair(cfg, c, c.index + retry * k) for c in bad]
         for cand, answer in zip(bad, generator.complete_many(again), strict=True):
             cand.resampled.append(cand.failure.to_json())  # type: ignore[union-attr]
             state.screens.pop(cand.id, None)
@@ -220,16 +255,10 @@ def _iteration_k(cfg: BirdConfig, state: SearchState) -> int:
     return k
 
 
-def generate(cfg: BirdConfig, state: SearchState, generator: Generator) -> list[Candidate]:
-    """K candidates for this iteration (the schedule's, at most the policy trainings left); a failed request or parse
-    is recorded on the candidate."""
-    k = _iteration_k(cfg, state)
-    if cfg.train.reward_source == "reference":  # oracle: train the env's own reward, nothing to generate
-        return [Candidate(id=f"it{state.iteration}-c{i}", iteration=state.iteration, index=i, messages=[],
-                          response="(reference reward)") for i in range(k)]
-    requests = [build_request(cfg, state, i) for i in range(k)]
-    cands = [_candidate(state, i, r, choose_parent(cfg, state, i) if r.purpose == "mutation" else None)
-             for i, r in enumerate(requests)]
+def _llm_samples(cfg: BirdConfig, state: SearchState, generator: Generator, k: int) -> list[Candidate]:
+    plans = get("sampling", cfg.generate.sampling)(cfg, state, k)
+    requests = [build_request(cfg, state, i, plan) for i, plan in enumerate(plans)]
+    cands = [_candidate(cfg, state, i, r, plan) for i, (r, plan) in enumerate(zip(requests, plans, strict=True))]
     for cand, answer in zip(cands, generator.complete_many(requests), strict=True):
         _fill(cfg, cand, answer)
         if isinstance(answer, BudgetExhausted):
@@ -240,4 +269,21 @@ def generate(cfg: BirdConfig, state: SearchState, generator: Generator) -> list[
     record_thoughts(cfg, state, cands)
     if cfg.llm.abort_on_error and any(c.failure and c.failure.kind == FailureKind.LLM_ERROR for c in cands):
         raise LLMError("llm.abort_on_error: a request failed after all retries")
+    return cands
+
+
+def generate(cfg: BirdConfig, state: SearchState, generator: Generator, wave: int = 0) -> list[Candidate]:
+    """This iteration's candidates; a failed request or parse is recorded on the candidate.
+
+    Wave 0: K − plan.n_crossover LLM samples (planned by generate.sampling), then the programmatic crossover
+    children. Wave 1 (after wave 0 is trained): the crossover children wave 0 could not make for lack of parents.
+    Every new candidate is then aligned (alignment.method)."""
+    k = 0 if wave else _iteration_k(cfg, state)  # the schedule's K, at most the policy trainings left
+    if cfg.train.reward_source == "reference":  # oracle: train the env's own reward, nothing to generate
+        return [Candidate(id=f"it{state.iteration}-c{i}", iteration=state.iteration, index=i,
+                          messages=[], response="(reference reward)") for i in range(k)]
+    done = [c for c in state.candidates.values() if c.iteration == state.iteration]
+    cands = [] if wave else _llm_samples(cfg, state, generator, k - min(state.plan.n_crossover, k))
+    cands += crossover_children(cfg, state, len(done) + len(cands), wave)
+    get("alignment", cfg.alignment.method)(cfg, state, generator, cands)
     return cands

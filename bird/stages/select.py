@@ -11,7 +11,8 @@ __all__ = ["select"]
 
 
 @register("select", "argmax")
-def _argmax(state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> str | None:
+def _argmax(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
+            reports: dict[str, Report]) -> str | None:
     """The iteration's best by fitness; ties go to the first index; None when nothing was ranked."""
     ranked = [c.id for c in cands if c.id in reports and reports[c.id].fitness is not None]
     if not ranked:
@@ -20,13 +21,15 @@ def _argmax(state: SearchState, cands: list[Candidate], reports: dict[str, Repor
 
 
 @register("select", "none")
-def _no_selection(state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> str | None:
+def _no_selection(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
+                  reports: dict[str, Report]) -> str | None:
     """Nothing is ranked (a single refinement chain)."""
     return None
 
 
 @register("select", "mu_plus_lambda")
-def _mu_plus_lambda(state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> str | None:
+def _mu_plus_lambda(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
+                    reports: dict[str, Report]) -> str | None:
     """(μ+λ) truncation: the population store becomes the best `plan.population_size` of parents ∪ children
     by fitness (ties keep the older member); returns the best member."""
     children = [c.id for c in cands if c.id in reports and reports[c.id].fitness is not None]
@@ -75,7 +78,7 @@ def _incumbent_gate(state: SearchState, best: str | None) -> str | None:
 
 def select(cfg: BirdConfig, state: SearchState, cands: list[Candidate], reports: dict[str, Report]) -> None:
     """Update the iteration best (the candidate carried forward), the global best and the returned candidate."""
-    best = get("select", cfg.select.rule)(state, cands, reports)
+    best = get("select", cfg.select.rule)(cfg, state, cands, reports)
     if cfg.select.require_improvement_over_incumbent:
         best = _incumbent_gate(state, best)
     if best is not None:

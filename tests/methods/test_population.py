@@ -22,18 +22,18 @@ def test_mu_plus_lambda_keeps_the_best_p_of_parents_and_children():
     state = _state(2)
     rule = get("select", "mu_plus_lambda")
     gen1 = [_add(state, "a", -1.0), _add(state, "b", -3.0), _add(state, "c", -2.0)]
-    assert rule(state, gen1, state.reports) == "a" and state.population == ["a", "c"]
+    assert rule(None, state, gen1, state.reports) == "a" and state.population == ["a", "c"]
     gen2 = [_add(state, "d", -1.5), _add(state, "e", -0.5), _add(state, "f", -9.0)]
-    assert rule(state, gen2, state.reports) == "e" and state.population == ["e", "a"]
+    assert rule(None, state, gen2, state.reports) == "e" and state.population == ["e", "a"]
 
 
 def test_ties_keep_the_older_member_and_unranked_children_never_enter():
     state = _state(1)
     rule = get("select", "mu_plus_lambda")
-    rule(state, [_add(state, "a", -1.0)], state.reports)
+    rule(None, state, [_add(state, "a", -1.0)], state.reports)
     late = _add(state, "b", -1.0)
     failed = Candidate("z", 2, 1, [])
-    rule(state, [late, failed], state.reports)
+    rule(None, state, [late, failed], state.reports)
     assert state.population == ["a"]
 
 
@@ -43,7 +43,7 @@ def test_softmax_parent_follows_fitness():
         _add(state, cid, f)
     state.population = ["a", "b", "c"]
     rng = random.Random(0)
-    draws = [get("parent", "softmax_fitness")(state, rng, 1.0) for _ in range(4000)]
+    draws = [get("parent", "softmax_fitness")(None, state, rng, 1.0) for _ in range(4000)]
     share = draws.count("a") / len(draws)
     assert abs(share - 1 / (1 + 2.718281828 ** -1)) < 0.03 and "c" not in draws
 

@@ -42,7 +42,10 @@ def test_add_rollouts_labels_each_episode_by_its_score(tmp_path):
 
     path = tmp_path / "rollouts.npz"
     save_rollouts(path, _rollouts([[1.0], [2.0], [3.0]], [0.99, 1.0, 1.5]))
-    state = SearchState(None, Plan(1, 1, 1, 1, 1, 1), 0, {})  # type: ignore[arg-type]
+    from types import SimpleNamespace
+
+    # a suite whose score is a success flag (Meta-World); elsewhere no episode is a success (BIRD Table 8 note a)
+    state = SearchState(SimpleNamespace(suite="metaworld"), Plan(1, 1, 1, 1, 1, 1), 0, {})  # type: ignore[arg-type]
     add_rollouts(state, "it1-c0", str(path), 1.0)
     add_rollouts(state, "it1-c1", str(path), 1.2)
     assert state.trajectories.success == [False, True, True, False, False, True]

@@ -15,7 +15,7 @@ from bird.llm.base import Generator, LLMError, Request, Response
 from bird.llm.offline.mutation import mutate, optional_terms
 from bird.llm.offline.terms import SPEC_MARKER, Term, render_program
 
-__all__ = ["OfflineSynthesiser", "propose", "mutate"]
+__all__ = ["OfflineSynthesiser", "propose", "mutate", "parent_terms", "optional_terms"]
 
 LABEL = "offline synthesiser (no-LLM baseline)"
 _WEIGHTS = (0.1, 0.3, 1.0, 3.0)
@@ -97,7 +97,8 @@ def propose(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
     return terms
 
 
-def _parent_terms(code: str | None) -> list[Term] | None:
+def parent_terms(code: str | None) -> list[Term] | None:
+    """The term spec an offline program carries in its marker comment (None for any other program)."""
     if not code:
         return None
     for line in code.splitlines():
@@ -163,10 +164,20 @@ class OfflineSynthesiser(Generator):
 
             text = answer_demo_request(ctx, request.purpose, self._rng(request), LABEL)
             return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+        if request.purpose == "self_verify":
+            from bird.llm.offline.operator_synth import answer_operator
+
+            text = answer_operator(request.purpose, ctx, self._rng(request), LABEL) or ""
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
         if "obs_fields" not in ctx or "task" not in ctx:
             raise LLMError(f"offline synthesiser cannot answer a {request.purpose!r} request without obs_fields/task")
         rng = self._rng(request)
-        parent = _parent_terms(ctx.get("parent_code"))
+        from bird.llm.offline.operator_synth import answer_operator
+
+        text = answer_operator(request.purpose, ctx, rng, LABEL)
+        if text is not None:
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+        parent = parent_terms(ctx.get("parent_code"))
         if request.purpose == "mutation" and parent and not ctx.get("error"):
             terms, how = mutate(ctx, parent, rng), "mutated from the parent using the feedback shown"
         else:
