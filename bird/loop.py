@@ -46,9 +46,10 @@ def make_plan(cfg: BirdConfig) -> Plan:
     schedule = tuple(min(k, b.max_candidates or k) for k in full[: b.max_iterations or len(full)])
     k = max(schedule)
     own = {"n_candidates": cfg.generate.n_candidates, "iterations": cfg.loop.iterations,
-           "population_size": cfg.select.population_size or cfg.generate.n_candidates, "schedule": list(full)}
-    planned = {"n_candidates": k, "iterations": len(schedule), "population_size": cfg.select.population_size or k,
-               "schedule": list(schedule)}
+           "population_size": cfg.select.population_size or cfg.generate.n_candidates}
+    planned = {"n_candidates": k, "iterations": len(schedule), "population_size": cfg.select.population_size or k}
+    if len(set(full)) > 1:  # a varying schedule is not told by K and T alone
+        own["schedule"], planned["schedule"] = list(full), list(schedule)
     per_core = max(1, int(default_workers() // cfg.train.resources.num_cpus))
     return Plan(n_candidates=k, iterations=len(schedule), env_steps=b.env_steps,
                 final_env_steps=b.final_env_steps or b.env_steps, final_seeds=b.final_seeds,
