@@ -133,9 +133,9 @@ def test_offline_mutation_reads_the_cues_of_a_summarised_feedback(compose_cfg, p
     state.iteration = 1
     first = OfflineSynthesiser("o").complete(build_request(cfg, state, 0))
     parent = first.text.split("```python\n")[1].split("```")[0]
-    from bird.llm.offline.synth import _parent_terms, mutate
+    from bird.llm.offline.synth import mutate, parent_terms
 
-    terms = _parent_terms(parent)
+    terms = parent_terms(parent)
     flat = next(t for t in terms if t.kind != "alive")
     summary = {"summary": [{"summary": f"Component {flat.name} barely changes."}]}
     out = mutate({"feedback": summary, "obs_fields": obs_fields_context(pendulum.spec), "task": pendulum.spec.description},

@@ -16,4 +16,4 @@ def test_a_training_leaves_no_sb3_folder_in_the_temp_directory(compose_cfg, tmp_
     result = train_ppo(make_job(cfg, "c0", None, 0, 512, tmp_path / "out"))
     assert result.ok
     assert [p.name for p in temp.iterdir() if p.name.startswith("SB3-")] == []
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["curve.csv"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["checkpoint.json", "curve.csv"]  # the shipped checkpoint (train.checkpoint_selection)
