@@ -187,6 +187,37 @@ def test_the_rl_round_adds_the_global_bests_rollouts_as_negative_episodes(compos
     assert [(j.candidate_id, j.code) for j in pool.jobs] == [("expand-it3", GOOD)]
 
 
+class _CrashingPool:
+    """TrainPool's interface for a learner that crashes after `steps` environment steps (no training here)."""
+
+    def __init__(self, steps):
+        self.steps, self.jobs = steps, []
+
+    def run(self, learner, jobs):
+        from bird.types import Failure, FailureKind, TrainResult
+
+        self.jobs += jobs
+        return [TrainResult(j.candidate_id, j.seed, (), self.steps, 0.1, Failure(FailureKind.TRAIN_ERROR, "crashed"))
+                for j in jobs]
+
+
+def test_a_failed_rl_round_adds_its_steps_to_the_spent_ones_and_no_negatives(compose_cfg, tmp_path):
+    from bird.components.demos import expand_negatives
+
+    cfg, demos = _load(compose_cfg, "demos.test_fraction=0")
+    state = _state(cfg, demos)
+    state.env_steps, state.iteration = 1000, 2
+    state.candidates["it1-c0"] = Candidate("it1-c0", 1, 0, [], code=GOOD)
+    state.global_best = "it1-c0"
+    run, pool = _RecordingRun(tmp_path), _CrashingPool(300)
+    expand_negatives(cfg, state, pool, run)
+    assert state.env_steps == 1300  # the crashed round's steps are spent too, on top of the earlier ones
+    assert state.demos.train.source == ["expert", "expert", "random", "random"]
+    assert run.events == [("negatives_expanded", {"candidate": "it1-c0", "added": 0, "failure": {
+        "kind": "train_error", "reason": "crashed", "detail": ""}})]
+    assert [j.candidate_id for j in pool.jobs] == ["expand-it2"]
+
+
 def test_describe_counts_dropped_states_apart():
     eps = Episodes(np.zeros((5, 1)), np.array([0, 0, 0, 1, 1]), np.array([0, 1, 2, 0, 1]),
                    np.array([0, 0, 1, -1, -1]), ["expert", "random"])
