@@ -424,6 +424,39 @@ def test_landlock_rules_cover_files_directories_and_skip_missing_paths(tmp_path)
     assert (tmp_path / "dir" / "a.txt").read_text() == "in a directory"
 
 
+def test_filesystem_rights_grow_with_the_abi():
+    """ABI 1 handles the first 13 rights; REFER comes with ABI 2, TRUNCATE with 3, IOCTL_DEV with 5."""
+    assert [landlock._fs_rights(abi) for abi in (1, 2, 3, 4, 5, 6, 7)] == [
+        0x1FFF, 0x3FFF, 0x7FFF, 0x7FFF, 0xFFFF, 0xFFFF, 0xFFFF]
+
+
+def _landlock_as_abi(abi: int, port: int):
+    """Child: pretend the kernel offers only Landlock `abi`, apply the layer, then try a file, TCP and a signal."""
+    landlock.abi_version = lambda: abi
+    isolation.STEPS["no_new_privs"](config(), ROOT)
+    try:
+        layer = isolation.STEPS["landlock"](config(read_modules=("numpy",)), ROOT).to_json()
+    except OSError as exc:
+        layer = f"OSError: {exc}"
+    return {"layer": layer, "etc": attempt(lambda: open("/etc/hostname").read()),
+            "connect": attempt(_connect(port)), "signal_parent": attempt(lambda: os.kill(os.getppid(), 0))}
+
+
+def test_an_older_landlock_abi_enforces_what_it_has_and_the_layer_says_what_it_lacks(listener):
+    paths = ", ".join(isolation.read_paths_for(["numpy"]))
+    abi3 = in_child(_landlock_as_abi, 3, listener).result
+    assert abi3["layer"] == {"name": "landlock", "active": False, "detail": (
+        f"ABI 3; read-only: {paths}; network rules need ABI 4; scoping needs ABI 6")}
+    assert abi3["etc"] == "PermissionError:13" and abi3["connect"] == abi3["signal_parent"] == "ok"
+    abi5 = in_child(_landlock_as_abi, 5, listener).result
+    assert abi5["layer"]["active"] is False and abi5["layer"]["detail"].endswith(
+        "; TCP bind/connect denied; scoping needs ABI 6")
+    assert abi5["connect"] == "PermissionError:13" and abi5["signal_parent"] == "ok"
+    none = in_child(_landlock_as_abi, 0, listener).result
+    assert none["layer"] == "OSError: Landlock is not available in this kernel"
+    assert none["etc"] == none["connect"] == "ok"
+
+
 # -- seccomp -----------------------------------------------------------------------------------------------------
 def _ioctl(request: int, fd: int) -> str:
     arg = ctypes.c_int(0)
@@ -441,7 +474,8 @@ def _syscall_then():
         seen["socket"] = attempt(lambda: socket.socket())
         done.set()
 
-    threading.Thread(target=older_thread, daemon=True).start()
+    older = threading.Thread(target=older_thread, daemon=True)
+    older.start()
 
     def then():
         out = {"fork": attempt(_fork), "thread": attempt(_thread), "socket": attempt(lambda: socket.socket()),
@@ -451,6 +485,14 @@ def _syscall_then():
                "kill_self": attempt(lambda: os.kill(os.getpid(), 0)),
                "kill_parent": attempt(lambda: os.kill(os.getppid(), 0)),
                "signal_own_thread": attempt(lambda: signal.pthread_kill(threading.main_thread().ident, 0)),
+               "signal_older_thread": attempt(lambda: signal.pthread_kill(older.ident, 0)),  # tid != pid
+               # raw open(2) (Python uses openat): read-only allowed, any write flag denied
+               "raw_open_read": attempt(lambda: os.close(_sys(2, _path(os.__file__), os.O_RDONLY, 0))),
+               "raw_open_write": attempt(lambda: _sys(2, _path("/tmp/bird-seccomp-unit"), os.O_WRONLY | os.O_CREAT, 0o600)),
+               # clone with CLONE_THREAD but no CLONE_SIGHAND: the kernel says EINVAL, so EPERM means the filter
+               # refused it first; EINVAL for plain thread flags, EPERM once a namespace or process flag is added
+               **{f"clone_{name}": attempt(lambda flags=flags: _sys(56, _CLONE_THREAD | flags, 0, 0, 0, 0))
+                  for name, flags in _CLONE_EXTRA.items()},
                "tgkill_parent": attempt(lambda: _sys(234, os.getppid(), os.getppid(), 0)),
                "set_cpu_limit": attempt(lambda: resource.setrlimit(resource.RLIMIT_CPU, (3000, 3600))),
                "set_as_limit": attempt(lambda: _set_limit(resource.RLIMIT_AS)),
@@ -470,6 +512,18 @@ def _syscall_then():
 
 
 _libc.syscall.restype = ctypes.c_long
+_CLONE_THREAD = 0x00010000
+_CLONE_EXTRA = {"thread": 0, "newuser": 0x10000000, "newnet": 0x40000000, "newtime": 0x00000080,
+                "vfork": 0x00004000, "pidfd": 0x00001000}
+
+
+def _path(text: str) -> int:
+    buf = ctypes.create_string_buffer(text.encode())
+    _PATHS.append(buf)  # kept alive until the child ends
+    return ctypes.addressof(buf)
+
+
+_PATHS: list = []
 
 
 def _sys(nr: int, *args: int) -> int:
@@ -508,6 +562,12 @@ def test_seccomp_allows_what_numpy_needs_and_denies_processes_files_sockets_and_
     assert found["tcgets"] == "errno 25"  # ENOTTY from the kernel: the call itself is allowed
     assert found["fionbio"] == "errno 1"
     assert found["clone3"] == found["openat2"] == "OSError:38"  # ENOSYS: glibc falls back to what can be filtered
+    for key in ("signal_older_thread", "raw_open_read"):
+        assert found[key] == "ok", (key, found[key])
+    assert found["raw_open_write"] == DENIED
+    assert found["clone_thread"] == "OSError:22"  # passed the filter; the kernel refused the flags
+    for key in ("clone_newuser", "clone_newnet", "clone_newtime", "clone_vfork", "clone_pidfd"):
+        assert found[key] == DENIED, (key, found[key])
     control = in_child(lambda: _layers(config(), ["no_new_privs"], _syscall_then())).result["found"]
     assert all(control[k] == "ok" for k in ("fork", "socket", "write_open", "kill_parent", "set_dumpable")), control
     no_threads = in_child(lambda: _layers(config(), ["no_new_privs", "seccomp"], _syscall_then())).result
@@ -527,6 +587,8 @@ def test_seccomp_reports_how_many_syscalls_it_allows():
         f"allowlist of {n} syscalls + read-only open, self-only signals, no clone; fork/exec/socket/ptrace/"
         "process_vm_* denied; clone3 -> ENOSYS")}
     assert in_child(count, False, ("read", "no_such_syscall_xyz")).result == base  # duplicates and unknowns: none
+    after_unknown = in_child(count, False, ("no_such_syscall_xyz", "pidfd_open")).result["detail"]
+    assert after_unknown.startswith(f"allowlist of {n + 1} syscalls")  # an unknown one does not end the list
     more = in_child(count, True, ("pidfd_open",)).result["detail"]
     assert more.startswith(f"allowlist of {n + 1} syscalls") and "threads allowed (clone with CLONE_THREAD only)" in more
 
