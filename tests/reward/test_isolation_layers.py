@@ -140,17 +140,21 @@ def test_resource_limits_report_what_the_kernel_enforces():
     def then():
         return {k: list(v) for k, v in limits().items()} | {"cpu_used": time.process_time()}
 
+    budget = isolation.cpu_budget()  # 3600 s, unless this process runs under a lower hard limit (mutmut sets one)
     for threads, nproc in ((False, "RLIMIT_NPROC=0"),
                            (True, "RLIMIT_NPROC not set (threads needed; seccomp denies processes)")):
         out = run(["resource_limits"], then, config(memory_mb=mb, call_timeout_s=2.5, threads=threads))
         found, (layer,) = out["found"], out["layers"]
         assert layer == {"name": "resource_limits", "active": not threads, "detail": (
-            f"RLIMIT_AS={mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call 4 s (life 3600 s), {nproc}, RLIMIT_NOFILE=64, "
+            f"RLIMIT_AS={mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call 4 s (life {budget} s), {nproc}, RLIMIT_NOFILE=64, "
             "RLIMIT_CORE=0")}
         assert found["Max address space"] == [str(mb << 20)] * 2 and found["Max file size"] == ["0", "0"]
         assert threads or found["Max processes"] == ["0", "0"]
         # the CPU soft limit: CPU used so far (rounded up) + the per-call limit (rounded up) + 1 s; hard: the budget
-        assert found["Max cpu time"] == [str(math.ceil(found["cpu_used"]) + 3 + 1), "3600"]
+        # (at most one second less when the CPU used crossed a whole second after arming: a fresh child starts at 0)
+        soft, hard = found["Max cpu time"]
+        assert math.ceil(found["cpu_used"]) + 3 <= int(soft) <= math.ceil(found["cpu_used"]) + 3 + 1
+        assert hard == str(budget)
 
 
 def test_cpu_limit_ends_a_call_that_spins_past_the_per_call_limit():
@@ -175,7 +179,25 @@ def test_arming_the_cpu_limit_counts_from_the_cpu_used_so_far():
         return [used, list(resource.getrlimit(resource.RLIMIT_CPU))]
 
     used, (soft, hard) = run(["resource_limits"], then)["found"]
-    assert (soft, hard) == (math.ceil(used) + 1 + 1, isolation.CPU_BUDGET_S)
+    assert (soft, hard) == (math.ceil(used) + 1 + 1, isolation.cpu_budget())
+
+
+def test_a_host_under_a_lower_cpu_hard_limit_keeps_it_and_the_limits_still_apply():
+    """A batch system's `ulimit -t 900`: the worker cannot raise its hard CPU limit to 3600 s, so it keeps 900 s
+    (and still sets every other limit and the per-call soft limit)."""
+    def then():
+        return list(resource.getrlimit(resource.RLIMIT_CPU))
+
+    def lowered(hard: int):
+        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+        return _layers(config(call_timeout_s=2.5), ["resource_limits"], then)
+
+    now = resource.getrlimit(resource.RLIMIT_CPU)[1]  # infinite, or lower under mutmut
+    for hard in [h for h in (900, 5000) if now == resource.RLIM_INFINITY or h < now] or [now - 1]:
+        out = in_child(lowered, hard).result
+        budget = min(hard, isolation.CPU_BUDGET_S)
+        assert out["layers"][0]["active"] is True and f"(life {budget} s)" in out["layers"][0]["detail"], out
+        assert out["found"][1] == budget and out["found"][0] < 10
 
 
 # -- working directory, identity --------------------------------------------------------------------------------
@@ -494,7 +516,7 @@ def _syscall_then():
                **{f"clone_{name}": attempt(lambda flags=flags: _sys(56, _CLONE_THREAD | flags, 0, 0, 0, 0))
                   for name, flags in _CLONE_EXTRA.items()},
                "tgkill_parent": attempt(lambda: _sys(234, os.getppid(), os.getppid(), 0)),
-               "set_cpu_limit": attempt(lambda: resource.setrlimit(resource.RLIMIT_CPU, (3000, 3600))),
+               "set_cpu_limit": attempt(lambda: resource.setrlimit(resource.RLIMIT_CPU, _cpu_limits_below_hard())),
                "set_as_limit": attempt(lambda: _set_limit(resource.RLIMIT_AS)),
                "get_limit": attempt(lambda: resource.getrlimit(resource.RLIMIT_AS)),
                "set_name": attempt(lambda: _check(_libc.prctl(15, b"bird-unit", 0, 0, 0))),
@@ -532,6 +554,11 @@ def _sys(nr: int, *args: int) -> int:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
     return ret
+
+
+def _cpu_limits_below_hard() -> tuple[int, int]:
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]  # infinite, or lower under mutmut
+    return (3000, 3600) if hard == resource.RLIM_INFINITY else (hard - 1, hard)
 
 
 def _set_limit(res: int) -> None:
