@@ -141,6 +141,8 @@ def test_resource_limits_report_what_the_kernel_enforces():
         return {k: list(v) for k, v in limits().items()} | {"cpu_used": time.process_time()}
 
     budget = isolation.cpu_budget()  # 3600 s, unless this process runs under a lower hard limit (mutmut sets one)
+    if resource.getrlimit(resource.RLIMIT_CPU)[1] == resource.RLIM_INFINITY:
+        assert budget == isolation.CPU_BUDGET_S == 3600
     for threads, nproc in ((False, "RLIMIT_NPROC=0"),
                            (True, "RLIMIT_NPROC not set (threads needed; seccomp denies processes)")):
         out = run(["resource_limits"], then, config(memory_mb=mb, call_timeout_s=2.5, threads=threads))
@@ -617,7 +619,8 @@ def test_seccomp_reports_how_many_syscalls_it_allows():
     after_unknown = in_child(count, False, ("no_such_syscall_xyz", "pidfd_open")).result["detail"]
     assert after_unknown.startswith(f"allowlist of {n + 1} syscalls")  # an unknown one does not end the list
     more = in_child(count, True, ("pidfd_open",)).result["detail"]
-    assert more.startswith(f"allowlist of {n + 1} syscalls") and "threads allowed (clone with CLONE_THREAD only)" in more
+    assert more == (f"allowlist of {n + 1} syscalls + read-only open, self-only signals, threads allowed (clone with "
+                    "CLONE_THREAD only); fork/exec/socket/ptrace/process_vm_* denied; clone3 -> ENOSYS")
 
 
 # -- read paths and the whole sequence ---------------------------------------------------------------------------
@@ -652,13 +655,16 @@ def test_apply_runs_every_layer_in_order_after_importing_the_languages_modules(t
         sys.path.insert(0, str(probe_dir))
         layers = isolation.apply(cfg)
         return {"layers": [d.to_json() for d in layers], "preloaded": sys.modules["preloaded_probe"].VALUE,
-                "late": attempt(lambda: __import__("late_probe")), "uid": os.getuid()}
+                "late": attempt(lambda: __import__("late_probe")), "uid": os.getuid(), "groups": os.getgroups(),
+                "user_ns": os.readlink("/proc/self/ns/user")}
 
     out = in_child(child, cwd=str(tmp_path / "work")).result
     assert [d["name"] for d in out["layers"]] == list(isolation.LAYERS)
     assert all(d["active"] for d in out["layers"]), out["layers"]
     assert out["preloaded"] == 41 and out["late"] != "ok"  # only what was imported before the layers
     assert out["uid"] == (isolation.SANDBOX_UID if ROOT else os.getuid())
+    if ROOT:  # a real uid drop, no supplementary groups, and no user namespace (where uid 0 would show as 65534)
+        assert out["groups"] == [] and out["user_ns"] == os.readlink("/proc/self/ns/user")
 
 
 def test_apply_reports_a_layer_it_could_not_apply_and_applies_the_others(tmp_path):
