@@ -103,6 +103,7 @@ def test_the_demo_set_records_how_it_was_built_and_splits_by_max_train(compose_c
 def test_no_test_split_when_one_kind_has_no_episode_left_for_it(compose_cfg):
     _, demos = _load(compose_cfg, "demos.n_expert=1", "demos.test_fraction=0.5")  # 1 expert: it trains
     assert demos.test is None and demos.train.source[0] == "expert"  # (the held-out random episode is unused)
+    assert "goal_states" not in demos.meta  # only goal_identified records goal states
 
 
 GOOD = """
