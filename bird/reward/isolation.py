@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from bird.reward import landlock, seccomp_policy
 
 __all__ = ["IsolationConfig", "Layer", "LAYERS", "STEPS", "SANDBOX_UID", "CPU_BUDGET_S", "apply", "arm_cpu_limit",
-           "harden_host", "read_paths_for"]
+           "cpu_budget", "harden_host", "read_paths_for"]
 
 SANDBOX_UID = SANDBOX_GID = 65534  # nobody / nogroup: what a root host drops the worker to
 CPU_BUDGET_S = 3600  # hard RLIMIT_CPU over a worker's life; the soft limit is re-armed per call
@@ -120,12 +120,20 @@ def _resource_limits(cfg: IsolationConfig) -> Layer:
         limits[resource.RLIMIT_NPROC] = 0  # no new process or thread (root ignores it: the uid drop comes next)
     for res, value in limits.items():
         resource.setrlimit(res, (value, value))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_BUDGET_S, CPU_BUDGET_S))
+    budget = cpu_budget()
+    resource.setrlimit(resource.RLIMIT_CPU, (budget, budget))
     arm_cpu_limit(cfg.call_timeout_s)
     nproc = "RLIMIT_NPROC=0" if not cfg.threads else "RLIMIT_NPROC not set (threads needed; seccomp denies processes)"
     return Layer("resource_limits", not cfg.threads,
                  f"RLIMIT_AS={cfg.memory_mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call {math.ceil(cfg.call_timeout_s) + 1} s"
-                 f" (life {CPU_BUDGET_S} s), {nproc}, RLIMIT_NOFILE=64, RLIMIT_CORE=0")
+                 f" (life {budget} s), {nproc}, RLIMIT_NOFILE=64, RLIMIT_CORE=0")
+
+
+def cpu_budget() -> int:
+    """The hard RLIMIT_CPU a worker gets: CPU_BUDGET_S, or the lower hard limit this process already runs under
+    (a batch system's `ulimit -t`), which it could not raise."""
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    return CPU_BUDGET_S if hard == resource.RLIM_INFINITY else min(CPU_BUDGET_S, hard)
 
 
 def arm_cpu_limit(seconds: float) -> None:

@@ -87,6 +87,25 @@ def test_last_state_rule_makes_only_each_expert_episodes_last_state_positive(com
     assert (label[2:] == -1).all()  # random episodes stay negative whatever the rule
 
 
+def test_the_demo_set_records_how_it_was_built_and_splits_by_max_train(compose_cfg):
+    """max_train=4: two train episodes of each kind, the other two test; the meta says what was loaded."""
+    cfg, demos = _load(compose_cfg, "demos.n_expert=4", "demos.n_negative=4", "demos.max_train=4",
+                       "demos.test_fraction=0", "demos.positive_states=goal_identified")
+    assert demos.train.source == demos.test.source == ["expert", "expert", "random", "random"]
+    goals = demos.meta.pop("goal_states")
+    assert [g["episode"] for g in goals] == [0, 1, 2, 3] and all(g["goal_steps"] for g in goals)
+    assert demos.meta == {"env": "metaworld/reach", "n_expert": 4, "n_negative": 4, "seed": cfg.demos.seed,
+                          "negative_kind": "random", "positive_states": "goal_identified", "stride": cfg.demos.stride,
+                          "n_shown": cfg.demos.n_shown, "max_train": 4, "expert_success_rate": 1.0,
+                          "negative_success_rate": 0.0}
+
+
+def test_no_test_split_when_one_kind_has_no_episode_left_for_it(compose_cfg):
+    _, demos = _load(compose_cfg, "demos.n_expert=1", "demos.test_fraction=0.5")  # 1 expert: it trains
+    assert demos.test is None and demos.train.source[0] == "expert"  # (the held-out random episode is unused)
+    assert "goal_states" not in demos.meta  # only goal_identified records goal states
+
+
 GOOD = """
 import numpy as np
 
@@ -185,6 +204,44 @@ def test_the_rl_round_adds_the_global_bests_rollouts_as_negative_episodes(compos
     assert (tmp_path / "expand" / "it3" / "curve.csv").exists()
     # trained on the global best's own reward (code None would mean the environment's reward)
     assert [(j.candidate_id, j.code) for j in pool.jobs] == [("expand-it3", GOOD)]
+
+
+class _EndedPool:
+    """TrainPool's interface for a learner that ended after `steps` environment steps with `failure` and maybe a
+    rollouts path (no training here)."""
+
+    def __init__(self, steps, failure, rollouts_path):
+        self.steps, self.failure, self.rollouts_path, self.jobs = steps, failure, rollouts_path, []
+
+    def run(self, learner, jobs):
+        from bird.types import TrainResult
+
+        self.jobs += jobs
+        return [TrainResult(j.candidate_id, j.seed, (), self.steps, 0.1, self.failure, rollouts_path=self.rollouts_path)
+                for j in jobs]
+
+
+@pytest.mark.parametrize("crashed", [True, False])
+def test_an_rl_round_without_rollouts_adds_its_steps_to_the_spent_ones_and_no_negatives(compose_cfg, tmp_path, crashed):
+    """A learner that crashed (even after writing part of its rollouts) or collected none: the steps it used are
+    spent on top of the earlier ones, the negatives stay as they were, and the event says why."""
+    from bird.components.demos import expand_negatives
+    from bird.types import Failure, FailureKind
+
+    cfg, demos = _load(compose_cfg, "demos.test_fraction=0")
+    state = _state(cfg, demos)
+    state.env_steps, state.iteration = 1000, 2
+    state.candidates["it1-c0"] = Candidate("it1-c0", 1, 0, [], code=GOOD)
+    state.global_best = "it1-c0"
+    failure = Failure(FailureKind.TRAIN_ERROR, "crashed") if crashed else None
+    run = _RecordingRun(tmp_path)
+    pool = _EndedPool(300, failure, str(tmp_path / "partial.npz") if crashed else None)
+    expand_negatives(cfg, state, pool, run)
+    assert state.env_steps == 1300
+    assert state.demos.train.source == ["expert", "expert", "random", "random"]
+    why = {"kind": "train_error", "reason": "crashed", "detail": ""} if crashed else None
+    assert run.events == [("negatives_expanded", {"candidate": "it1-c0", "added": 0, "failure": why})]
+    assert [j.candidate_id for j in pool.jobs] == ["expand-it2"]
 
 
 def test_describe_counts_dropped_states_apart():

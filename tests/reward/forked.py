@@ -114,6 +114,10 @@ def spawn(fn: Callable[..., Any], *args: Any, keep: tuple[int, ...] = (), stdin:
         global _channel
         try:
             _channel = w
+            # a SIGCHLD handler of the test runner (mutmut's fork server writes to a pipe it holds) would write into
+            # whatever descriptor reuses that pipe's number once the fds below are closed
+            for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
             if stdin is not None:
                 os.dup2(stdin, 0)
             for fd in sorted(int(f) for f in os.listdir("/proc/self/fd")):

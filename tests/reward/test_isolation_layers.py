@@ -140,17 +140,23 @@ def test_resource_limits_report_what_the_kernel_enforces():
     def then():
         return {k: list(v) for k, v in limits().items()} | {"cpu_used": time.process_time()}
 
+    budget = isolation.cpu_budget()  # 3600 s, unless this process runs under a lower hard limit (mutmut sets one)
+    if resource.getrlimit(resource.RLIMIT_CPU)[1] == resource.RLIM_INFINITY:
+        assert budget == isolation.CPU_BUDGET_S == 3600
     for threads, nproc in ((False, "RLIMIT_NPROC=0"),
                            (True, "RLIMIT_NPROC not set (threads needed; seccomp denies processes)")):
         out = run(["resource_limits"], then, config(memory_mb=mb, call_timeout_s=2.5, threads=threads))
         found, (layer,) = out["found"], out["layers"]
         assert layer == {"name": "resource_limits", "active": not threads, "detail": (
-            f"RLIMIT_AS={mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call 4 s (life 3600 s), {nproc}, RLIMIT_NOFILE=64, "
+            f"RLIMIT_AS={mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call 4 s (life {budget} s), {nproc}, RLIMIT_NOFILE=64, "
             "RLIMIT_CORE=0")}
         assert found["Max address space"] == [str(mb << 20)] * 2 and found["Max file size"] == ["0", "0"]
         assert threads or found["Max processes"] == ["0", "0"]
         # the CPU soft limit: CPU used so far (rounded up) + the per-call limit (rounded up) + 1 s; hard: the budget
-        assert found["Max cpu time"] == [str(math.ceil(found["cpu_used"]) + 3 + 1), "3600"]
+        # (at most one second less when the CPU used crossed a whole second after arming: a fresh child starts at 0)
+        soft, hard = found["Max cpu time"]
+        assert math.ceil(found["cpu_used"]) + 3 <= int(soft) <= math.ceil(found["cpu_used"]) + 3 + 1
+        assert hard == str(budget)
 
 
 def test_cpu_limit_ends_a_call_that_spins_past_the_per_call_limit():
@@ -175,7 +181,25 @@ def test_arming_the_cpu_limit_counts_from_the_cpu_used_so_far():
         return [used, list(resource.getrlimit(resource.RLIMIT_CPU))]
 
     used, (soft, hard) = run(["resource_limits"], then)["found"]
-    assert (soft, hard) == (math.ceil(used) + 1 + 1, isolation.CPU_BUDGET_S)
+    assert (soft, hard) == (math.ceil(used) + 1 + 1, isolation.cpu_budget())
+
+
+def test_a_host_under_a_lower_cpu_hard_limit_keeps_it_and_the_limits_still_apply():
+    """A batch system's `ulimit -t 900`: the worker cannot raise its hard CPU limit to 3600 s, so it keeps 900 s
+    (and still sets every other limit and the per-call soft limit)."""
+    def then():
+        return list(resource.getrlimit(resource.RLIMIT_CPU))
+
+    def lowered(hard: int):
+        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+        return _layers(config(call_timeout_s=2.5), ["resource_limits"], then)
+
+    now = resource.getrlimit(resource.RLIMIT_CPU)[1]  # infinite, or lower under mutmut
+    for hard in [h for h in (900, 5000) if now == resource.RLIM_INFINITY or h < now] or [now - 1]:
+        out = in_child(lowered, hard).result
+        budget = min(hard, isolation.CPU_BUDGET_S)
+        assert out["layers"][0]["active"] is True and f"(life {budget} s)" in out["layers"][0]["detail"], out
+        assert out["found"][1] == budget and out["found"][0] < 10
 
 
 # -- working directory, identity --------------------------------------------------------------------------------
@@ -424,6 +448,39 @@ def test_landlock_rules_cover_files_directories_and_skip_missing_paths(tmp_path)
     assert (tmp_path / "dir" / "a.txt").read_text() == "in a directory"
 
 
+def test_filesystem_rights_grow_with_the_abi():
+    """ABI 1 handles the first 13 rights; REFER comes with ABI 2, TRUNCATE with 3, IOCTL_DEV with 5."""
+    assert [landlock._fs_rights(abi) for abi in (1, 2, 3, 4, 5, 6, 7)] == [
+        0x1FFF, 0x3FFF, 0x7FFF, 0x7FFF, 0xFFFF, 0xFFFF, 0xFFFF]
+
+
+def _landlock_as_abi(abi: int, port: int):
+    """Child: pretend the kernel offers only Landlock `abi`, apply the layer, then try a file, TCP and a signal."""
+    landlock.abi_version = lambda: abi
+    isolation.STEPS["no_new_privs"](config(), ROOT)
+    try:
+        layer = isolation.STEPS["landlock"](config(read_modules=("numpy",)), ROOT).to_json()
+    except OSError as exc:
+        layer = f"OSError: {exc}"
+    return {"layer": layer, "etc": attempt(lambda: open("/etc/hostname").read()),
+            "connect": attempt(_connect(port)), "signal_parent": attempt(lambda: os.kill(os.getppid(), 0))}
+
+
+def test_an_older_landlock_abi_enforces_what_it_has_and_the_layer_says_what_it_lacks(listener):
+    paths = ", ".join(isolation.read_paths_for(["numpy"]))
+    abi3 = in_child(_landlock_as_abi, 3, listener).result
+    assert abi3["layer"] == {"name": "landlock", "active": False, "detail": (
+        f"ABI 3; read-only: {paths}; network rules need ABI 4; scoping needs ABI 6")}
+    assert abi3["etc"] == "PermissionError:13" and abi3["connect"] == abi3["signal_parent"] == "ok"
+    abi5 = in_child(_landlock_as_abi, 5, listener).result
+    assert abi5["layer"]["active"] is False and abi5["layer"]["detail"].endswith(
+        "; TCP bind/connect denied; scoping needs ABI 6")
+    assert abi5["connect"] == "PermissionError:13" and abi5["signal_parent"] == "ok"
+    none = in_child(_landlock_as_abi, 0, listener).result
+    assert none["layer"] == "OSError: Landlock is not available in this kernel"
+    assert none["etc"] == none["connect"] == "ok"
+
+
 # -- seccomp -----------------------------------------------------------------------------------------------------
 def _ioctl(request: int, fd: int) -> str:
     arg = ctypes.c_int(0)
@@ -441,7 +498,8 @@ def _syscall_then():
         seen["socket"] = attempt(lambda: socket.socket())
         done.set()
 
-    threading.Thread(target=older_thread, daemon=True).start()
+    older = threading.Thread(target=older_thread, daemon=True)
+    older.start()
 
     def then():
         out = {"fork": attempt(_fork), "thread": attempt(_thread), "socket": attempt(lambda: socket.socket()),
@@ -451,8 +509,16 @@ def _syscall_then():
                "kill_self": attempt(lambda: os.kill(os.getpid(), 0)),
                "kill_parent": attempt(lambda: os.kill(os.getppid(), 0)),
                "signal_own_thread": attempt(lambda: signal.pthread_kill(threading.main_thread().ident, 0)),
+               "signal_older_thread": attempt(lambda: signal.pthread_kill(older.ident, 0)),  # tid != pid
+               # raw open(2) (Python uses openat): read-only allowed, any write flag denied
+               "raw_open_read": attempt(lambda: os.close(_sys(2, _path(os.__file__), os.O_RDONLY, 0))),
+               "raw_open_write": attempt(lambda: _sys(2, _path("/tmp/bird-seccomp-unit"), os.O_WRONLY | os.O_CREAT, 0o600)),
+               # clone with CLONE_THREAD but no CLONE_SIGHAND: the kernel says EINVAL, so EPERM means the filter
+               # refused it first; EINVAL for plain thread flags, EPERM once a namespace or process flag is added
+               **{f"clone_{name}": attempt(lambda flags=flags: _sys(56, _CLONE_THREAD | flags, 0, 0, 0, 0))
+                  for name, flags in _CLONE_EXTRA.items()},
                "tgkill_parent": attempt(lambda: _sys(234, os.getppid(), os.getppid(), 0)),
-               "set_cpu_limit": attempt(lambda: resource.setrlimit(resource.RLIMIT_CPU, (3000, 3600))),
+               "set_cpu_limit": attempt(lambda: resource.setrlimit(resource.RLIMIT_CPU, _cpu_limits_below_hard())),
                "set_as_limit": attempt(lambda: _set_limit(resource.RLIMIT_AS)),
                "get_limit": attempt(lambda: resource.getrlimit(resource.RLIMIT_AS)),
                "set_name": attempt(lambda: _check(_libc.prctl(15, b"bird-unit", 0, 0, 0))),
@@ -470,6 +536,18 @@ def _syscall_then():
 
 
 _libc.syscall.restype = ctypes.c_long
+_CLONE_THREAD = 0x00010000
+_CLONE_EXTRA = {"thread": 0, "newuser": 0x10000000, "newnet": 0x40000000, "newtime": 0x00000080,
+                "vfork": 0x00004000, "pidfd": 0x00001000}
+
+
+def _path(text: str) -> int:
+    buf = ctypes.create_string_buffer(text.encode())
+    _PATHS.append(buf)  # kept alive until the child ends
+    return ctypes.addressof(buf)
+
+
+_PATHS: list = []
 
 
 def _sys(nr: int, *args: int) -> int:
@@ -478,6 +556,11 @@ def _sys(nr: int, *args: int) -> int:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
     return ret
+
+
+def _cpu_limits_below_hard() -> tuple[int, int]:
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]  # infinite, or lower under mutmut
+    return (3000, 3600) if hard == resource.RLIM_INFINITY else (hard - 1, hard)
 
 
 def _set_limit(res: int) -> None:
@@ -508,6 +591,12 @@ def test_seccomp_allows_what_numpy_needs_and_denies_processes_files_sockets_and_
     assert found["tcgets"] == "errno 25"  # ENOTTY from the kernel: the call itself is allowed
     assert found["fionbio"] == "errno 1"
     assert found["clone3"] == found["openat2"] == "OSError:38"  # ENOSYS: glibc falls back to what can be filtered
+    for key in ("signal_older_thread", "raw_open_read"):
+        assert found[key] == "ok", (key, found[key])
+    assert found["raw_open_write"] == DENIED
+    assert found["clone_thread"] == "OSError:22"  # passed the filter; the kernel refused the flags
+    for key in ("clone_newuser", "clone_newnet", "clone_newtime", "clone_vfork", "clone_pidfd"):
+        assert found[key] == DENIED, (key, found[key])
     control = in_child(lambda: _layers(config(), ["no_new_privs"], _syscall_then())).result["found"]
     assert all(control[k] == "ok" for k in ("fork", "socket", "write_open", "kill_parent", "set_dumpable")), control
     no_threads = in_child(lambda: _layers(config(), ["no_new_privs", "seccomp"], _syscall_then())).result
@@ -527,8 +616,11 @@ def test_seccomp_reports_how_many_syscalls_it_allows():
         f"allowlist of {n} syscalls + read-only open, self-only signals, no clone; fork/exec/socket/ptrace/"
         "process_vm_* denied; clone3 -> ENOSYS")}
     assert in_child(count, False, ("read", "no_such_syscall_xyz")).result == base  # duplicates and unknowns: none
+    after_unknown = in_child(count, False, ("no_such_syscall_xyz", "pidfd_open")).result["detail"]
+    assert after_unknown.startswith(f"allowlist of {n + 1} syscalls")  # an unknown one does not end the list
     more = in_child(count, True, ("pidfd_open",)).result["detail"]
-    assert more.startswith(f"allowlist of {n + 1} syscalls") and "threads allowed (clone with CLONE_THREAD only)" in more
+    assert more == (f"allowlist of {n + 1} syscalls + read-only open, self-only signals, threads allowed (clone with "
+                    "CLONE_THREAD only); fork/exec/socket/ptrace/process_vm_* denied; clone3 -> ENOSYS")
 
 
 # -- read paths and the whole sequence ---------------------------------------------------------------------------
@@ -563,13 +655,16 @@ def test_apply_runs_every_layer_in_order_after_importing_the_languages_modules(t
         sys.path.insert(0, str(probe_dir))
         layers = isolation.apply(cfg)
         return {"layers": [d.to_json() for d in layers], "preloaded": sys.modules["preloaded_probe"].VALUE,
-                "late": attempt(lambda: __import__("late_probe")), "uid": os.getuid()}
+                "late": attempt(lambda: __import__("late_probe")), "uid": os.getuid(), "groups": os.getgroups(),
+                "user_ns": os.readlink("/proc/self/ns/user")}
 
     out = in_child(child, cwd=str(tmp_path / "work")).result
     assert [d["name"] for d in out["layers"]] == list(isolation.LAYERS)
     assert all(d["active"] for d in out["layers"]), out["layers"]
     assert out["preloaded"] == 41 and out["late"] != "ok"  # only what was imported before the layers
     assert out["uid"] == (isolation.SANDBOX_UID if ROOT else os.getuid())
+    if ROOT:  # a real uid drop, no supplementary groups, and no user namespace (where uid 0 would show as 65534)
+        assert out["groups"] == [] and out["user_ns"] == os.readlink("/proc/self/ns/user")
 
 
 def test_apply_reports_a_layer_it_could_not_apply_and_applies_the_others(tmp_path):

@@ -228,7 +228,7 @@ def test_start_applies_the_layers_with_the_hosts_limits_and_the_languages_module
     import math
 
     assert found["as"] == [mb << 20] * 2
-    assert found["cpu"] == [math.ceil(found["cpu_used"]) + 3 + 1, isolation.CPU_BUDGET_S]
+    assert found["cpu"] == [math.ceil(found["cpu_used"]) + 3 + 1, isolation.cpu_budget()]
     assert found["numpy"] == "ok" and found["bird"] == "PermissionError"  # numpy readable; bird was preloaded
     assert found["thread"] == "RuntimeError" and found["ppid_ok"] is True and found["language"] == "numpy"
     assert found["seq"] == 2
