@@ -78,3 +78,15 @@ FORK_FIRST = ("tests/reward/", "tests/security/")
 
 def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: not item.nodeid.startswith(FORK_FIRST))  # stable: the order within each part stays
+
+
+@pytest.fixture
+def listener():
+    """The port of a TCP listener on 127.0.0.1 that the network layers must keep a sandboxed program from reaching."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    yield srv.getsockname()[1]
+    srv.close()

@@ -246,14 +246,6 @@ def test_an_unprivileged_worker_drops_the_capabilities_of_its_user_namespace(tes
 
 
 # -- namespaces --------------------------------------------------------------------------------------------------
-@pytest.fixture
-def listener():
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(4)
-    yield srv.getsockname()[1]
-    srv.close()
-
 
 def _connect(port: int):
     return lambda: socket.create_connection(("127.0.0.1", port), 2).close()

@@ -8,7 +8,6 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -130,14 +129,6 @@ def test_seccomp_control_without_the_filter():
 
 
 # -- Landlock ----------------------------------------------------------------------------------------------------
-@pytest.fixture
-def listener():
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(4)
-    yield srv.getsockname()[1]
-    srv.close()
-
 
 def _landlock_then(port: int, path: str) -> str:
     return (f'import socket\nprint(json.dumps({{"etc": attempt(lambda: open("/etc/hostname").read()), '
