@@ -19,10 +19,11 @@ def sb3_ppo(job: Any, progress: Any = None) -> Any:
 
 @register("learner", "jax_ppo")
 def jax_ppo(jobs: Any, progress: Any = None) -> Any:
-    """PPO in JAX on Brax: a list of jobs (the iteration's candidates × seeds) trained in one program."""
-    from bird.learners.jax_ppo import train_jax_ppo
+    """PPO in JAX on Brax: a list of jobs (the iteration's candidates × seeds) trained in one program, in an isolated
+    trainer process (bird/learners/jax_isolated.py)."""
+    from bird.learners.jax_isolated import train_isolated
 
-    return train_jax_ppo(jobs, progress)
+    return train_isolated(jobs, progress)
 
 
 jax_ppo.batched = True  # type: ignore[attr-defined]  # called once with every job of a stage

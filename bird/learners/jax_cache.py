@@ -5,9 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["enable_compilation_cache"]
+__all__ = ["cache_dir", "enable_compilation_cache"]
 
 _DONE = False
+
+
+def cache_dir() -> str | None:
+    """The persistent cache's directory (BIRD_JAX_CACHE, else ~/.cache/bird/jax); None when BIRD_JAX_CACHE=off."""
+    where = os.environ.get("BIRD_JAX_CACHE") or str(Path.home() / ".cache" / "bird" / "jax")
+    return None if where == "off" else where
 
 
 def enable_compilation_cache() -> None:
@@ -21,8 +27,8 @@ def enable_compilation_cache() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     # the search process and the trainer may share one GPU: allocate on demand instead of grabbing 75% each
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    where = os.environ.get("BIRD_JAX_CACHE", str(Path.home() / ".cache" / "bird" / "jax"))
-    if where == "off":
+    where = cache_dir()
+    if where is None:
         return
     import logging
 

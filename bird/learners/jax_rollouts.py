@@ -1,17 +1,31 @@
-"""Deterministic episodes of the trained JAX policies, saved as rollouts.npz in the format of
-bird/learners/rollouts.py (the trajectory store's input), labelled with each candidate's exported reward."""
+"""Deterministic episodes of the trained JAX policies, as the arrays of rollouts.npz (bird/learners/rollouts.py,
+the trajectory store's input), labelled with each candidate's exported reward."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bird.learners.job import ROLLOUT_SEED_BASE
-from bird.learners.rollouts import save_rollouts
 
-__all__ = ["collect_rollouts_jax"]
+__all__ = ["record_rollouts_jax", "columns"]
+
+
+def columns(exp: Any, rows: int, *inputs: np.ndarray) -> np.ndarray:
+    """An artefact exported for exactly `rows` rows, called on any number of rows: zero-padded chunks of `rows`
+    (the padding rows' values are dropped). float32 in, (n, 1 + C) float64 out."""
+    import jax
+
+    call = jax.jit(exp.call)
+    n = len(inputs[0])
+    out = []
+    for start in range(0, max(n, 1), rows):
+        chunk = [np.asarray(x[start:start + rows], dtype=np.float32) for x in inputs]
+        pad = rows - len(chunk[0])
+        chunk = [np.pad(c, ((0, pad), (0, 0))) for c in chunk]
+        out.append(np.asarray(call(*chunk), dtype=np.float64)[: rows - pad])
+    return np.concatenate(out)[:n]
 
 
 def _record(program: Any, ts: Any, reset_keys: Any) -> dict[str, Any]:
@@ -41,18 +55,17 @@ def _record(program: Any, ts: Any, reset_keys: Any) -> dict[str, Any]:
     return {**rows, "quantity": episode_quantity(kind, first, last, length), "length": length}
 
 
-def collect_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live: int, jobs: list[Any],
-                         exported: list[Any], random_q: float, scale: float) -> dict[int, str]:
-    """Write rollouts.npz for the jobs of the first n_live slots (slot_jobs[s] = the job of slot s); returns
-    {job index: path}."""
+def record_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live: int, jobs: list[Any],
+                        exported: list[Any], random_q: float, scale: float) -> dict[int, dict[str, np.ndarray]]:
+    """The rollouts.npz arrays of the jobs of the first n_live slots (slot_jobs[s] = the job of slot s):
+    {job index: {name: array}}."""
     import jax
-    import jax.numpy as jnp
 
     n = jobs[0].collect_episodes
     seeds = np.asarray([[ROLLOUT_SEED_BASE + 1000 * jobs[i].seed + k for k in range(n)] for i in slot_jobs])
     keys = jax.vmap(jax.vmap(jax.random.PRNGKey))(seeds)
     rec = jax.device_get(jax.jit(jax.vmap(lambda ts, k: _record(program, ts, k)))(state, keys))
-    paths = {}
+    out = {}
     for slot, i in enumerate(slot_jobs[:n_live]):
         active = rec["active"][slot] > 0  # (T, E)
         order = [(t, e) for e in range(n) for t in range(active.shape[0]) if active[t, e]]  # episode-major
@@ -62,14 +75,11 @@ def collect_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live:
         if exported[slot] is None:
             data["reward"] = np.asarray(rec["ref"][slot][t_idx, e_idx], dtype=np.float64)
         else:
-            cols = np.asarray(jax.jit(exported[slot].call)(*(jnp.asarray(data[k], jnp.float32)
-                                                               for k in ("obs", "actions", "next_obs"))))
+            cols = columns(exported[slot], jobs[i].program.rows, *(data[k] for k in ("obs", "actions", "next_obs")))
             data["reward"] = cols[:, 0].astype(np.float64)
             data.update({f"comp/{c}": cols[:, j + 1].astype(np.float64)
                          for j, c in enumerate(jobs[i].program.components)})
         q = np.asarray(rec["quantity"][slot], dtype=np.float64)
         data.update(score=(q - random_q) / scale, quantity=q, length=np.bincount(e_idx, minlength=n))
-        path = Path(jobs[i].out_dir) / "rollouts.npz"
-        save_rollouts(path, data)
-        paths[i] = str(path)
-    return paths
+        out[i] = data
+    return out

@@ -1,5 +1,8 @@
 """Jobs for learners that take reward programs exported (train.learner=jax_ppo): each program is traced to StableHLO
-in a sandbox worker and the job's source is replaced by the ExportedReward, so the trainer never receives source."""
+in a sandbox worker for exactly the training rollout's rows, dry-run once at that size there (loops and sorts that
+only bite at size fail as that program's failure), then inspected in a throwaway isolated process
+(bird/reward/inspector.py); the job's source is replaced by the ExportedReward, so the trainer never receives
+source and receives only artefacts that passed every check."""
 
 from __future__ import annotations
 
@@ -9,21 +12,32 @@ from dataclasses import replace
 from bird.learners.job import TrainJob
 from bird.types import Failure, FailureKind
 
-__all__ = ["export_jobs"]
+__all__ = ["export_jobs", "training_rows"]
+
+
+def training_rows(job: TrainJob, task: str) -> int:
+    """Rows of one training slot's rollout (decisions per update × envs): the size every artefact is exported for."""
+    from bird.learners.jax_settings import resolve_settings
+
+    s = resolve_settings(job.train.jax, task, job.env_steps, job.train.normalize_reward)
+    return s.decisions_per_update * s.num_envs
 
 
 def _export(job: TrainJob) -> object:
-    """The job's program as an ExportedReward, or the Failure that stopped it."""
+    """The job's program as an inspected ExportedReward, or the Failure that stopped it."""
     from bird.envs.registry import make_adapter
+    from bird.reward.inspector import inspect_artefact
     from bird.reward.sandbox import RewardProgramError, SandboxedReward
 
-    spec = make_adapter(job.env).spec
+    adapter = make_adapter(job.env)
+    spec, budget = adapter.spec, max(job.call_timeout_s, 30.0)
     try:
-        with SandboxedReward(job.code or "", spec.obs_index, max(job.call_timeout_s, 30.0), job.memory_mb,
-                             contract=job.contract, language="jax", action_dim=spec.action_dim) as program:
-            return program.export()
+        with SandboxedReward(job.code or "", spec.obs_index, budget, job.memory_mb, contract=job.contract,
+                             language="jax", action_dim=spec.action_dim) as program:
+            exported = program.export(training_rows(job, adapter.task), budget)
     except RewardProgramError as exc:
         return exc.failure
+    return inspect_artefact(exported) or exported
 
 
 def export_jobs(jobs: list[TrainJob]) -> tuple[list[TrainJob], dict[int, Failure]]:

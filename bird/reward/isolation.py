@@ -9,6 +9,7 @@ no_new_privs, Landlock and last seccomp (which forbids the syscalls the earlier 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import importlib
 import math
 import os
@@ -19,10 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from bird.reward import landlock, seccomp_policy
+from bird.reward import cgroups, landlock, seccomp_policy
 
 __all__ = ["IsolationConfig", "Layer", "LAYERS", "STEPS", "SANDBOX_UID", "CPU_BUDGET_S", "apply", "arm_cpu_limit",
-           "cpu_budget", "harden_host", "read_paths_for"]
+           "cpu_budget", "drop_identity", "harden_host", "limit_process", "read_paths_for"]
 
 SANDBOX_UID = SANDBOX_GID = 65534  # nobody / nogroup: what a root host drops the worker to
 CPU_BUDGET_S = 3600  # hard RLIMIT_CPU over a worker's life; the soft limit is re-armed per call
@@ -38,9 +39,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 @dataclass(frozen=True)
 class IsolationConfig:
-    """What the host asks of one worker.
+    """What the host asks of one isolated process (a reward worker, the JAX trainer, an artefact inspector).
 
-    :param memory_mb: address-space limit (RLIMIT_AS).
+    :param memory_mb: address-space limit (RLIMIT_AS); 0 = none (a GPU process: CUDA reserves far more address
+        space than it uses, so a cgroup memory limit is its only memory limit).
     :param call_timeout_s: per-call limit; the CPU soft limit is armed from it.
     :param host_pid: the parent; the worker exits if it is not its parent (the parent died first).
     :param threads: the language needs threads after start-up (RLIMIT_NPROC then cannot be 0).
@@ -48,6 +50,16 @@ class IsolationConfig:
     :param preload: more modules imported then, whose files need not stay readable.
     :param extra_syscalls: syscalls the language needs beyond seccomp_policy.BASE_SYSCALLS.
     :param extra_read_paths: paths the language reads after start-up, beyond those of its modules.
+    :param device_paths: character devices it may open read-write and ioctl (a GPU's nodes; Landlock decides).
+    :param ioctls: (mask, value) pairs of ioctl requests seccomp allows on top of TCGETS/FIONREAD (a GPU driver's).
+    :param max_files: RLIMIT_NOFILE.
+    :param max_tasks: threads and processes: RLIMIT_NPROC when threads are allowed and the host set no cgroup
+        limit (0 = none).
+    :param cgroup: the cgroup limits the host put this process under, as text ("" = none).
+    :param defer_uid_drop: a root process stays root (inside every other layer) until `drop_identity()`, so that
+        it can still read an installation only root can reach while it loads trusted code (the trainer).
+    :param cpu_budget_s: hard RLIMIT_CPU over the process's life (capped by the host's own); 0 = no CPU limit (a
+        long training, bounded by the host's wall-clock watchdog instead).
     """
 
     memory_mb: int
@@ -58,6 +70,26 @@ class IsolationConfig:
     preload: tuple[str, ...] = ()
     extra_syscalls: tuple[str, ...] = ()
     extra_read_paths: tuple[str, ...] = ()
+    device_paths: tuple[str, ...] = ()
+    ioctls: tuple[tuple[int, int], ...] = ()
+    max_files: int = 64
+    max_tasks: int = 0
+    cgroup: str = ""
+    defer_uid_drop: bool = False
+    cpu_budget_s: int = CPU_BUDGET_S
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> IsolationConfig:
+        """The inverse of to_json (lists back to tuples); unknown keys are an error."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if set(data) - fields:
+            raise ValueError(f"unknown isolation settings {sorted(set(data) - fields)} (known: {sorted(fields)})")
+        tuples = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) for k, v in data.items()
+                  if isinstance(v, list)}
+        return cls(**{**data, **tuples})  # type: ignore[arg-type]
 
 
 @dataclass
@@ -87,12 +119,11 @@ def harden_host() -> None:
     _prctl(_PR_SET_DUMPABLE, 0)
 
 
-def _status_field(name: str) -> str:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(name + ":"):
-                return line.split(":", 1)[1].strip()
-    return ""
+def limit_process(pid: int, name: str, memory_mb: int, max_tasks: int) -> cgroups.CgroupLimit | None:
+    """The host's memory and task limits on an isolated process it just started (before its first request): a
+    cgroup of its own where the machine offers one (bird/reward/cgroups.py), named `name`. None when there is none:
+    the process's rlimits (IsolationConfig.memory_mb, max_tasks) are then its only limits."""
+    return cgroups.attach(pid, name, memory_mb, max_tasks)
 
 
 # -- the layers, in order ----------------------------------------------------------------------------------------
@@ -111,29 +142,43 @@ def _network_namespace(was_root: bool) -> Layer:
 
 def _resource_limits(cfg: IsolationConfig) -> Layer:
     limits = {
-        resource.RLIMIT_AS: cfg.memory_mb * 2**20,
         resource.RLIMIT_FSIZE: 0,  # no file may grow
         resource.RLIMIT_CORE: 0,
-        resource.RLIMIT_NOFILE: 64,
+        resource.RLIMIT_NOFILE: cfg.max_files,
     }
+    if cfg.memory_mb:
+        limits[resource.RLIMIT_AS] = cfg.memory_mb * 2**20
     if not cfg.threads:
         limits[resource.RLIMIT_NPROC] = 0  # no new process or thread (root ignores it: the uid drop comes next)
+    elif cfg.max_tasks and not cfg.cgroup:
+        limits[resource.RLIMIT_NPROC] = cfg.max_tasks  # counts every task of the uid it runs as
     for res, value in limits.items():
         resource.setrlimit(res, (value, value))
-    budget = cpu_budget()
-    resource.setrlimit(resource.RLIMIT_CPU, (budget, budget))
-    arm_cpu_limit(cfg.call_timeout_s)
-    nproc = "RLIMIT_NPROC=0" if not cfg.threads else "RLIMIT_NPROC not set (threads needed; seccomp denies processes)"
-    return Layer("resource_limits", not cfg.threads,
-                 f"RLIMIT_AS={cfg.memory_mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call {math.ceil(cfg.call_timeout_s) + 1} s"
-                 f" (life {budget} s), {nproc}, RLIMIT_NOFILE=64, RLIMIT_CORE=0")
+    budget = cpu_budget(cfg.cpu_budget_s) if cfg.cpu_budget_s else 0
+    if budget:
+        resource.setrlimit(resource.RLIMIT_CPU, (budget, budget))
+        arm_cpu_limit(cfg.call_timeout_s)
+    if not cfg.threads:
+        tasks = "RLIMIT_NPROC=0"
+    elif cfg.cgroup:
+        tasks = f"tasks and memory limited by the host's cgroup ({cfg.cgroup})"
+    elif cfg.max_tasks:
+        tasks = f"RLIMIT_NPROC={cfg.max_tasks} (threads needed; counted over its uid; seccomp denies processes)"
+    else:
+        tasks = "RLIMIT_NPROC not set (threads needed; seccomp denies processes)"
+    memory = f"RLIMIT_AS={cfg.memory_mb} MiB" if cfg.memory_mb else "no RLIMIT_AS (a GPU process)"
+    cpu = (f"RLIMIT_CPU per call {math.ceil(cfg.call_timeout_s) + 1} s (life {budget} s)" if budget
+           else "no RLIMIT_CPU (the host's wall-clock watchdog)")
+    bounded = not cfg.threads or bool(cfg.cgroup) or bool(cfg.max_tasks)
+    return Layer("resource_limits", bounded and bool(cfg.memory_mb or cfg.cgroup),
+                 f"{memory}, RLIMIT_FSIZE=0, {cpu}, {tasks}, RLIMIT_NOFILE={cfg.max_files}, RLIMIT_CORE=0")
 
 
-def cpu_budget() -> int:
-    """The hard RLIMIT_CPU a worker gets: CPU_BUDGET_S, or the lower hard limit this process already runs under
+def cpu_budget(budget: int = CPU_BUDGET_S) -> int:
+    """The hard RLIMIT_CPU a worker gets: `budget`, or the lower hard limit this process already runs under
     (a batch system's `ulimit -t`), which it could not raise."""
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-    return CPU_BUDGET_S if hard == resource.RLIM_INFINITY else min(CPU_BUDGET_S, hard)
+    return budget if hard == resource.RLIM_INFINITY else min(budget, hard)
 
 
 def arm_cpu_limit(seconds: float) -> None:
@@ -161,20 +206,55 @@ def _drop_capabilities() -> None:
     _check(_libc.capset(ctypes.byref(header), data), "capset")
 
 
-def _unprivileged_user(was_root: bool) -> Layer:
+def _capabilities() -> tuple[int, int]:
+    """(effective, permitted) capability sets of the calling thread, from capget."""
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    _check(_libc.capget(ctypes.byref(header), data), "capget")
+    return (data[0].effective | data[1].effective << 32, data[0].permitted | data[1].permitted << 32)
+
+
+def _to_sandbox_uid() -> str:
+    os.setgroups([])  # glibc applies each of these to every thread of the process
+    os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
+    os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    if os.getresuid() != (SANDBOX_UID,) * 3 or os.getresgid() != (SANDBOX_GID,) * 3:
+        raise OSError("uid/gid did not change")
+    return f"dropped from root to uid {SANDBOX_UID} / gid {SANDBOX_GID}, no supplementary groups"
+
+
+def _unprivileged_user(was_root: bool, defer: bool = False) -> Layer:
+    if was_root and defer:
+        return Layer("unprivileged_user", False, "deferred: root inside the other layers until its trusted code is "
+                                                 "loaded, then dropped before it receives any artefact")
     if was_root:
-        os.setgroups([])
-        os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
-        os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
-        if os.getresuid() != (SANDBOX_UID,) * 3 or os.getresgid() != (SANDBOX_GID,) * 3:
-            raise OSError("uid/gid did not change")
-        how = f"dropped from root to uid {SANDBOX_UID} / gid {SANDBOX_GID}, no supplementary groups"
+        how = _to_sandbox_uid()
     else:
         _drop_capabilities()  # the capabilities it holds inside its own user namespace
         how = "already an unprivileged user; capabilities in its user namespace dropped"
-    if int(_status_field("CapEff") or "1", 16) != 0 or int(_status_field("CapPrm") or "1", 16) != 0:
+    if _capabilities() != (0, 0):
         raise OSError("capabilities remain after the drop")
     return Layer("unprivileged_user", True, how + "; no capabilities")
+
+
+def drop_identity(cfg: IsolationConfig) -> Layer:
+    """The deferred uid drop of a root process (`defer_uid_drop`), with every thread; then the parent-death signal
+    and non-dumpability again (a credential change clears the one and may reset the other)."""
+    if not (cfg.defer_uid_drop and os.geteuid() == 0 and os.getresuid() == (0, 0, 0)):
+        raise OSError("drop_identity is for a root process that deferred its uid drop")
+    how = _to_sandbox_uid()
+    if _capabilities() != (0, 0):
+        raise OSError("capabilities remain after the drop")
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    if os.getppid() != cfg.host_pid:
+        os._exit(70)
+    return Layer("unprivileged_user", True, how + " (after loading its trusted code); no capabilities")
 
 
 def _non_dumpable() -> Layer:
@@ -194,21 +274,31 @@ def _no_new_privs() -> Layer:
     return Layer("no_new_privs", True, "PR_SET_NO_NEW_PRIVS=1")
 
 
-def _landlock(paths: Sequence[str]) -> Layer:
+def _landlock(paths: Sequence[str], devices: Sequence[str] = ()) -> Layer:
     if len(os.listdir("/proc/self/task")) != 1:
         raise OSError("Landlock restricts only the calling thread, and this process has several")
-    res = landlock.restrict(list(paths))
+    res = landlock.restrict(list(dict.fromkeys(paths)), list(devices))
     parts = [f"ABI {res.abi}", f"read-only: {', '.join(res.read_paths)}" if res.filesystem else "no filesystem rules",
+             *([f"read-write and ioctl: {', '.join(res.device_paths)}"] if res.device_paths else []),
              "TCP bind/connect denied" if res.network else "network rules need ABI 4",
              "signals and abstract unix sockets scoped" if res.scoped else "scoping needs ABI 6"]
     return Layer("landlock", res.filesystem and res.network and res.scoped, "; ".join(parts))
 
 
-def _seccomp(cfg: IsolationConfig) -> Layer:
-    n = seccomp_policy.install(cfg.threads, cfg.extra_syscalls)
+_DEFERRED_DROP_SYSCALLS = ("setresuid", "setresgid", "setgroups", "capget")
+
+
+def _seccomp(cfg: IsolationConfig, was_root: bool = False) -> Layer:
+    extra = cfg.extra_syscalls + (_DEFERRED_DROP_SYSCALLS if cfg.defer_uid_drop and was_root else ())
+    n = seccomp_policy.install(cfg.threads, extra, cfg.ioctls, device_opens=bool(cfg.device_paths),
+                               deferred_drop=cfg.defer_uid_drop and was_root)
     threads = "threads allowed (clone with CLONE_THREAD only)" if cfg.threads else "no clone"
-    return Layer("seccomp", True, f"allowlist of {n} syscalls + read-only open, self-only signals, {threads}; "
-                                  "fork/exec/socket/ptrace/process_vm_* denied; clone3 -> ENOSYS")
+    opens = "read-only open (read-write without create/truncate/append: device nodes)" if cfg.device_paths \
+        else "read-only open"
+    ioctls = f", {len(cfg.ioctls)} ioctl request patterns of the device driver" if cfg.ioctls else ""
+    drop = "; set*id until the deferred uid drop" if cfg.defer_uid_drop and was_root else ""
+    return Layer("seccomp", True, f"allowlist of {n} syscalls + {opens}, self-only signals, {threads}{ioctls}; "
+                                  f"fork/exec/socket/ptrace/process_vm_* denied; clone3 -> ENOSYS{drop}")
 
 
 def read_paths_for(modules: Sequence[str]) -> list[str]:
@@ -233,12 +323,13 @@ STEPS: dict[str, Callable[[IsolationConfig, bool], Layer]] = {
     "network_namespace": lambda cfg, root: _network_namespace(root),
     "resource_limits": lambda cfg, root: _resource_limits(cfg),
     "empty_workdir": lambda cfg, root: _empty_workdir(),
-    "unprivileged_user": lambda cfg, root: _unprivileged_user(root),
+    "unprivileged_user": lambda cfg, root: _unprivileged_user(root, cfg.defer_uid_drop),
     "non_dumpable": lambda cfg, root: _non_dumpable(),
     "parent_death_signal": lambda cfg, root: _parent_death_signal(cfg.host_pid),
     "no_new_privs": lambda cfg, root: _no_new_privs(),
-    "landlock": lambda cfg, root: _landlock(read_paths_for(cfg.read_modules) + list(cfg.extra_read_paths)),
-    "seccomp": lambda cfg, root: _seccomp(cfg),
+    "landlock": lambda cfg, root: _landlock(read_paths_for(cfg.read_modules) + list(cfg.extra_read_paths),
+                                            cfg.device_paths),
+    "seccomp": lambda cfg, root: _seccomp(cfg, root),
 }
 
 
@@ -254,6 +345,8 @@ def apply(cfg: IsolationConfig) -> list[Layer]:
                 seccomp_policy.load_library()
             except Exception:  # noqa: BLE001 - reported by the seccomp step
                 pass
+        if name == "seccomp" and cfg.device_paths and not any(x.name == "landlock" and x.active for x in layers):
+            cfg = dataclasses.replace(cfg, device_paths=())  # read-write opens only where Landlock picks the files
         try:
             layers.append(STEPS[name](cfg, was_root))
         except Exception as exc:  # noqa: BLE001 - an unavailable layer is reported, never silently skipped

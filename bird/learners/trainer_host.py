@@ -1,0 +1,388 @@
+"""Host side of the isolated JAX trainer (train.learner=jax_ppo): the trainer's wall, its watchdog, and the reading
+of everything it sends back.
+
+One group of jobs (bird/learners/jax_ppo.py `group_key`) is trained by one fresh trainer process
+(bird/learners/trainer.py) behind the reward worker's layers with the trainer's profile (`trainer_isolation`).
+Before it, a compile step (trusted code and input only, as this user) fills JAX's persistent cache, which the
+trainer can only read. Every phase has a wall-clock deadline; when one passes, the trainer's process group is killed
+and the failure is recorded with the limit that fired. Curves, statistics, policies and rollouts arrive as framed
+messages and are validated here before anything is written (bird/learners/jax_outputs.py).
+A shared step that fails after the reward programs arrived has no known culprit: culprits.py retrains subsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import pickle
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bird.learners.jax_cache import cache_dir
+from bird.learners.jax_outputs import write_result
+from bird.learners.job import TrainJob
+from bird.reward import isolation, replies, trainer_wall
+from bird.reward.protocol import clean_text
+from bird.reward.sandbox import WorkerProcess
+from bird.types import Checkpoint, Failure, FailureKind, TrainResult
+
+__all__ = ["Attempt", "run_trainer", "trainer_isolation", "job_failures", "read_checkpoint", "read_outputs",
+           "TRAINER_LAYERS"]
+
+log = logging.getLogger(__name__)
+Progress = Callable[[str, int, int, float | None], None]
+STARTUP_S = 120.0  # interpreter and layers (trusted)
+LOAD_S = 600.0  # check, deserialise and compile every artefact of the group
+OUTPUTS_S = 600.0  # rollouts (the programs run again) and policies
+TIMEOUT_GRACE_S = 60.0  # past train.timeout_s, the trainer's own check has had its chance
+MAX_POLICY_BYTES = 64 * 2**20
+MAX_OUTPUT_BYTES = 512 * 2**20  # policy + rollouts of one job
+TRAINER_LAYERS = isolation.LAYERS
+_JOB_KINDS = frozenset({"non_finite", "timeout", "bad_output", "rejected", "runtime_error", "train_error"})
+_COMPILED: set[str] = set()  # compile steps done by this process (the cache then holds them)
+_warned: set[tuple[str, ...]] = set()
+
+
+def isolation_report(layers: list[dict[str, Any]]) -> None:
+    """Log once per process and set of inactive layers (the trainer's report is complete after its uid drop)."""
+    inactive = tuple(d["name"] for d in layers if not d["active"])
+    if inactive and inactive not in _warned:
+        _warned.add(inactive)
+        log.warning("the JAX trainer runs without these OS layers: %s (python -m bird.reward check --explain)",
+                    ", ".join(inactive))
+
+
+def trainer_isolation(job: TrainJob) -> tuple[isolation.IsolationConfig, dict[str, str]]:
+    """The trainer's layers and environment for this job's group (bird/reward/trainer_wall.py)."""
+    return trainer_wall.trainer_isolation(job.train.jax.trainer_memory_mb, cache_dir())
+
+
+# -- the compile step ---------------------------------------------------------------------------------------------
+def _compile_key(jobs: list[TrainJob], width: int) -> str:
+    j = jobs[0]
+    return repr((j.env, j.train.jax, j.train.normalize_reward, j.env_steps, j.eval_episodes, width))
+
+
+def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failure | None:
+    """Fill JAX's persistent cache with the group's training program (a subprocess as this user; trusted code and
+    input only), once per process and shape. Skipped when the cache is off: the trainer then compiles alone."""
+    key = _compile_key(jobs, width)
+    if cache_dir() is None or key in _COMPILED:
+        return None
+    _, env = trainer_isolation(jobs[0])
+    paths = [str(Path(__file__).resolve().parents[2]), *sys.path]
+    code = f"import sys; sys.path[:0] = {paths!r}; from bird.learners.trainer import compile_main; compile_main()"
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-c", code], input=pickle.dumps((jobs, width)),
+                              capture_output=True, timeout=timeout_s, env={"PATH": os.defpath, **env})
+    except subprocess.TimeoutExpired:
+        return Failure(FailureKind.TIMEOUT, f"compiling the training program exceeded train.jax.compile_timeout_s="
+                                            f"{timeout_s:g}")
+    if proc.returncode != 0:
+        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        return Failure(FailureKind.TRAIN_ERROR, f"compiling the training program failed: {tail[0][:400]}")
+    _COMPILED.add(key)
+    return None
+
+
+# -- one trainer run ----------------------------------------------------------------------------------------------
+@dataclass
+class Attempt:
+    """One trainer process's outcome: a result per job, or the group's failure. `blame` says the failure came after
+    the artefacts were sent (one of them may have caused it); before that, no program was involved."""
+
+    results: list[TrainResult] = field(default_factory=list)
+    group: Failure | None = None
+    blame: bool = False
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class _Run:
+    """The host's view of one trainer: requests, deadlines, validated replies."""
+
+    def __init__(self, jobs: list[TrainJob], width: int, progress: Progress | None) -> None:
+        self.jobs, self.width, self.progress = jobs, width, progress
+        self.curves: dict[int, list[Checkpoint]] = {i: [] for i in range(len(jobs))}
+        self.failures: dict[int, Failure] = {}
+        self.live: list[int] = []
+        self.updates = 0
+        self.summary: dict[str, Any] = {}
+        self.steps_per_update = 0
+        self.start = time.monotonic()
+        self.outputs: dict[int, tuple[bytes | None, dict[str, np.ndarray] | None]] = {}
+        self.seconds: dict[str, float] = {}
+        self.blame = False
+        cfg, env = trainer_isolation(jobs[0])
+        memory = jobs[0].train.jax.trainer_memory_mb
+        t = time.monotonic()
+        self.worker = WorkerProcess(None, cfg.memory_mb, cfg.call_timeout_s, module=trainer_wall.TRAINER_MODULE,
+                                    init={"isolation": cfg.to_json()}, env=env, cgroup=(memory, cfg.max_tasks),
+                                    startup_timeout_s=STARTUP_S, name="trainer", layer_names=TRAINER_LAYERS,
+                                    warn=False)
+        self.seconds["start_s"] = time.monotonic() - t
+
+    # -- phases ---------------------------------------------------------------------------------------------
+    def setup(self) -> None:
+        t = time.monotonic()
+        limit = self.jobs[0].train.jax.compile_timeout_s
+        jobs = [replace(j, program=None) for j in self.jobs]
+        reply, _ = self.worker.request({"op": "setup", "width": self.width}, pickle.dumps(jobs), limit, 0,
+                                       "loading and compiling the training program",
+                                       f"train.jax.compile_timeout_s={limit:g}")
+        if not replies.is_ok(reply):
+            raise replies.RewardProgramError(replies.failure_from(reply, {"train_error"}))
+        self.rows = replies.integer(reply.get("rows"), "rows", 1, 1 << 24)
+        settings = reply.get("settings")
+        if not isinstance(settings, dict):
+            raise replies.bad("settings must be an object")
+        self.steps_per_update = replies.integer(settings.get("steps_per_update"), "steps_per_update", 1, 1 << 40)
+        self.summary = {"settings": settings, "timing": _timing(reply.get("timing")), "slots": self.width}
+        dropped = replies.layer_list(reply.get("layers"), ("unprivileged_user",))[0]
+        if dropped["active"]:  # the deferred uid drop of a root trainer, done before any artefact is sent
+            self.worker.layers = [dropped if d["name"] == "unprivileged_user" else d for d in self.worker.layers]
+        isolation_report(self.worker.layers)
+        self.seconds["setup_s"] = time.monotonic() - t
+
+    def load(self) -> None:
+        t = time.monotonic()
+        metas, blobs = [], []
+        for job in self.jobs:
+            p = job.program
+            metas.append(None if p is None else {"components": list(p.components), "obs_dim": p.obs_dim,
+                                                 "act_dim": p.act_dim, "rows": p.rows, "size": len(p.hlo)})
+            blobs.append(b"" if p is None else bytes(p.hlo))
+        self.blame = True  # from here on, a program may be the cause of what goes wrong
+        reply, _ = self.worker.request({"op": "load", "programs": metas}, b"".join(blobs), LOAD_S, 0,
+                                       "loading the reward programs", f"load time limit ({LOAD_S:g} s)")
+        if not replies.is_ok(reply):
+            raise replies.RewardProgramError(replies.failure_from(reply))
+        self.failures.update(job_failures(reply.get("failures"), len(self.jobs)))
+        live = reply.get("live")
+        if not isinstance(live, list) or [i for i in live if i not in range(len(self.jobs))] or \
+                len(set(live)) != len(live) or set(live) & set(self.failures):
+            raise replies.bad("a list of live jobs that does not match the group")
+        self.live = [i for i in range(len(self.jobs)) if i in live]
+        self.seconds["load_s"] = time.monotonic() - t
+
+    def train(self) -> None:
+        t = time.monotonic()
+        limit = self.jobs[0].train.jax.update_timeout_s
+        total = self.jobs[0].train.timeout_s
+        hard = self.start + total + TIMEOUT_GRACE_S if total else math.inf
+        self.worker.send({"op": "train"}, b"", time.monotonic() + 60.0, "starting training", "60 s")
+        while True:
+            deadline = min(time.monotonic() + limit, hard)
+            what = f"training update {self.updates + 1} (with its evaluation)"
+            try:
+                frame, _ = self.worker.receive(deadline, 0, what, f"train.jax.update_timeout_s={limit:g} (wall clock)")
+            except replies.RewardProgramError:
+                if time.monotonic() >= hard:  # the group's overall limit, not a culprit's doing
+                    self.worker.close()
+                    for i in self.live:
+                        self.failures.setdefault(i, Failure(FailureKind.TIMEOUT,
+                                                            f"training exceeded train.timeout_s={total:g}"))
+                    raise _Stopped from None
+                raise
+            if self._frame(frame):
+                break
+        self.seconds["train_s"] = time.monotonic() - t
+
+    def _frame(self, frame: dict[str, Any]) -> bool:
+        """Handle one training frame; True at the last one."""
+        event = frame.get("event")
+        if event == "update":
+            self.updates = replies.integer(frame.get("update"), "update", self.updates + 1, self.updates + 1)
+            return False
+        if event == "checkpoint":
+            i = replies.integer(frame.get("job"), "job", 0, len(self.jobs) - 1)
+            if i not in self.live or i in self.failures:
+                raise replies.bad(f"a checkpoint for job {i}, which is not training")
+            # a checkpoint belongs to the update in progress (evaluated before its "update" frame)
+            c = read_checkpoint(frame.get("checkpoint"), self.jobs[i], (self.updates + 1) * self.steps_per_update)
+            self.curves[i].append(c)
+            if self.progress:
+                self.progress(self.jobs[i].candidate_id, c.env_steps, self.jobs[i].env_steps, c.score)
+            return False
+        if event == "trained":
+            self.failures.update(job_failures(frame.get("failures"), len(self.jobs)))
+            self.updates = replies.integer(frame.get("updates"), "updates", self.updates, self.updates)
+            self.summary["timing"] = _timing(frame.get("timing"))
+            return True
+        if event == "error" or frame.get("ok") is False:
+            raise replies.RewardProgramError(replies.failure_from(frame))
+        raise replies.bad(f"an unknown training frame {clean_text(event, 40)!r}")
+
+    def collect_outputs(self) -> None:
+        ok = [i for i in self.live if i not in self.failures]
+        if not ok or not any(self.jobs[i].save_policy or self.jobs[i].collect_episodes for i in ok):
+            self.worker.close()
+            return
+        t = time.monotonic()
+        deadline = time.monotonic() + OUTPUTS_S
+        what, limit = "policies and rollouts", f"outputs time limit ({OUTPUTS_S:g} s)"
+        self.worker.send({"op": "outputs"}, b"", deadline, what, limit)
+        while True:
+            frame, data = self.worker.receive(deadline, MAX_OUTPUT_BYTES, what, limit)
+            if frame.get("event") == "done":
+                break
+            if frame.get("event") != "output":
+                raise replies.RewardProgramError(replies.failure_from(frame))
+            i = replies.integer(frame.get("job"), "job", 0, len(self.jobs) - 1)
+            if i not in ok or i in self.outputs:
+                raise replies.bad(f"outputs for job {i}, which did not train or already has them")
+            self.outputs[i] = read_outputs(frame, data, self.jobs[i])
+        self.worker.close()
+        self.seconds["outputs_s"] = time.monotonic() - t
+
+    def results(self) -> list[TrainResult]:
+        wall = time.monotonic() - self.start
+        out = []
+        for i, job in enumerate(self.jobs):
+            policy, rollouts = self.outputs.get(i, (None, None))
+            steps = self.updates * self.steps_per_update if i in self.live else 0
+            out.append(write_result(job, self.curves[i], steps, wall, self.failures.get(i), self.summary, policy,
+                                    rollouts))
+        return out
+
+
+class _Stopped(Exception):
+    """train.timeout_s passed: the jobs are recorded as timed out with the curves so far."""
+
+
+def job_failures(value: Any, n_jobs: int) -> dict[int, Failure]:
+    """{job index: Failure} from {"<index>": {kind, reason, detail}}: indices in the group, known kinds only."""
+    if not isinstance(value, dict) or len(value) > n_jobs:
+        raise replies.bad("failures must map job indices to failure records")
+    out = {}
+    for key, rec in value.items():
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and int(key) < n_jobs):
+            raise replies.bad(f"a failure for job {clean_text(key, 20)!r}, not in the group")
+        if not isinstance(rec, dict):
+            raise replies.bad("a failure record that is not an object")
+        out[int(key)] = replies.failure_from(rec, _JOB_KINDS)
+    return out
+
+
+def _timing(value: Any) -> dict[str, float]:
+    if not isinstance(value, dict) or len(value) > 16:
+        raise replies.bad("timing must be an object of at most 16 numbers")
+    return {clean_text(k, 40): replies.number(v, "a timing", 0.0, 1e12) for k, v in value.items()}
+
+
+_CHECKPOINT_FIELDS = {"env_steps", "score", "quantity", "own_return", "reference_return", "episode_length",
+                      "components", "eval_own_return"}
+
+
+def read_checkpoint(value: Any, job: TrainJob, steps: int) -> Checkpoint:
+    """A checkpoint as the trainer sent it: exactly the known fields, at the step count the host expects,
+    numbers finite (NaN only for the returns of a window without a finished episode), the job's own components."""
+    if not isinstance(value, dict) or set(value) != _CHECKPOINT_FIELDS:
+        raise replies.bad("a checkpoint with missing or unknown fields")
+    if replies.integer(value["env_steps"], "env_steps", steps, steps) != steps:
+        raise replies.bad("a checkpoint at the wrong step count")
+    comps = value["components"]
+    names = job.program.components if job.program is not None else ()
+    if not isinstance(comps, dict) or tuple(comps) != names:
+        raise replies.bad(f"checkpoint components {clean_text(list(comps)[:8] if isinstance(comps, dict) else comps, 200)}"
+                          f" instead of {list(names)}")
+    num = replies.number
+    return Checkpoint(steps, num(value["score"], "score"), num(value["quantity"], "quantity"),
+                      num(value["own_return"], "own_return", nan=True),
+                      num(value["reference_return"], "reference_return", nan=True),
+                      num(value["episode_length"], "episode_length", 0.0, 1e9),
+                      {n: num(v, f"component {n}", nan=True) for n, v in comps.items()},
+                      num(value["eval_own_return"], "eval_own_return", nan=True))
+
+
+_ROLLOUT_1D = {"episode": "<i8", "reward": "<f8", "score": "<f8", "quantity": "<f8", "length": "<i8"}
+_ROLLOUT_2D = ("obs", "actions", "next_obs")
+
+
+def read_outputs(frame: dict[str, Any], data: bytes, job: TrainJob) -> tuple[bytes | None, dict[str, np.ndarray] | None]:
+    """(policy bytes or None, rollouts arrays or None) of one job, every size and name checked before use."""
+    size = replies.integer(frame.get("policy"), "policy size", 0, MAX_POLICY_BYTES)
+    if (size > 0) != job.save_policy:
+        raise replies.bad("a policy the job did not ask for, or none where it did")
+    spec = frame.get("arrays")
+    if not isinstance(spec, list) or len(spec) > 16 + len(job.program.components if job.program else ()):
+        raise replies.bad("rollout arrays must be a short list")
+    if bool(spec) != bool(job.collect_episodes):
+        raise replies.bad("rollouts the job did not ask for, or none where it did")
+    arrays, at = {}, size
+    comps = {f"comp/{c}" for c in (job.program.components if job.program else ())}
+    for entry in spec:
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                and entry[1] in ("<f8", "<i8") and isinstance(entry[2], list) and 1 <= len(entry[2]) <= 2):
+            raise replies.bad("a rollout array entry that is not [name, dtype, shape]")
+        name, dtype, shape = entry[0], entry[1], [replies.integer(d, "a dimension", 0, 1 << 30) for d in entry[2]]
+        if name in arrays or not (name in _ROLLOUT_2D or name in _ROLLOUT_1D or name in comps):
+            raise replies.bad(f"an unexpected rollout array {clean_text(name, 80)!r}")
+        want = _ROLLOUT_1D.get(name, "<f8")
+        if dtype != want or (len(shape) == 2) != (name in _ROLLOUT_2D):
+            raise replies.bad(f"rollout array {name} has dtype {dtype} and {len(shape)} dimensions")
+        n = int(np.prod(shape)) * 8
+        if at + n > len(data):
+            raise replies.bad("rollout arrays larger than the bytes sent")
+        arrays[name] = np.frombuffer(data[at:at + n], dtype=dtype).reshape(shape).copy()
+        at += n
+    if at != len(data):
+        raise replies.bad("bytes left over after the outputs")
+    rollouts = _check_rollouts(arrays, job, comps) if spec else None
+    return (data[:size] if size else None), rollouts
+
+
+def _check_rollouts(arrays: dict[str, np.ndarray], job: TrainJob, comps: set[str]) -> dict[str, np.ndarray]:
+    missing = (set(_ROLLOUT_2D) | set(_ROLLOUT_1D) | comps) - set(arrays)
+    if missing:
+        raise replies.bad(f"rollouts without {sorted(missing)}")
+    n, e = len(arrays["obs"]), job.collect_episodes
+    dims = {"obs": arrays["obs"].shape[1], "next_obs": arrays["next_obs"].shape[1]}
+    if job.program is not None:
+        dims = {"obs": job.program.obs_dim, "next_obs": job.program.obs_dim, "actions": job.program.act_dim}
+    for name, a in arrays.items():
+        rows = e if name in ("score", "quantity", "length") else n
+        if len(a) != rows or (a.ndim == 2 and name in dims and a.shape[1] != dims[name]):
+            raise replies.bad(f"rollout array {name} has shape {a.shape}")
+    if n > e * (job.env.horizon + 1) or (len(arrays["episode"]) and not (arrays["episode"].min() >= 0
+                                                                          and arrays["episode"].max() < e)):
+        raise replies.bad("rollouts longer than the episodes asked for, or episodes out of range")
+    return arrays
+
+
+def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = None) -> Attempt:
+    """Train one group in one fresh isolated trainer; never raises for anything the trainer does."""
+    failure = ensure_compiled([replace(j, program=None) for j in jobs], width, jobs[0].train.jax.compile_timeout_s)
+    if failure is not None:
+        return Attempt(group=failure)
+    run = None
+    try:
+        run = _Run(jobs, width, progress)
+        run.setup()
+        run.load()
+        if run.live:
+            run.train()
+            run.collect_outputs()
+        else:
+            run.worker.close()
+    except _Stopped:
+        pass
+    except replies.RewardProgramError as exc:
+        blame = run is not None and run.blame
+        kind = exc.failure.kind if blame else FailureKind.TRAIN_ERROR
+        return Attempt(group=Failure(kind, exc.failure.reason, exc.failure.detail), blame=blame,
+                       seconds=run.seconds if run else {})
+    except Exception as exc:  # noqa: BLE001 - the host's own failure (spawn, disk): every job's, no culprit
+        return Attempt(group=Failure(FailureKind.TRAIN_ERROR, f"the trainer host failed: {type(exc).__name__}: "
+                                                              f"{exc}"[:500]))
+    finally:
+        if run is not None:
+            run.worker.close()
+    return Attempt(results=run.results(), seconds=run.seconds)
