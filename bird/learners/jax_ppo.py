@@ -257,7 +257,7 @@ class GroupTraining:
 def train_jax_ppo(jobs: list[TrainJob], progress: Progress | None = None) -> list[TrainResult]:
     """Train every job in this process (no wall: tests and benchmarks); jobs that share a task and budget are
     trained together in one program."""
-    from bird.learners.jax_cache import enable_compilation_cache
+    from bird.jax_cache import enable_compilation_cache
     from bird.learners.jax_outputs import write_result
 
     enable_compilation_cache()

@@ -26,15 +26,14 @@ def training_rows(job: TrainJob, task: str) -> int:
 def _export(job: TrainJob) -> object:
     """The job's program as an inspected ExportedReward, or the Failure that stopped it."""
     from bird.envs.registry import make_adapter
+    from bird.reward.factory import BULK_TIMEOUT_S, open_program
     from bird.reward.inspector import inspect_artefact
-    from bird.reward.sandbox import RewardProgramError, SandboxedReward
+    from bird.reward.sandbox import RewardProgramError
 
     adapter = make_adapter(job.env)
-    spec, budget = adapter.spec, max(job.call_timeout_s, 30.0)
     try:
-        with SandboxedReward(job.code or "", spec.obs_index, budget, job.memory_mb, contract=job.contract,
-                             language="jax", action_dim=spec.action_dim) as program:
-            exported = program.export(training_rows(job, adapter.task), budget)
+        with open_program(job.code or "", adapter.spec, job, job, language="jax", bulk=True) as program:
+            exported = program.export(training_rows(job, adapter.task), max(job.call_timeout_s, BULK_TIMEOUT_S))
     except RewardProgramError as exc:
         return exc.failure
     return inspect_artefact(exported) or exported

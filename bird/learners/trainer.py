@@ -51,7 +51,7 @@ def encode_arrays(arrays: dict[str, Any]) -> tuple[list[list[Any]], bytes]:
 
 
 def _setup(session: Session, cfg: isolation.IsolationConfig, header: dict[str, Any], payload: bytes) -> Any:
-    from bird.learners.jax_cache import enable_compilation_cache
+    from bird.jax_cache import enable_compilation_cache
     from bird.learners.jax_ppo import GroupTraining
 
     jobs = pickle.loads(payload)  # noqa: S301 - from the host (trusted), never from a program
@@ -147,7 +147,7 @@ def compile_main() -> None:
     """The host's compile step (no reward program involved): build and compile the training program for the pickled
     (jobs, width) on stdin, so that JAX's persistent cache holds it before an isolated trainer, which can only read
     the cache, needs it. Exit status 0 on success."""
-    from bird.learners.jax_cache import enable_compilation_cache
+    from bird.jax_cache import enable_compilation_cache
     from bird.learners.jax_ppo import GroupTraining
 
     jobs, width = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - from the host

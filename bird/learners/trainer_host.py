@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bird.learners.jax_cache import cache_dir
+from bird.jax_cache import cache_dir
 from bird.learners.jax_outputs import write_result
 from bird.learners.job import TrainJob
 from bird.reward import isolation, replies, trainer_wall

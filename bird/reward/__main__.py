@@ -38,7 +38,7 @@ def _host_layers() -> list[dict[str, Any]]:
 
 
 def _trainer_layers() -> list[dict[str, Any]]:
-    from bird.learners.jax_cache import cache_dir
+    from bird.jax_cache import cache_dir
     from bird.reward.replies import RewardProgramError
     from bird.reward.trainer_wall import explain_trainer
 
@@ -93,7 +93,7 @@ def explain(language: str = "numpy") -> tuple[str, bool]:
 def _check(path: Path, overrides: list[str]) -> int:
     from bird.config.load import ConfigError, compose
     from bird.envs.registry import make_adapter
-    from bird.stages.verify import random_transitions, verify_code
+    from bird.reward.checks import random_transitions, verify_code
 
     try:
         code = path.read_text()

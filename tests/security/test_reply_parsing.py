@@ -35,7 +35,7 @@ def _value(rng: random.Random, depth: int = 0):
 
 @pytest.fixture(scope="module")
 def job(compose_cfg, tmp_path_factory):
-    from bird.stages.train import make_job
+    from bird.learners.job import make_job
 
     cfg = compose_cfg("env=brax/hopper", "train.learner=jax_ppo")
     prog = ExportedReward(b"\0" * 64, ("forward", "ctrl"), 11, 3, 32)
