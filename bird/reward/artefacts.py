@@ -13,6 +13,7 @@ The inspector (bird/reward/inspector.py) runs both in a throwaway isolated proce
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -36,6 +37,7 @@ _FORBIDDEN = {  # allowed by the dialect pattern above, but never in a reward
     "stablehlo.optimization_barrier": "not a reward operation",
 }
 _MAX_OPS = 200_000
+_MAX_ELEMENTS = 2**31 - 1  # XLA indexes with int32 on some paths: a larger tensor is an overflow, not a reward
 
 
 class ArtefactError(ValueError):
@@ -199,6 +201,14 @@ def check_module(exp: Any, want: Expected) -> dict[str, int]:
                 refused.append(f"the module uses {name} ({_FORBIDDEN.get(name, 'not a StableHLO operation')})")
             elif sum(counts.values()) > _MAX_OPS:
                 refused.append(f"the module has more than {_MAX_OPS:,} operations")
+            else:
+                for result in op.results:
+                    if result.type.typeid == ir.RankedTensorType.static_typeid:
+                        shape = ir.RankedTensorType(result.type).shape
+                        if any(d < 0 for d in shape) or math.prod(shape) > _MAX_ELEMENTS:
+                            refused.append(f"{name} makes a tensor of shape {list(shape)[:6]}: dynamic, or more "
+                                           f"than {_MAX_ELEMENTS:,} elements")
+                            break
             return ir.WalkResult.INTERRUPT if refused else ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)

@@ -150,8 +150,8 @@ def _resource_limits(cfg: IsolationConfig) -> Layer:
         limits[resource.RLIMIT_AS] = cfg.memory_mb * 2**20
     if not cfg.threads:
         limits[resource.RLIMIT_NPROC] = 0  # no new process or thread (root ignores it: the uid drop comes next)
-    elif cfg.max_tasks and not cfg.cgroup:
-        limits[resource.RLIMIT_NPROC] = cfg.max_tasks  # counts every task of the uid it runs as
+    elif cfg.max_tasks and not cfg.cgroup:  # RLIMIT_NPROC counts every task of a uid: allow max_tasks more than now
+        limits[resource.RLIMIT_NPROC] = _tasks_of(_final_uid(cfg)) + cfg.max_tasks
     for res, value in limits.items():
         resource.setrlimit(res, (value, value))
     budget = cpu_budget(cfg.cpu_budget_s) if cfg.cpu_budget_s else 0
@@ -163,7 +163,8 @@ def _resource_limits(cfg: IsolationConfig) -> Layer:
     elif cfg.cgroup:
         tasks = f"tasks and memory limited by the host's cgroup ({cfg.cgroup})"
     elif cfg.max_tasks:
-        tasks = f"RLIMIT_NPROC={cfg.max_tasks} (threads needed; counted over its uid; seccomp denies processes)"
+        tasks = (f"RLIMIT_NPROC={limits[resource.RLIMIT_NPROC]} (the tasks its uid had plus {cfg.max_tasks}: a limit "
+                 "over the uid, not this process; seccomp denies processes)")
     else:
         tasks = "RLIMIT_NPROC not set (threads needed; seccomp denies processes)"
     memory = f"RLIMIT_AS={cfg.memory_mb} MiB" if cfg.memory_mb else "no RLIMIT_AS (a GPU process)"
@@ -172,6 +173,28 @@ def _resource_limits(cfg: IsolationConfig) -> Layer:
     bounded = not cfg.threads or bool(cfg.cgroup) or bool(cfg.max_tasks)
     return Layer("resource_limits", bounded and bool(cfg.memory_mb or cfg.cgroup),
                  f"{memory}, RLIMIT_FSIZE=0, {cpu}, {tasks}, RLIMIT_NOFILE={cfg.max_files}, RLIMIT_CORE=0")
+
+
+def _final_uid(cfg: IsolationConfig) -> int:
+    """The uid this process runs as once every layer is on."""
+    return SANDBOX_UID if os.geteuid() == 0 else os.geteuid()
+
+
+def _tasks_of(uid: int) -> int:
+    """Threads and processes of real uid `uid` on this machine now (what RLIMIT_NPROC counts), from /proc/*/status
+    (a non-dumpable process's /proc directory belongs to root, its status line does not lie)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return count
 
 
 def cpu_budget(budget: int = CPU_BUDGET_S) -> int:

@@ -18,7 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from bird.reward.artefacts import ALLOWED_PLATFORMS, MAX_ROWS, ArtefactError, Expected, check_metadata
+from bird.reward.artefacts import (
+    ALLOWED_PLATFORMS,
+    MAX_ROWS,
+    ArtefactError,
+    Expected,
+    check_metadata,
+    check_module,
+)
 
 __all__ = ["ExportedReward", "ExportError", "JaxProgram", "load", "PLATFORMS", "MAX_ROWS", "setup_worker"]
 
@@ -148,9 +155,9 @@ def _platform() -> str:
 
 
 def load(prog: ExportedReward) -> Any:
-    """Check the metadata, deserialise, and check the deserialised signature; returns a jax.export.Exported whose
-    `call` the learner jits. The artefact's module was inspected in a throwaway process before it got here
-    (bird/reward/inspector.py); this repeats the checks that need no module parse."""
+    """Check the metadata, deserialise, and check the module (signature, operations); returns a jax.export.Exported
+    whose `call` the learner jits. The artefact was inspected in a throwaway process before it got here
+    (bird/reward/inspector.py); the trainer repeats every check (it parses the module to compile it anyway)."""
     from jax import export
 
     want = prog.expected
@@ -161,8 +168,5 @@ def load(prog: ExportedReward) -> Any:
         exp = export.deserialize(bytearray(prog.hlo))
     except Exception as exc:  # noqa: BLE001 - corrupt bytes are this candidate's failure
         raise ExportError("bad_output", f"cannot deserialise the exported program: {type(exc).__name__}") from None
-    ins = [tuple(int(d) for d in a.shape) for a in exp.in_avals]
-    outs = [tuple(int(d) for d in a.shape) for a in exp.out_avals]
-    if ins != want.inputs or outs != [want.output]:
-        raise ExportError("bad_output", f"exported signature {ins} -> {outs} does not match the task")
+    check_module(exp, want)
     return exp

@@ -48,6 +48,8 @@ class Language:
     :param extra_syscalls: syscalls the runner needs beyond seccomp_policy.BASE_SYSCALLS.
     :param extra_read_paths: paths read after start-up beyond the preloaded packages and the standard library.
     :param env: the worker's whole environment (nothing of the host's is passed on).
+    :param max_tasks: with `threads`, the most threads it may run (a cgroup of its own where the machine offers one,
+        else RLIMIT_NPROC: isolation.limit_process); 0 = no limit.
     """
 
     name: str
@@ -60,6 +62,7 @@ class Language:
     extra_syscalls: tuple[str, ...] = ()
     extra_read_paths: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    max_tasks: int = 0
 
 
 _NUMPY_HIDDEN = {
@@ -113,6 +116,7 @@ JAX = Language(
     preload=(*NUMPY.preload, "jaxlib", "jax", "jax.numpy", "jax.numpy.linalg", "jax.nn", "jax.lax", "bird.reward.jax_export"),
     runner="bird.reward.jax_runner:jax_runner",
     threads=True,  # XLA compiles and runs in threads it creates on demand
+    max_tasks=64,  # a thread bomb stops here (XLA's CPU runtime needs a few threads per core)
     extra_read_paths=("/dev/urandom",),  # XLA's std::random_device, read when its CPU runtime starts
     env={**NUMPY.env, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0",
          "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"},

@@ -124,6 +124,8 @@ class WorkerProcess:
             assert language is not None, "a WorkerProcess without a language needs its init message"
             init = {"language": language.name, "isolation": {
                 "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
+        if cgroup is None and language is not None and language.threads and language.max_tasks:
+            cgroup = (memory_mb, language.max_tasks)
         if cgroup is not None:  # before the first request: the process has no thread and ran no untrusted code yet
             self.cgroup = isolation.limit_process(self.proc.pid, f"bird-{self.proc.pid}", *cgroup)
             if self.cgroup is not None:

@@ -62,6 +62,7 @@ def start(result_fd: int) -> tuple[Session, Language]:
         threads=language.threads, read_modules=tuple(language.preload),
         preload=(language.runner.partition(":")[0],),  # bird/ itself is not readable once the layers are on
         extra_syscalls=language.extra_syscalls, extra_read_paths=language.extra_read_paths,
+        max_tasks=language.max_tasks, cgroup=str(iso.get("cgroup", "")),
     )
     session.memory_mb, session.call_timeout_s = cfg.memory_mb, cfg.call_timeout_s
     layers = isolation.apply(cfg)
