@@ -28,10 +28,11 @@ def _failed(job: TrainJob, failure: Failure) -> TrainResult:
 
 
 def search_culprits(jobs: list[TrainJob], width: int, progress: Progress | None = None,
-                    runner: Runner = run_trainer) -> dict[int, TrainResult]:
+                    runner: Runner | None = None) -> dict[int, TrainResult]:
     """{index in jobs: result}: one run of the whole group, then halves of what failed, until the culprits
     stand alone. A failure before the programs arrived (start-up, compiling the training program) is every
     member's: retrying without a program would not change it."""
+    runner = runner or run_trainer
     attempt = runner(jobs, width, progress)
     if attempt.group is None:
         return dict(enumerate(attempt.results))

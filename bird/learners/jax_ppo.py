@@ -220,6 +220,7 @@ class GroupTraining:
                                                         f"training exceeded train.timeout_s={timeout:g}"))
                 return
         jax.block_until_ready(self.state.key)
+        self.timing["train_s"] = round(time.monotonic() - start, 2)
         if self.settings.n_updates > 1:  # env steps per second of all slots after the first update, evaluation included
             rate = (self.settings.n_updates - 1) * self.settings.steps_per_update * len(self.slot_jobs)
             self.timing["steady_env_steps_per_s"] = round(rate / max(time.monotonic() - steady, 1e-9), 1)

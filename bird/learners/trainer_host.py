@@ -103,6 +103,7 @@ class Attempt:
     group: Failure | None = None
     blame: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
+    layers: list[dict[str, Any]] = field(default_factory=list)  # the trainer's, as it reported them
 
 
 class _Run:
@@ -378,11 +379,11 @@ def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = No
         blame = run is not None and run.blame
         kind = exc.failure.kind if blame else FailureKind.TRAIN_ERROR
         return Attempt(group=Failure(kind, exc.failure.reason, exc.failure.detail), blame=blame,
-                       seconds=run.seconds if run else {})
+                       seconds=run.seconds if run else {}, layers=run.worker.layers if run else [])
     except Exception as exc:  # noqa: BLE001 - the host's own failure (spawn, disk): every job's, no culprit
         return Attempt(group=Failure(FailureKind.TRAIN_ERROR, f"the trainer host failed: {type(exc).__name__}: "
                                                               f"{exc}"[:500]))
     finally:
         if run is not None:
             run.worker.close()
-    return Attempt(results=run.results(), seconds=run.seconds)
+    return Attempt(results=run.results(), seconds=run.seconds, layers=run.worker.layers)

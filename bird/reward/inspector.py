@@ -1,7 +1,8 @@
 """Artefact inspection in a throwaway isolated process: before any trainer loads an exported reward program, a
-fresh process behind the reward worker's layers deserialises it and runs every check (bird/reward/artefacts.py)
-under a wall-clock limit, answers once, and is killed. A crafted artefact that crashes or hangs jax's
-deserialiser or the MLIR reader costs only this process: the candidate gets a recorded failure.
+fresh process behind the reward worker's layers deserialises it, runs every check (bird/reward/artefacts.py) and
+compiles it for the CPU as the trainer would (jax's lowering of the call, shape refinement, XLA), under a wall-clock
+limit, answers once, and is killed. A crafted artefact that crashes or hangs jax's deserialiser, the MLIR reader or
+the compiler costs only this process: the candidate gets a recorded failure.
 
 Host side: `inspect_artefact`. Process side: `main` (started by sandbox.WorkerProcess as the entry module).
 """
@@ -29,7 +30,8 @@ _KINDS = frozenset({"rejected", "bad_output", "timeout", "runtime_error"})
 
 def _config(timeout_s: float) -> isolation.IsolationConfig:
     return isolation.IsolationConfig(memory_mb=INSPECT_MEMORY_MB, call_timeout_s=timeout_s, host_pid=os.getpid(),
-                                     threads=True, read_modules=_MODULES, preload=_PRELOAD, max_tasks=_MAX_TASKS)
+                                     threads=True, read_modules=_MODULES, preload=_PRELOAD, max_tasks=_MAX_TASKS,
+                                     extra_read_paths=JAX.extra_read_paths)
 
 
 def inspect_artefact(prog: Any, timeout_s: float = INSPECT_TIMEOUT_S) -> Failure | None:
@@ -82,6 +84,7 @@ def main(result_fd: int) -> None:
 
 
 def _inspect(header: dict[str, Any], payload: bytes) -> dict[str, Any]:
+    import jax
     from jax import export
 
     from bird.reward.artefacts import ArtefactError, Expected, check_metadata, check_module
@@ -90,9 +93,15 @@ def _inspect(header: dict[str, Any], payload: bytes) -> dict[str, Any]:
     if len(payload) > MAX_ARTEFACT_BYTES:
         return {"ok": False, "kind": "bad_output", "reason": "the artefact is larger than 16 MiB"}
     try:
-        check_metadata(payload, want)
+        if "cpu" not in check_metadata(payload, want):
+            raise ArtefactError("bad_output", "the artefact has no CPU lowering, which the inspector compiles")
         exp = export.deserialize(bytearray(payload))
         ops = check_module(exp, want)
     except ArtefactError as exc:
         return {"ok": False, "kind": exc.kind, "reason": exc.reason[:500]}
+    try:  # the trainer's own path: jax's lowering of the call, shape refinement, XLA's compiler
+        jax.jit(exp.call).lower(*[jax.ShapeDtypeStruct(s, "float32") for s in want.inputs]).compile()
+    except Exception as exc:  # noqa: BLE001 - a module XLA cannot compile is this artefact's failure
+        return {"ok": False, "kind": "runtime_error", "reason": f"the artefact does not compile: "
+                                                                f"{type(exc).__name__}: {str(exc)[:300]}"}
     return {"ok": True, "ops": sum(ops.values())}

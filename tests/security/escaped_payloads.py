@@ -47,6 +47,22 @@ def fork(t):
 
 
 @attempt
+def thread_bomb(t):
+    """Threads until something refuses: a worker that may start threads (the jax language's) has a task limit."""
+    stop, threads = threading.Event(), []
+    try:
+        for _ in range(20_000):
+            th = threading.Thread(target=stop.wait, daemon=True)
+            th.start()
+            threads.append(th)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc} after {len(threads)} threads") from None
+    finally:
+        stop.set()
+    return len(threads)
+
+
+@attempt
 def daemon(t):
     if os.fork() == 0:
         os.setsid()

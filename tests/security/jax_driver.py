@@ -1,0 +1,218 @@
+"""JAX-path attack driver: plays the host of a train.learner=jax_ppo search and runs jax_attacks.py through the real
+path, then looks for side effects on the host (driver.World: sentinel files, listeners, a decoy, processes left).
+
+  1. programs: the smoke check (64 real transitions) on each attack program, then export_jobs at a training size
+     (export, training-size dry run, inspection): each must be that program's recorded failure, in bounded time;
+  2. a thread bomb under the jax worker's layers (escaped_payloads.thread_bomb with the jax language);
+  3. artefacts: a compromised reward worker's bytes (SandboxedReward.export replaced for the crafted jobs) in one
+     group with two clean programs, through the executor's prepare and call_learner (inspection, the isolated
+     trainer, its watchdog, the culprit search);
+  4. (--baseline) the two clean programs as a group of their own at the same width, for the curves' comparison.
+
+    python jax_driver.py --out results.json [--site SITE_PACKAGES] [--baseline]
+Run by tests/security/test_jax_path.py as root and as an unprivileged user, with a canary secret in its environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import site
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+UPDATE_TIMEOUT_S = 20  # the watchdog per PPO update of this tiny training (a clean update takes well under 1 s)
+BIG = ["train.jax.num_envs=1024", "train.jax.batch_size=512", "train.jax.num_minibatches=8",
+       "train.jax.unroll_length=16"]  # rows per training slot: 4 rollouts × 16 decisions × 1024 envs = 65,536
+_CRAFTED = "# crafted: "
+
+
+def _cfg(extra: list[str]):
+    sys.path.insert(0, str(HERE.parent / "jaxpath"))
+    from jax_programs import TINY
+
+    from bird.config.load import compose
+
+    return compose(["budget=smoke", "run.progress=false", *TINY, f"train.jax.update_timeout_s={UPDATE_TIMEOUT_S}",
+                    *extra])
+
+
+def _failure(f: Any) -> dict[str, str] | None:
+    return None if f is None else f.to_json()
+
+
+def run_programs(out: Path) -> dict[str, Any]:
+    """Each attack program: the smoke check's verdict, then export_jobs at 65,536 rows."""
+    from jax_attacks import HEAD, PROGRAMS
+
+    from bird.envs.registry import make_adapter
+    from bird.learners.job import make_job
+    from bird.learners.programs import export_jobs, training_rows
+    from bird.reward.checks import random_transitions, verify_code
+
+    cfg = _cfg(BIG)
+    adapter = make_adapter(cfg.env)
+    batch = random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed)
+    rec: dict[str, Any] = {}
+    for name, (body, _, _) in PROGRAMS.items():
+        code = HEAD + body
+        start = time.monotonic()
+        smoke = verify_code(code, cfg, batch, adapter.spec)
+        job = make_job(cfg, name, code, 0, 10**8, out / name)
+        rows = training_rows(job, adapter.task)
+        t = time.monotonic()
+        _, failed = export_jobs([job])
+        rec[name] = {"smoke_valid": smoke.ok, "smoke_failure": _failure(smoke.failure), "rows": rows,
+                     "export_failure": _failure(failed.get(0)), "export_s": round(time.monotonic() - t, 1),
+                     "seconds": round(time.monotonic() - start, 1)}
+    return rec
+
+
+def run_thread_bomb(world: Any) -> dict[str, Any]:
+    from bird.reward import sandbox
+    from bird.reward.languages import get_language
+
+    worker = sandbox.WorkerProcess(get_language("jax"), 2048, 10.0, module="escaped_payloads",
+                                   extra_paths=(str(HERE),))
+    try:
+        reply, _ = worker.request({"attempt": "thread_bomb", "targets": world.targets()}, b"", 120.0, 0, "payload",
+                                  "120 s")
+    finally:
+        worker.close()
+    return {k: reply.get(k) for k in ("outcome", "error", "text", "value")} | {"layers": worker.layers}
+
+
+def _jobs(cfg: Any, out: Path, names: list[str]) -> list[Any]:
+    sys.path.insert(0, str(HERE.parent / "jaxpath"))
+    from jax_attacks import CLEAN, HEAD
+    from jax_programs import FORWARD, UPRIGHT
+
+    from bird.learners.job import make_job
+
+    code = {"g1_forward": FORWARD, "g2_upright": UPRIGHT}
+    seed = {"g1_forward": 0, "g2_upright": 1}  # a job's seed is its own, whatever group it is in
+    return [make_job(cfg, n, code.get(n, f"{_CRAFTED}{n}\n{HEAD}{CLEAN}"), seed.get(n, 100 + i), 192, out / n)
+            for i, n in enumerate(names)]
+
+
+def _curve(r: Any) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(c) for c in r.curve]
+
+
+def run_artefacts(out: Path) -> dict[str, Any]:
+    """The crafted artefacts with two clean programs, through prepare / call_learner / assemble."""
+    from jax_attacks import LOOP, artefacts, loop_artefact
+
+    from bird.envs.registry import make_adapter
+    from bird.executors.jobs import assemble, call_learner, prepare
+    from bird.learners import trainer_host
+    from bird.learners.programs import training_rows
+    from bird.reward import sandbox
+    from bird.reward.jax_export import ExportedReward
+
+    cfg = _cfg([])
+    adapter = make_adapter(cfg.env)
+    spec = adapter.spec
+    names = ["g1_forward"]
+    probe = _jobs(cfg, out, names)[0]
+    rows = training_rows(probe, adapter.task)
+    crafted = artefacts(rows, spec.obs_index.dim, spec.action_dim)
+    crafted[LOOP] = (loop_artefact(rows, spec.obs_index.dim, spec.action_dim), ())
+    names = ["g1_forward", *sorted(crafted), "g2_upright"]
+    jobs = _jobs(cfg, out, names)
+    real_export = sandbox.SandboxedReward.export
+
+    real_init = sandbox.SandboxedReward.__init__
+
+    def remembering(self: Any, code: str, *args: Any, **kw: Any) -> None:
+        self.attack_marker = code.splitlines()[0] if code else ""
+        real_init(self, code, *args, **kw)
+
+    def compromised(self: Any, rows: int, dry_run_timeout_s: float) -> Any:  # the worker sends what it likes
+        marker = self.attack_marker
+        if marker.startswith(_CRAFTED):
+            data, comps = crafted[marker.removeprefix(_CRAFTED)]
+            return ExportedReward(data, comps, spec.obs_index.dim, spec.action_dim, rows)
+        return real_export(self, rows, dry_run_timeout_s)
+
+    sandbox.SandboxedReward.export = compromised  # type: ignore[method-assign]
+    sandbox.SandboxedReward.__init__ = remembering  # type: ignore[method-assign]
+    attempts: list[dict[str, Any]] = []
+    real_run = trainer_host.run_trainer
+
+    def recorded(group: list[Any], width: int, progress: Any = None) -> Any:
+        start = time.monotonic()
+        a = real_run(group, width, progress)
+        attempts.append({"jobs": [j.candidate_id for j in group], "width": width, "group": _failure(a.group),
+                         "blame": a.blame, "seconds": round(time.monotonic() - start, 1), "layers": a.layers})
+        return a
+
+    from bird.learners import jax_isolated
+
+    jax_isolated.run_trainer = recorded  # type: ignore[assignment] - recorded, then the real trainer
+    try:
+        start = time.monotonic()
+        groups, failed = prepare("jax_ppo", jobs)
+        prepared = time.monotonic() - start
+        done = [r for g in groups for r in call_learner("jax_ppo", g, lambda *a: None)]
+        results = assemble(jobs, failed, done)
+    finally:
+        sandbox.SandboxedReward.export = real_export  # type: ignore[method-assign]
+        sandbox.SandboxedReward.__init__ = real_init  # type: ignore[method-assign]
+        jax_isolated.run_trainer = real_run  # type: ignore[assignment]
+    return {"rows": rows, "prepare_s": round(prepared, 1), "train_s": round(time.monotonic() - start - prepared, 1),
+            "groups": [[j.candidate_id for j in g] for g in groups], "attempts": attempts,
+            "results": {r.candidate_id: {"failure": _failure(r.failure), "curve": _curve(r)} for r in results}}
+
+
+def run_baseline(out: Path, width: int) -> dict[str, Any]:
+    """The two clean programs as a group of their own, at the width the attacked group had."""
+    from bird.learners.jax_isolated import search_culprits
+    from bird.learners.programs import export_jobs
+
+    jobs, failed = export_jobs(_jobs(_cfg([]), out / "baseline", ["g1_forward", "g2_upright"]))
+    assert not failed, failed
+    found = search_culprits(jobs, width)
+    return {r.candidate_id: {"failure": _failure(r.failure), "curve": _curve(r)} for r in found.values()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--site", help="site-packages to add (running under an interpreter outside the venv)")
+    parser.add_argument("--baseline", action="store_true")
+    args = parser.parse_args()
+    if args.site:
+        site.addsitedir(args.site)
+    sys.path.insert(0, str(HERE))
+    from driver import World
+
+    work = Path(args.out).parent / "jobs"
+    world = World(os.environ["BIRD_TEST_CANARY"])
+    rec: dict[str, Any] = {"uid": os.geteuid(), "effects": {}, "seconds": {}}
+    phases = [("programs", lambda: run_programs(work / "programs")), ("thread_bomb", lambda: run_thread_bomb(world)),
+              ("artefacts", lambda: run_artefacts(work / "artefacts"))]
+    if args.baseline:
+        phases.append(("baseline", lambda: run_baseline(work, len(rec["artefacts"]["attempts"][0]["jobs"]))))
+    try:
+        for name, phase in phases:
+            start = time.monotonic()
+            try:
+                rec[name] = phase()
+            except Exception:  # noqa: BLE001 - the host must never crash on an attack; recorded, the test fails
+                rec[name] = {"host_error": traceback.format_exc()}
+            rec["seconds"][name] = round(time.monotonic() - start, 1)
+            rec["effects"][name] = world.observe([])
+    finally:
+        world.close()
+        Path(args.out).write_text(json.dumps(rec, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
