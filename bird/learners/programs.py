@@ -7,6 +7,8 @@ source and receives only artefacts that passed every check."""
 from __future__ import annotations
 
 import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from bird.learners.job import TrainJob
@@ -42,24 +44,29 @@ def _export(job: TrainJob) -> object:
 def export_jobs(jobs: list[TrainJob]) -> tuple[list[TrainJob], dict[int, Failure]]:
     """(jobs with `program` set and `code` None, {job index: Failure} for programs that could not be exported).
 
-    A program shared by several jobs (the final retrain's seeds) is exported once."""
-    done: dict[str, object] = {}
-    out, failures = [], {}
+    A program shared by several jobs (the final retrain's seeds) is exported once; distinct programs are exported
+    and inspected side by side (each in processes of its own), as many at once as there are cores."""
+    failures: dict[int, Failure] = {}
+    keys: dict[int, str] = {}
+    first: dict[str, TrainJob] = {}
     for i, job in enumerate(jobs):
         if job.code is None:
-            out.append(job)
             continue
         if job.language != "jax":
             failures[i] = Failure(FailureKind.TRAIN_ERROR, f"the learner needs reward.language=jax programs, got "
                                   f"{job.language}")
-            out.append(job)
             continue
-        key = hashlib.sha256(job.code.encode()).hexdigest()
-        if key not in done:
-            done[key] = _export(job)
-        result = done[key]
+        keys[i] = hashlib.sha256(job.code.encode()).hexdigest()
+        first.setdefault(keys[i], job)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(first), os.cpu_count() or 1)),
+                            thread_name_prefix="export") as pool:
+        done = dict(zip(first, pool.map(_export, first.values()), strict=True))
+    out = []
+    for i, job in enumerate(jobs):
+        result = done.get(keys.get(i, ""))
         if isinstance(result, Failure):
             failures[i] = result
+        if result is None or isinstance(result, Failure):
             out.append(job)
         else:
             out.append(replace(job, code=None, program=result))

@@ -64,7 +64,7 @@ def _setup(session: Session, cfg: isolation.IsolationConfig, header: dict[str, A
     if cfg.defer_uid_drop and os.geteuid() == 0:
         layers.append(isolation.drop_identity(cfg).to_json())
     session.send({"ok": True, "rows": run.rows, "settings": run.settings.to_json(), "timing": run.timing,
-                  "layers": layers})
+                  "layers": layers, "devices": [str(d) for d in jax.devices()][:16]})
     return run
 
 

@@ -145,11 +145,14 @@ class _Run:
         if not isinstance(settings, dict):
             raise replies.bad("settings must be an object")
         self.steps_per_update = replies.integer(settings.get("steps_per_update"), "steps_per_update", 1, 1 << 40)
-        self.summary = {"settings": settings, "timing": _timing(reply.get("timing")), "slots": self.width}
+        devices = replies.text_list(reply.get("devices"), 16, 100, "devices")
+        self.summary = {"settings": settings, "timing": _timing(reply.get("timing")), "slots": self.width,
+                        "devices": devices}
         dropped = replies.layer_list(reply.get("layers"), ("unprivileged_user",))[0]
         if dropped["active"]:  # the deferred uid drop of a root trainer, done before any artefact is sent
             self.worker.layers = [dropped if d["name"] == "unprivileged_user" else d for d in self.worker.layers]
         isolation_report(self.worker.layers)
+        self.summary["isolation"] = {d["name"]: d["active"] for d in self.worker.layers}
         self.seconds["setup_s"] = time.monotonic() - t
 
     def load(self) -> None:

@@ -102,3 +102,15 @@ def test_smoke_search_cli_on_ray_attached_by_address(ray_address, tmp_path):
     assert math.isfinite(result["returned_score"]) and not result["failures"]
     assert "[it 1/2]" in proc.stderr and "2,048/2,048 steps" in proc.stderr  # progress from the Ray tasks
     assert "Started a local Ray instance" not in proc.stderr  # it attached instead
+
+
+def test_the_jax_trainer_walls_itself_inside_a_ray_task(ray_address):
+    """train.learner=jax_ppo on Ray: the Ray task is the trainer's host, as a local pool's worker is; the trainer it
+    starts there applies every layer, its deferred uid drop included (the training itself: tests/jaxpath)."""
+    import ray
+
+    from bird.reward.trainer_wall import explain_trainer
+
+    layers = ray.get(ray.remote(explain_trainer).options(num_cpus=1, max_retries=0).remote())
+    assert {d["name"] for d in layers} >= {"landlock", "seccomp", "network_namespace", "unprivileged_user"}
+    assert [d for d in layers if not d["active"]] == []

@@ -57,7 +57,7 @@ def jax_runs(canary, tmp_path_factory):
     else:
         user_dir = Path(tempfile.mkdtemp(prefix="bird-jax-sec-user-"))
         os.chown(user_dir, *made)
-        runs["unprivileged"] = _driver(as_user(*made), found[0], found[1], canary, user_dir, cache, [])
+        runs["unprivileged"] = _driver(as_user(*made), found[0], found[1], canary, user_dir, cache, ["--short"])
         shutil.rmtree(user_dir, ignore_errors=True)
     runs.setdefault("root", "the tests do not run as root")
     yield runs
@@ -80,12 +80,12 @@ def test_driver_finished_without_a_host_error(run):
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_attack_program_passes_the_smoke_check_and_fails_alone_at_training_size(run, name):
-    rec = run["results"]["programs"][name]
+    rec = run["results"]["programs"]["programs"][name]
     assert rec["smoke_valid"], rec["smoke_failure"]  # what `python -m bird.reward check` would accept
     failure = rec["export_failure"]
     _, kinds, words = PROGRAMS[name]
     assert failure is not None and failure["kind"] in kinds and words in failure["reason"], rec
-    assert rec["export_s"] < 300, rec  # bounded by the dry run's budget (30 s) and the tracing limit
+    assert run["results"]["programs"]["export_s"] < 600  # bounded: the dry run's budget is 30 s a program
 
 
 def test_a_thread_bomb_stops_at_the_jax_workers_task_limit(run):
@@ -98,8 +98,9 @@ def test_a_thread_bomb_stops_at_the_jax_workers_task_limit(run):
 def test_no_crafted_artefact_reaches_a_trainer(run):
     rec = run["results"]["artefacts"]
     crafted = [n for n in rec["results"] if n not in CLEAN and n != LOOP]
-    assert len(crafted) >= 20
-    assert rec["groups"] == [["g1_forward", LOOP, "g2_upright"]]  # the only jobs sent to the trainer
+    clean = [n for n in CLEAN if n in rec["results"]]
+    assert len(crafted) >= (20 if len(clean) == 2 else 4)
+    assert rec["groups"] == [[clean[0], LOOP, *clean[1:]]]  # the only jobs sent to the trainer
     for name in crafted:
         failure = rec["results"][name]["failure"]
         assert failure is not None and failure["kind"] in ("rejected", "bad_output", "runtime_error"), (name, failure)
@@ -109,12 +110,13 @@ def test_no_crafted_artefact_reaches_a_trainer(run):
 def test_the_hanging_artefact_is_killed_by_the_watchdog_and_fails_alone(run):
     rec = run["results"]["artefacts"]
     loop = rec["results"][LOOP]["failure"]
-    assert loop["kind"] == "timeout" and "train.jax.update_timeout_s=20" in loop["reason"], loop
-    for name in CLEAN:
+    assert loop["kind"] == "timeout" and "train.jax.update_timeout_s=10" in loop["reason"], loop
+    clean = [n for n in CLEAN if n in rec["results"]]
+    for name in clean:
         assert rec["results"][name]["failure"] is None and len(rec["results"][name]["curve"]) == 2, name
     hung = [a for a in rec["attempts"] if a["group"] is not None]
     assert all(LOOP in a["jobs"] and a["blame"] for a in hung) and [LOOP] in [a["jobs"] for a in hung]
-    assert all(a["width"] == 3 for a in rec["attempts"])  # every retry keeps the group's width
+    assert {a["width"] for a in rec["attempts"]} == {len(clean) + 1}  # every retry keeps the group's width
 
 
 def test_the_others_train_exactly_as_in_a_group_without_the_culprit(run):
