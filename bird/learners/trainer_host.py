@@ -44,7 +44,7 @@ LOAD_S = 600.0  # check, deserialise and compile every artefact of the group
 OUTPUTS_S = 600.0  # rollouts (the programs run again) and policies
 TIMEOUT_GRACE_S = 60.0  # past train.timeout_s, the trainer's own check has had its chance
 MAX_POLICY_BYTES = 64 * 2**20
-MAX_OUTPUT_BYTES = 512 * 2**20  # policy + rollouts of one job
+MAX_OUTPUT_BYTES = 1 << 30  # policies and rollouts of a whole group
 TRAINER_LAYERS = isolation.LAYERS
 _JOB_KINDS = frozenset({"non_finite", "timeout", "bad_output", "rejected", "runtime_error", "train_error"})
 _COMPILED: set[str] = set()  # compile steps done by this process (the cache then holds them)
@@ -145,6 +145,7 @@ class _Run:
         if not isinstance(settings, dict):
             raise replies.bad("settings must be an object")
         self.steps_per_update = replies.integer(settings.get("steps_per_update"), "steps_per_update", 1, 1 << 40)
+        self.n_updates = replies.integer(settings.get("n_updates"), "n_updates", 1, 1 << 40)
         devices = replies.text_list(reply.get("devices"), 16, 100, "devices")
         self.summary = {"settings": settings, "timing": _timing(reply.get("timing")), "slots": self.width,
                         "devices": devices}
@@ -203,12 +204,13 @@ class _Run:
         """Handle one training frame; True at the last one."""
         event = frame.get("event")
         if event == "update":
-            self.updates = replies.integer(frame.get("update"), "update", self.updates + 1, self.updates + 1)
+            self.updates = replies.integer(frame.get("update"), "update", self.updates + 1,
+                                           min(self.updates + 1, self.n_updates))
             return False
         if event == "checkpoint":
             i = replies.integer(frame.get("job"), "job", 0, len(self.jobs) - 1)
-            if i not in self.live or i in self.failures:
-                raise replies.bad(f"a checkpoint for job {i}, which is not training")
+            if i not in self.live or i in self.failures or len(self.curves[i]) >= self.jobs[i].n_checkpoints:
+                raise replies.bad(f"a checkpoint for job {i}, which is not training or has all its checkpoints")
             # a checkpoint belongs to the update in progress (evaluated before its "update" frame)
             c = read_checkpoint(frame.get("checkpoint"), self.jobs[i], (self.updates + 1) * self.steps_per_update)
             self.curves[i].append(c)
@@ -233,8 +235,10 @@ class _Run:
         deadline = time.monotonic() + OUTPUTS_S
         what, limit = "policies and rollouts", f"outputs time limit ({OUTPUTS_S:g} s)"
         self.worker.send({"op": "outputs"}, b"", deadline, what, limit)
+        budget = MAX_OUTPUT_BYTES  # every job's outputs together
         while True:
-            frame, data = self.worker.receive(deadline, MAX_OUTPUT_BYTES, what, limit)
+            frame, data = self.worker.receive(deadline, budget, what, limit)
+            budget -= len(data)
             if frame.get("event") == "done":
                 break
             if frame.get("event") != "output":

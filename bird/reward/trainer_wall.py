@@ -12,6 +12,7 @@ nobody before it receives any reward program. It writes nothing: every output co
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -28,7 +29,8 @@ _SYSCALLS = ("sched_getparam", "sched_getscheduler")  # XLA's threads read their
 # NVIDIA's driver: control and device ioctls are _IOWR('F', nr, size); nvidia-uvm's are small integers plus
 # UVM_INITIALIZE/UVM_DEINITIALIZE. Landlock (ABI >= 5) keeps ioctls to the device nodes listed.
 _NVIDIA_IOCTLS = ((0xFF00, 0x4600), (0xFFFFFF00, 0), (0xFFFFFFFF, 0x30000001), (0xFFFFFFFF, 0x30000002))
-_GPU_READS = ("/proc/driver/nvidia", "/proc/devices", "/sys/bus/pci", "/sys/devices", "/sys/module/nvidia")
+_GPU_READS = ("/proc/driver/nvidia", "/proc/devices", "/proc/modules", "/proc/meminfo", "/proc/self/maps",
+              "/proc/self/status", "/sys/bus/pci", "/sys/devices", "/sys/module/nvidia", "/sys/module/nvidia_uvm")
 _GPU_SYSCALLS = ("sched_setaffinity", "mlock", "munlock", "get_mempolicy", "mbind", "eventfd2", "epoll_create1",
                  "epoll_ctl", "epoll_wait", "epoll_pwait", "pipe2")  # unverified: no GPU where this was written
 
@@ -38,12 +40,26 @@ def gpu_nodes() -> list[str]:
     return sorted(p for p in glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*") if not os.path.isdir(p))
 
 
+_PACKAGES = ("jax", "jaxlib", "jax_plugins", "brax", "flax", "optax", "chex", "mujoco", "numpy", "scipy", "ml_dtypes",
+             "opt_einsum", "etils", "absl", "msgpack", "orbax", "typing_extensions", "yaml", "omegaconf", "hydra",
+             "nvidia", "trimesh", "tensorstore", "jaxopt", "flatbuffers")  # found wherever they are installed
+
+
 def _python_tree() -> list[str]:
     """What the trainer may read of the Python installation besides the standard library and the system libraries
-    (isolation adds those): every absolute sys.path directory except a checkout root (only its `bird` and `envs`
-    packages: a checkout may hold `.env` files)."""
+    (isolation adds those): the site-packages directories on sys.path, the directories of the packages it imports
+    wherever they are installed, and of bird's checkout only its `bird` and `envs` packages (a checkout, or a
+    script's directory, may hold `.env` files)."""
     root = Path(__file__).resolve().parents[2]
-    paths = [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p) and Path(p).resolve() != root]
+    paths = [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)
+             and os.path.basename(p.rstrip("/")) in ("site-packages", "dist-packages")]
+    for name in _PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for where in list(spec.submodule_search_locations or []) if spec else []:
+            paths.append(where)
     paths += [str(root / name) for name in ("bird", "envs") if (root / name).is_dir()]
     return list(dict.fromkeys(paths))
 
