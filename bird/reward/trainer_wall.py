@@ -15,7 +15,6 @@ import glob
 import importlib.util
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from bird.reward import isolation
@@ -43,24 +42,23 @@ def gpu_nodes() -> list[str]:
 _PACKAGES = ("jax", "jaxlib", "jax_plugins", "brax", "flax", "optax", "chex", "mujoco", "numpy", "scipy", "ml_dtypes",
              "opt_einsum", "etils", "absl", "msgpack", "orbax", "typing_extensions", "yaml", "omegaconf", "hydra",
              "nvidia", "trimesh", "tensorstore", "jaxopt", "flatbuffers")  # found wherever they are installed
+_BIRD = ("bird", "bird.envs", "bird.methods", "bird.conf")  # bird's packages (some map to other checkout folders)
 
 
 def _python_tree() -> list[str]:
     """What the trainer may read of the Python installation besides the standard library and the system libraries
     (isolation adds those): the site-packages directories on sys.path, the directories of the packages it imports
-    wherever they are installed, and of bird's checkout only its `bird` and `envs` packages (a checkout, or a
-    script's directory, may hold `.env` files)."""
-    root = Path(__file__).resolve().parents[2]
+    wherever they are installed, and of bird's checkout only its package folders (a checkout, or a script's
+    directory, may hold `.env` files)."""
     paths = [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)
              and os.path.basename(p.rstrip("/")) in ("site-packages", "dist-packages")]
-    for name in _PACKAGES:
+    for name in (*_PACKAGES, *_BIRD):
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             continue
         for where in list(spec.submodule_search_locations or []) if spec else []:
             paths.append(where)
-    paths += [str(root / name) for name in ("bird", "envs") if (root / name).is_dir()]
     return list(dict.fromkeys(paths))
 
 
