@@ -277,7 +277,9 @@ def drop_identity(cfg: IsolationConfig) -> Layer:
     _prctl(_PR_SET_DUMPABLE, 0)
     if os.getppid() != cfg.host_pid:
         os._exit(70)
-    return Layer("unprivileged_user", True, how + " (after loading its trusted code); no capabilities")
+    seccomp_policy.seal()  # from here on no set*id, no dumpability or parent-death change
+    return Layer("unprivileged_user", True, how + " (after loading its trusted code); no capabilities; set*id, "
+                                                  "PR_SET_DUMPABLE and PR_SET_PDEATHSIG sealed by a second filter")
 
 
 def _non_dumpable() -> Layer:
@@ -308,7 +310,7 @@ def _landlock(paths: Sequence[str], devices: Sequence[str] = ()) -> Layer:
     return Layer("landlock", res.filesystem and res.network and res.scoped, "; ".join(parts))
 
 
-_DEFERRED_DROP_SYSCALLS = ("setresuid", "setresgid", "setgroups", "capget")
+_DEFERRED_DROP_SYSCALLS = ("setresuid", "setresgid", "setgroups", "capget", "seccomp")
 
 
 def _seccomp(cfg: IsolationConfig, was_root: bool = False) -> Layer:

@@ -13,7 +13,7 @@ import os
 import resource
 from typing import Any
 
-__all__ = ["BASE_SYSCALLS", "install"]
+__all__ = ["BASE_SYSCALLS", "install", "seal"]
 
 # Syscalls a Python interpreter running numpy code makes once the modules are imported (checked with strace).
 BASE_SYSCALLS = (
@@ -105,3 +105,24 @@ def install(threads: bool, extra_syscalls: tuple[str, ...] = (), ioctls: tuple[t
         filt.add_rule(sc.ALLOW, "clone", sc.Arg(0, sc.MASKED_EQ, mask, _CLONE_THREAD))
     filt.load()
     return allowed
+
+
+_SETID = ("setresuid", "setresgid", "setgroups", "setuid", "setgid", "setreuid", "setregid", "setfsuid", "setfsgid",
+          "capset", "seccomp")
+
+
+def seal() -> None:
+    """After a deferred uid drop (isolation.drop_identity): a second filter, stacked on the first for every thread,
+    that refuses what only the drop needed: the set*id calls, and setting the parent-death signal or dumpability."""
+    sc = load_library()
+    filt = sc.SyscallFilter(sc.ALLOW)
+    filt.set_attr(sc.Attr.CTL_TSYNC, 1)
+    filt.set_attr(sc.Attr.CTL_NNP, 0)  # no_new_privs is set already, and the first filter refuses that prctl
+    for name in _SETID:
+        try:
+            filt.add_rule(sc.ERRNO(errno.EPERM), name)
+        except (OSError, ValueError):
+            continue
+    for option in (_PR_SET_DUMPABLE, _PR_SET_PDEATHSIG):
+        filt.add_rule(sc.ERRNO(errno.EPERM), "prctl", sc.Arg(0, sc.EQ, option))
+    filt.load()

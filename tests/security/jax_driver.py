@@ -3,7 +3,9 @@ path, then looks for side effects on the host (driver.World: sentinel files, lis
 
   1. programs: the smoke check (64 real transitions) on each attack program, then export_jobs at a training size
      (export, training-size dry run, inspection): each must be that program's recorded failure, in bounded time;
-  2. a thread bomb under the jax worker's layers (escaped_payloads.thread_bomb with the jax language);
+  2. a thread bomb under the jax worker's layers (escaped_payloads.thread_bomb with the jax language), and every
+     escaped payload inside a trainer's wall (fake_workers/escaped_trainer.py: the trainer's profile and its
+     deferred uid drop): what native code an artefact reached through an XLA bug could try;
   3. artefacts: a compromised reward worker's bytes (SandboxedReward.export replaced for the crafted jobs) in one
      group with two clean programs, through the executor's prepare and call_learner (inspection, the isolated
      trainer, its watchdog, the culprit search);
@@ -88,6 +90,30 @@ def run_thread_bomb(world: Any) -> dict[str, Any]:
     finally:
         worker.close()
     return {k: reply.get(k) for k in ("outcome", "error", "text", "value")} | {"layers": worker.layers}
+
+
+def run_escaped_trainer(world: Any) -> dict[str, Any]:
+    """Each escaped payload in a fresh process behind the trainer's layers, side effects checked after each."""
+    from escaped_payloads import ATTEMPTS
+
+    from bird.reward import sandbox, trainer_wall
+
+    cfg, env = trainer_wall.trainer_isolation(4096, None)
+    rec: dict[str, Any] = {}
+    for name in ATTEMPTS:
+        worker = sandbox.WorkerProcess(None, cfg.memory_mb, 10.0, module="fake_workers.escaped_trainer",
+                                       extra_paths=(str(HERE),), init={"isolation": cfg.to_json()}, env=env,
+                                       cgroup=(4096, cfg.max_tasks), name="trainer", warn=False)
+        try:
+            reply, _ = worker.request({"attempt": name, "targets": world.targets()}, b"", 30.0, 0, "payload", "30 s")
+            rec[name] = {k: reply.get(k) for k in ("outcome", "error", "errno", "text")}
+        except sandbox.RewardProgramError as exc:
+            rec[name] = {"outcome": "host_rejected", "failure": exc.failure.to_json()}
+        finally:
+            worker.close()
+        rec[name]["inactive"] = worker.inactive_layers
+        rec[name]["effects"] = world.observe([worker.proc.pid])
+    return rec
 
 
 def _jobs(cfg: Any, out: Path, names: list[str]) -> list[Any]:
@@ -207,6 +233,7 @@ def main() -> None:
     world = World(os.environ["BIRD_TEST_CANARY"])
     rec: dict[str, Any] = {"uid": os.geteuid(), "effects": {}, "seconds": {}}
     phases = [("programs", lambda: run_programs(work / "programs")), ("thread_bomb", lambda: run_thread_bomb(world)),
+              ("escaped_trainer", lambda: run_escaped_trainer(world)),
               ("artefacts", lambda: run_artefacts(work / "artefacts", args.short))]
     if args.baseline:
         phases.append(("baseline", lambda: run_baseline(work, len(rec["artefacts"]["attempts"][0]["jobs"]))))

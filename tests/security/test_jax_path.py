@@ -22,6 +22,7 @@ from jax_attacks import LOOP, PROGRAMS  # noqa: E402
 from users import as_user, ensure_user, user_python  # noqa: E402
 
 pytestmark = pytest.mark.slow
+STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError"}  # as test_corpus.py
 HERE = Path(__file__).resolve().parent
 DRIVER_TIMEOUT_S = 3600
 CLEAN = ("g1_forward", "g2_upright")
@@ -34,7 +35,7 @@ def _driver(prefix: list[str], python: str, site_dir: str | None, canary: str, o
     if site_dir:
         cmd += ["--site", site_dir]
     env = {"PATH": os.defpath, "BIRD_TEST_CANARY": canary, "OPENAI_API_KEY": canary, "BIRD_JAX_CACHE": cache,
-           "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+           "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3", "MUJOCO_GL": "disable"}  # no OpenGL probe
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=out_dir, timeout=DRIVER_TIMEOUT_S,
                           start_new_session=True)
     raw = out.read_text() if out.exists() else ""
@@ -74,7 +75,7 @@ def run(request, jax_runs) -> dict:
 
 def test_driver_finished_without_a_host_error(run):
     assert run["returncode"] == 0, run["stderr"][-3000:]
-    for phase in ("programs", "thread_bomb", "artefacts"):
+    for phase in ("programs", "thread_bomb", "escaped_trainer", "artefacts"):
         assert "host_error" not in run["results"][phase], run["results"][phase]["host_error"]
 
 
@@ -93,6 +94,24 @@ def test_a_thread_bomb_stops_at_the_jax_workers_task_limit(run):
     assert rec["outcome"] == "raised" and rec["error"] == "RuntimeError", rec
     started = int(rec["text"].rsplit(" after ", 1)[1].split()[0])
     assert started < 200, rec  # the limit is 64 tasks (cgroup pids.max, or RLIMIT_NPROC above the uid's count)
+
+
+# what the trainer's profile allows on purpose: threads (within its task limit) and no CPU-time limit (the watchdog
+# bounds its time), so raising a CPU limit it does not have changes nothing
+TRAINER_ALLOWS = {"start_thread", "raise_cpu_limit"}
+
+
+def test_every_escaped_payload_is_stopped_inside_the_trainers_wall(run):
+    from escaped_payloads import ATTEMPTS
+
+    rec = run["results"]["escaped_trainer"]
+    assert set(rec) == set(ATTEMPTS)
+    for name, r in rec.items():
+        assert r["effects"] == [] and r["inactive"] == {}, (name, r)
+        if name == "forge_result_frames":
+            assert r["outcome"] == "host_rejected" and r["failure"]["kind"] == "bad_output", r
+        elif name not in TRAINER_ALLOWS:
+            assert r["outcome"] == "raised" and r["error"] in STOPPED, (name, r)
 
 
 def test_no_crafted_artefact_reaches_a_trainer(run):
