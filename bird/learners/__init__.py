@@ -29,7 +29,7 @@ jax_ppo.batched = True  # type: ignore[attr-defined]  # called once with every j
 jax_ppo.language = "jax"  # type: ignore[attr-defined]  # jobs carry exported programs (bird/learners/programs.py)
 jax_ppo.needs = {  # type: ignore[attr-defined]  # what the JAX path supports (checked when the config loads)
     "reward.language": ("jax",), "reward.contract": ("compute_reward",), "reward.form": ("direct",),
-    "train.obs_augment": ("none",),
+    "train.obs_augment": ("none",), "train.early_stop": ("none",),  # a group of trainings cannot stop one of them
 }
 
 
