@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["render_page"]
+__all__ = ["CAPTIONS", "not_drawn_reason", "render_page"]
 
 _ASSETS = Path(__file__).parent
 _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
@@ -26,6 +26,11 @@ CAPTIONS = {
     "profiles": "Performance profiles",
 }
 RunFiles = dict[tuple[str, str, str, int], dict[str, str]]
+
+
+def not_drawn_reason(name: str, notes: list[str]) -> str:
+    """Why figure `name` was not drawn: its notes ("<name>: <reason>") joined, or "no data"."""
+    return "; ".join(n.split(": ", 1)[1] for n in notes if n.startswith(name + ": ")) or "no data"
 
 
 def _e(text: object) -> str:
@@ -112,13 +117,14 @@ def _task_table(bench: str, tasks: pd.DataFrame, runs: pd.DataFrame, clips: pd.D
     return f'<h3 id="tasks-{_e(bench)}">{_e(bench)}</h3>' + _table(head, rows, nosort=["clip", "runs"])
 
 
-def _figures(figures: dict[str, tuple[str, int] | None], reasons: dict[str, str]) -> list[str]:
+def _figures(figures: dict[str, tuple[str, int] | None], notes: list[str]) -> list[str]:
     """Each drawn figure once, titled by its own image (the caption is its alt text); the others say why not."""
     body = []
     for name, saved in figures.items():
         caption = CAPTIONS.get(name, name)
         if saved is None:
-            body.append(f'<p class="missing" id="fig-{_e(name)}">{_e(caption)}: not drawn ({_e(reasons[name])}).</p>')
+            reason = not_drawn_reason(name, notes)
+            body.append(f'<p class="missing" id="fig-{_e(name)}">{_e(caption)}: not drawn ({_e(reason)}).</p>')
         else:
             file, width = saved
             body.append(f'<figure id="fig-{_e(name)}"><img src="{_e(file)}" width="{width}" alt="{_e(caption)}">'
@@ -153,8 +159,6 @@ def render_page(lb: object, figures: dict[str, tuple[str, int] | None], clip_fil
         clip_files / run_files: what analysis/artefacts.py copied, as paths relative to the page.
         bundle: the bundle's file name or path when the leaderboard was built from one.
     """
-    reasons = {n: "; ".join(x.split(": ", 1)[1] for x in lb.notes if x.startswith(n + ": ")) or "no data"
-               for n in figures}
     runs = lb.runs if len(lb.runs) else pd.DataFrame(columns=["benchmark", "task", "method", "seed"])
     tasks = lb.tasks
     body = ["<main><h1>bird leaderboard</h1>", '<ul class="summary">',
@@ -173,7 +177,7 @@ def render_page(lb: object, figures: dict[str, tuple[str, int] | None], clip_fil
                     "of the run with the median returned score.</p>")
         body += [_task_table(b, tasks, runs, lb.clips, clip_files, run_files) for b in sorted(tasks["benchmark"].unique())]
         body.append("</section>")
-    body += ['<section id="figures"><h2>Figures</h2>', *_figures(figures, reasons), "</section>"]
+    body += ['<section id="figures"><h2>Figures</h2>', *_figures(figures, lb.notes), "</section>"]
     if lb.notes:
         body += ['<section id="notes"><h2>Notes</h2><ul>', *[f"<li>{_e(n)}</li>" for n in lb.notes], "</ul></section>"]
     body.append("</main>")

@@ -16,7 +16,7 @@ from .bootstrap import interval
 from .bradley_terry import BTIntervals, bradley_terry_intervals
 from .clips import pick_clips
 from .metrics import aggregate_iqm, aggregate_optimality_gap
-from .page import CAPTIONS, render_page
+from .page import CAPTIONS, not_drawn_reason, render_page
 from .rundir import RunCollection, read_runs
 from .task_table import per_task_table
 from .tidy import score_table, shared_tasks
@@ -212,8 +212,7 @@ def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 20
     for name, fig in lb.figures.items():
         caption = CAPTIONS.get(name, name)
         if fig is None:
-            reason = "; ".join(n.split(": ", 1)[1] for n in lb.notes if n.startswith(name + ": ")) or "no data"
-            md += [f"### {caption}", "", f"_Not drawn: {reason}_", ""]
+            md += [f"### {caption}", "", f"_Not drawn: {not_drawn_reason(name, lb.notes)}_", ""]
             saved[name] = None
             continue
         fig.savefig(out / f"{name}.png", dpi=dpi)
