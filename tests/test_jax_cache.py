@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bird.learners.jax_cache import host_cpu_key
+from bird.jax_cache import host_cpu_key
 
 CORE = """processor\t: {n}
 vendor_id\t: GenuineIntel
@@ -47,7 +47,7 @@ def test_the_cpu_key_reads_arm_cpuinfo():
 
 def test_enable_compilation_cache_points_jax_at_a_folder_of_this_hosts_cpu(tmp_path, monkeypatch):
     jax = pytest.importorskip("jax")
-    from bird.learners import jax_cache
+    from bird import jax_cache
 
     monkeypatch.setenv("BIRD_JAX_CACHE", str(tmp_path))
     monkeypatch.setattr(jax_cache, "_DONE", False)
