@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
 from bird.learners.job import EVAL_SEED_BASE, TrainJob
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
@@ -84,8 +85,8 @@ class GroupTraining:
         first = jobs[0]
         self.settings = resolve_settings(first.train.jax, self.adapter.task, first.env_steps,
                                          first.train.normalize_reward)
-        key = json.dumps([self.adapter.task, self.adapter.backend, self.settings.to_json(), self.adapter.cfg.horizon,
-                          self.width, first.eval_episodes], default=str)
+        key = json.dumps([self.adapter.task, self.adapter.backend, {**self.settings.to_json(), "n_updates": None},
+                          self.adapter.cfg.horizon, self.width, first.eval_episodes], default=str)
         if key not in _COMPILED:  # a process that trains several groups (the tests) compiles each shape once
             program = PPOProgram(self.adapter.env, self.adapter.defn.score, self.settings, self.width,
                                  self.adapter.cfg.horizon)
@@ -95,6 +96,8 @@ class GroupTraining:
         self.random_q, self.scale = self.adapter.score_normalisation()
         self.failures: dict[int, Failure] = {}
         self.curves: dict[int, list[Checkpoint]] = {i: [] for i in range(len(jobs))}
+        self.keepers = {i: CheckpointKeeper(job.train) for i, job in enumerate(jobs)}  # train.checkpoint_selection
+        self.label = any(needs_eval_own_return(job.train) for job in jobs)
         self.live: list[int] = []
         self.updates = 0
 
@@ -170,6 +173,11 @@ class GroupTraining:
         own_sum, ref_sum, eps = (np.asarray(x, dtype=np.float64) for x in (w.own_sum, w.ref_sum, w.episodes))
         sums, steps, finite = np.asarray(self.sums.sums), float(self.sums.steps), np.asarray(self.sums.finite)
         steps_done = update * self.settings.steps_per_update
+        eval_own = np.full(len(self.slot_jobs), np.nan)
+        if self.label:  # the candidate's own return on the same greedy episodes
+            from bird.learners.jax_rollouts import eval_own_returns
+
+            eval_own = eval_own_returns(self.program, self.state, self.eval_keys, self.exported, self.rows)
         for slot, i in enumerate(self.live):
             if i in self.failures:
                 continue
@@ -183,7 +191,8 @@ class GroupTraining:
             self.curves[i].append(Checkpoint(
                 steps_done, float(np.mean((q[slot] - self.random_q) / self.scale)), float(q[slot].mean()),
                 float(own), float(ref), float(length[slot].mean()),
-                {n: float(sums[slot, c] / max(steps, 1.0)) for c, n in enumerate(names)}))
+                {n: float(sums[slot, c] / max(steps, 1.0)) for c, n in enumerate(names)}, float(eval_own[slot])))
+            self.keepers[i].offer(self.curves[i][-1], lambda s=slot: self._params(s))
             on_checkpoint(i, self.curves[i][-1])
         self.state, self.sums = self.program.reset_window(self.state), self.rewards.reset(self.sums)
 
@@ -229,14 +238,37 @@ class GroupTraining:
     def trained(self) -> list[int]:
         return [i for i in self.live if i not in self.failures]
 
-    def policy(self, i: int) -> bytes:
-        """The trained parameters (observation normaliser, policy network) of job i, flax msgpack bytes."""
-        import flax.serialization
+    def _params(self, slot: int) -> Any:
+        """A host copy of one slot's greedy policy: (observation normaliser, policy network parameters)."""
         import jax
 
-        slot = self.live.index(i)
-        params = jax.tree.map(lambda x: x[slot], (self.state.normalizer, self.state.params.policy))
-        return flax.serialization.to_bytes(params)
+        return jax.device_get(jax.tree.map(lambda x: x[slot], (self.state.normalizer, self.state.params.policy)))
+
+    def _restore(self, slot: int, params: Any) -> None:
+        import jax
+
+        normalizer, policy = jax.tree.map(lambda x, y: x.at[slot].set(y),
+                                          (self.state.normalizer, self.state.params.policy), params)
+        self.state = self.state.replace(normalizer=normalizer, params=self.state.params.replace(policy=policy))
+
+    def ship(self) -> dict[int, int]:
+        """Put each trained job's chosen checkpoint back into its slot (train.checkpoint_selection), before its
+        policy and rollouts are taken; {job: index of the shipped checkpoint}. The record (checkpoint.json) is the
+        host's to write: it recomputes the choice from the curve it validated (bird/learners/jax_outputs.py)."""
+        shipped = {}
+        for slot, i in enumerate(self.live):
+            if i not in self.failures:
+                index, params, _ = self.keepers[i].choose()
+                if params is not None:
+                    self._restore(slot, params)
+                shipped[i] = index
+        return shipped
+
+    def policy(self, i: int) -> bytes:
+        """The shipped parameters (observation normaliser, policy network) of job i, flax msgpack bytes."""
+        import flax.serialization
+
+        return flax.serialization.to_bytes(self._params(self.live.index(i)))
 
     def rollouts(self) -> dict[int, dict[str, np.ndarray]]:
         """rollouts.npz arrays of the jobs that trained (train.collect_episodes)."""
@@ -277,6 +309,7 @@ def train_jax_ppo(jobs: list[TrainJob], progress: Progress | None = None) -> lis
                     progress(run.jobs[i].candidate_id, c.env_steps, run.jobs[i].env_steps, c.score)
 
             run.train(on_checkpoint=checkpoint)
+            run.ship()  # the same choice write_result records in checkpoint.json
             rollouts = run.rollouts()
             wall = time.monotonic() - run.start
             done = [write_result(job, run.curves[k], run.updates * run.settings.steps_per_update

@@ -1,15 +1,17 @@
-"""Deterministic episodes of the trained JAX policies, as the arrays of rollouts.npz (bird/learners/rollouts.py,
-the trajectory store's input), labelled with each candidate's exported reward."""
+"""Deterministic episodes of the trained JAX policies: the arrays of rollouts.npz (bird/learners/rollouts.py, the
+trajectory store's input), labelled with each candidate's exported reward, and summed under it at a checkpoint (the
+own-reward return that train.checkpoint_selection reads)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from bird.learners.job import ROLLOUT_SEED_BASE
 
-__all__ = ["record_rollouts_jax", "columns"]
+__all__ = ["record_rollouts_jax", "eval_own_returns", "columns"]
 
 
 def columns(exp: Any, rows: int, *inputs: np.ndarray) -> np.ndarray:
@@ -55,6 +57,34 @@ def _record(program: Any, ts: Any, reset_keys: Any) -> dict[str, Any]:
     return {**rows, "quantity": episode_quantity(kind, first, last, length), "length": length}
 
 
+@functools.lru_cache(maxsize=8)
+def _recorder(program: Any) -> Any:
+    """_record vmapped over the training slots and jitted, once per compiled program."""
+    import jax
+
+    return jax.jit(jax.vmap(lambda ts, k: _record(program, ts, k)))
+
+
+def eval_own_returns(program: Any, state: Any, reset_keys: Any, exported: list[Any], rows: int) -> np.ndarray:
+    """(K,) each slot's own-reward return on its greedy episodes from `reset_keys` (K, E), mean over the episodes.
+
+    :param exported: each slot's deserialised artefact (None: the reference reward), exported for `rows` rows.
+    """
+    import jax
+
+    rec = jax.device_get(_recorder(program)(state, reset_keys))  # (K, T, E, ·)
+    own = np.zeros(len(exported))
+    for slot, exp in enumerate(exported):
+        if exp is None:
+            reward = np.asarray(rec["ref"][slot], dtype=np.float64)
+        else:
+            t, e = rec["active"][slot].shape
+            flat = [np.asarray(rec[k][slot]).reshape(t * e, -1) for k in ("obs", "actions", "next_obs")]
+            reward = columns(exp, rows, *flat)[:, 0].reshape(t, e)
+        own[slot] = (reward * rec["active"][slot]).sum(axis=0).mean()  # rows after an episode's done weigh 0
+    return own
+
+
 def record_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live: int, jobs: list[Any],
                         exported: list[Any], random_q: float, scale: float) -> dict[int, dict[str, np.ndarray]]:
     """The rollouts.npz arrays of the jobs of the first n_live slots (slot_jobs[s] = the job of slot s):
@@ -64,7 +94,7 @@ def record_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live: 
     n = jobs[0].collect_episodes
     seeds = np.asarray([[ROLLOUT_SEED_BASE + 1000 * jobs[i].seed + k for k in range(n)] for i in slot_jobs])
     keys = jax.vmap(jax.vmap(jax.random.PRNGKey))(seeds)
-    rec = jax.device_get(jax.jit(jax.vmap(lambda ts, k: _record(program, ts, k)))(state, keys))
+    rec = jax.device_get(_recorder(program)(state, keys))
     out = {}
     for slot, i in enumerate(slot_jobs[:n_live]):
         active = rec["active"][slot] > 0  # (T, E)

@@ -101,8 +101,9 @@ def _train(session: Session, run: Any) -> bool:
     except GroupError as exc:
         session.send({**_failure("runtime_error", str(exc), group=True), "event": "error"})
         return False
+    shipped = run.ship()  # train.checkpoint_selection: the chosen checkpoint's parameters back in their slots
     session.send({"event": "trained", "failures": {str(i): f.to_json() for i, f in run.failures.items()},
-                  "updates": run.updates, "timing": run.timing})
+                  "updates": run.updates, "timing": run.timing, "shipped": {str(i): k for i, k in shipped.items()}})
     return True
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from bird.jax_cache import cache_dir
-from bird.learners.jax_outputs import write_result
+from bird.learners.jax_outputs import choose_checkpoint, write_result
 from bird.learners.job import TrainJob
 from bird.reward import isolation, replies, trainer_wall
 from bird.reward.protocol import clean_text
@@ -221,10 +221,22 @@ class _Run:
             self.failures.update(job_failures(frame.get("failures"), len(self.jobs)))
             self.updates = replies.integer(frame.get("updates"), "updates", self.updates, self.updates)
             self.summary["timing"] = _timing(frame.get("timing"))
+            self._check_shipped(frame.get("shipped"))
             return True
         if event == "error" or frame.get("ok") is False:
             raise replies.RewardProgramError(replies.failure_from(frame))
         raise replies.bad(f"an unknown training frame {clean_text(event, 40)!r}")
+
+    def _check_shipped(self, value: Any) -> None:
+        """The checkpoint each trained job shipped must be the one train.checkpoint_selection picks from its curve
+        (the policy and rollouts sent next are that checkpoint's)."""
+        trained = [i for i in self.live if i not in self.failures]
+        if not isinstance(value, dict) or sorted(value) != sorted(str(i) for i in trained):
+            raise replies.bad("shipped checkpoints that do not match the jobs that trained")
+        for i in trained:
+            want, _ = choose_checkpoint(self.jobs[i], self.curves[i])
+            if replies.integer(value[str(i)], "shipped", -1, 1 << 20) != want:
+                raise replies.bad(f"job {i} shipped checkpoint {value[str(i)]}; its rule picks {want}")
 
     def collect_outputs(self) -> None:
         ok = [i for i in self.live if i not in self.failures]

@@ -43,6 +43,7 @@ def test_a_well_formed_run_is_read_into_results_and_files(run, tmp_path):
     result = attempt.results[0]
     assert result.ok and [c.env_steps for c in result.curve] == [128, 192] and result.env_steps == 192
     assert result.curve[0].components == {"a": 0.5} and Path(result.policy_path).read_bytes() == b"POLICY!!"
+    assert result.shipped == 1 and json.loads((tmp_path / "job" / "checkpoint.json").read_text())["index"] == 1
     record = json.loads((tmp_path / "job" / "jax_ppo.json").read_text())
     assert record["devices"] == ["TFRT_CPU_0"] and all(record["isolation"].values()), record
 
@@ -57,6 +58,7 @@ def test_a_well_formed_run_is_read_into_results_and_files(run, tmp_path):
     ("train_checkpoint_inf", FailureKind.BAD_OUTPUT, True, "score=inf is not finite"),
     ("train_checkpoint_extra", FailureKind.BAD_OUTPUT, True, "missing or unknown fields"),
     ("train_never_replies", FailureKind.TIMEOUT, True, "train.jax.update_timeout_s=3 (wall clock)"),
+    ("train_ships_another_checkpoint", FailureKind.BAD_OUTPUT, True, "shipped checkpoint 0; its rule picks 1"),
     ("train_crash", FailureKind.RUNTIME_ERROR, True, "trainer crashed (SIGSEGV)"),
     ("outputs_oversized", FailureKind.BAD_OUTPUT, True, "payload of 1099511627776 bytes"),
 ])

@@ -57,7 +57,8 @@ def main(result_fd: int) -> None:  # noqa: C901 - one branch per scenario
                 checkpoint["secret"] = 1
             session.send({"event": "checkpoint", "job": 0, "checkpoint": checkpoint})
         session.send({"event": "update", "update": update + (1 if scenario == "train_update_skips" else 0)})
-    session.send({"event": "trained", "failures": {}, "updates": 3, "timing": {"compile_s": 1.0}})
+    shipped = {"0": 0 if scenario == "train_ships_another_checkpoint" else 1}  # "final": the last of 2
+    session.send({"event": "trained", "failures": {}, "updates": 3, "timing": {"compile_s": 1.0}, "shipped": shipped})
     try:
         session.recv()  # outputs
     except EOFError:
