@@ -76,11 +76,14 @@ def run(request, jax_runs) -> dict:
 def test_driver_finished_without_a_host_error(run):
     assert run["returncode"] == 0, run["stderr"][-3000:]
     for phase in ("programs", "thread_bomb", "escaped_trainer", "artefacts"):
-        assert "host_error" not in run["results"][phase], run["results"][phase]["host_error"]
+        if phase in run["results"]:  # the second user's run leaves out the programs
+            assert "host_error" not in run["results"][phase], run["results"][phase]["host_error"]
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_attack_program_passes_the_smoke_check_and_fails_alone_at_training_size(run, name):
+def test_attack_program_passes_the_smoke_check_and_fails_alone_at_training_size(jax_runs, name):
+    """Run once, as the first user (the dry run and the inspector do not depend on the user)."""
+    run = jax_runs["root" if os.geteuid() == 0 else "unprivileged"]
     rec = run["results"]["programs"]["programs"][name]
     assert rec["smoke_valid"], rec["smoke_failure"]  # what `python -m bird.reward check` would accept
     failure = rec["export_failure"]
