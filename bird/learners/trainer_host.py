@@ -12,6 +12,7 @@ A shared step that fails after the reward programs arrived has no known culprit:
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -21,7 +22,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from bird.learners.jax_outputs import choose_checkpoint, write_result
 from bird.learners.job import TrainJob
 from bird.reward import isolation, replies, trainer_wall
 from bird.reward.protocol import clean_text
-from bird.reward.sandbox import WorkerProcess
+from bird.reward.sandbox import BOOT, WorkerProcess, worker_paths
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
 __all__ = ["Attempt", "run_trainer", "trainer_isolation", "job_failures", "read_checkpoint", "read_outputs",
@@ -78,10 +78,10 @@ def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failu
     if cache_dir() is None or key in _COMPILED:
         return None
     _, env = trainer_isolation(jobs[0])
-    paths = [str(Path(__file__).resolve().parents[2]), *sys.path]
-    code = f"import sys; sys.path[:0] = {paths!r}; from bird.learners.trainer import compile_main; compile_main()"
+    code = BOOT.replace("main(int(sys.argv[1]))", "compile_main()")  # the trainer's start, without its wall
     try:
-        proc = subprocess.run([sys.executable, "-I", "-c", code], input=pickle.dumps((jobs, width)),
+        proc = subprocess.run([sys.executable, "-I", "-c", code, "0", json.dumps(worker_paths()),
+                               trainer_wall.TRAINER_MODULE], input=pickle.dumps((jobs, width)),
                               capture_output=True, timeout=timeout_s, env={"PATH": os.defpath, **env})
     except subprocess.TimeoutExpired:
         return Failure(FailureKind.TIMEOUT, f"compiling the training program exceeded train.jax.compile_timeout_s="

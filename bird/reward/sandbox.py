@@ -28,14 +28,18 @@ from bird.reward.replies import COMPONENT_NAME, MAX_COMPONENTS, RewardProgramErr
 from bird.reward.static import CONTRACT_ENTRIES, check_source
 from bird.types import Failure, FailureKind
 
-__all__ = ["SandboxedReward", "RewardProgramError", "WorkerProcess", "COMPONENT_NAME", "JAX_DRY_RUN_SEED"]
+__all__ = ["SandboxedReward", "RewardProgramError", "WorkerProcess", "COMPONENT_NAME", "JAX_DRY_RUN_SEED", "BOOT",
+           "worker_paths"]
 
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 60.0  # interpreter + numpy import + layers: trusted code, not the program
-_BOOT = ("import importlib, json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
+_BOOT = ("import importlib, json, site, sys; paths = json.loads(sys.argv[2]); sys.path[:0] = paths; "
+         # an interpreter outside the venv: its site-packages' .pth files (editable installs) as the venv would
+         "[site.addsitedir(p) for p in paths if p.endswith(('site-packages', 'dist-packages'))]; "
          "importlib.import_module(sys.argv[3]).main(int(sys.argv[1]))")
 _warned: set[tuple[str, ...]] = set()
+BOOT = _BOOT  # `python -I -c BOOT FD PATHS MODULE`: how every isolated process (and the trainer's compile step) starts
 
 
 _TRACE_TIMEOUT_S = 120.0  # jax tracing and lowering of one program (XLA's first compile included)
@@ -43,7 +47,7 @@ _MAX_EXPORT_BYTES = 16 * 2**20  # serialised StableHLO of one reward program
 JAX_DRY_RUN_SEED = 20  # the dry run's inputs: standard normal rows from this seed
 
 
-def _worker_paths() -> list[str]:
+def worker_paths() -> list[str]:
     """sys.path for the worker: where bird is, then the host's absolute path entries (it starts with -I)."""
     root = str(Path(__file__).resolve().parents[2])
     return list(dict.fromkeys([root] + [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)]))
@@ -102,7 +106,7 @@ class WorkerProcess:
         env = {"PATH": os.defpath, **(env if env is not None else language.env if language else {})}
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT, str(w), json.dumps([*extra_paths, *_worker_paths()]), module],
+                [sys.executable, "-I", "-c", _BOOT, str(w), json.dumps([*extra_paths, *worker_paths()]), module],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(w,),
                 env=env, cwd=self.workdir, start_new_session=True, close_fds=True,
             )
