@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bird.learners import trainer_host
+from bird.learners import trainer_replies
 from bird.reward import replies
 from bird.reward.jax_export import ExportedReward
 from bird.types import FailureKind
@@ -53,9 +53,9 @@ def _readers(job):
         "finite_map": lambda v: replies.finite_map(v, 4, "REWARD_WEIGHTS"),
         "number": lambda v: replies.number(v, "x", nan=True),
         "integer": lambda v: replies.integer(v, "x", 0, 10),
-        "job_failures": lambda v: trainer_host.job_failures(v, 3),
-        "checkpoint": lambda v: trainer_host.read_checkpoint(v, job, 64),
-        "outputs": lambda v: trainer_host.read_outputs(v if isinstance(v, dict) else {"arrays": v}, b"\0" * 64, job),
+        "job_failures": lambda v: trainer_replies.job_failures(v, 3),
+        "checkpoint": lambda v: trainer_replies.read_checkpoint(v, job, 64),
+        "outputs": lambda v: trainer_replies.read_outputs(v if isinstance(v, dict) else {"arrays": v}, b"\0" * 64, job),
     }
 
 
@@ -80,7 +80,7 @@ def _checkpoint(**changes):
 
 
 def test_a_valid_checkpoint_is_read_and_each_hostile_variant_is_refused(job):
-    c = trainer_host.read_checkpoint(_checkpoint(), job, 64)
+    c = trainer_replies.read_checkpoint(_checkpoint(), job, 64)
     assert (c.env_steps, c.score, c.components) == (64, 0.1, {"forward": 0.5, "ctrl": -0.1})
     assert math.isnan(c.own_return)  # a window without a finished episode
     for bad in (_checkpoint(env_steps=128), _checkpoint(score=math.inf), _checkpoint(score=math.nan),
@@ -88,7 +88,7 @@ def test_a_valid_checkpoint_is_read_and_each_hostile_variant_is_refused(job):
                 _checkpoint(components={"ctrl": -0.1, "forward": 0.5}), _checkpoint(extra=1),
                 {k: v for k, v in _checkpoint().items() if k != "score"}, _checkpoint(episode_length=-1.0)):
         with pytest.raises(replies.RewardProgramError):
-            trainer_host.read_checkpoint(bad, job, 64)
+            trainer_replies.read_checkpoint(bad, job, 64)
 
 
 def _arrays(n: int = 5, e: int = 2) -> dict[str, np.ndarray]:
@@ -102,7 +102,7 @@ def test_outputs_are_read_only_when_every_name_shape_and_size_matches(job):
 
     spec, data = encode_arrays(_arrays())
     policy = b"P" * 10
-    got_policy, got = trainer_host.read_outputs({"policy": 10, "arrays": spec}, policy + data, job)
+    got_policy, got = trainer_replies.read_outputs({"policy": 10, "arrays": spec}, policy + data, job)
     assert got_policy == policy and np.array_equal(got["obs"], np.ones((5, 11))) and got["episode"].dtype == np.int64
     hostile = [
         ({"policy": 10, "arrays": spec}, policy + data + b"x"),  # bytes left over
@@ -115,9 +115,9 @@ def test_outputs_are_read_only_when_every_name_shape_and_size_matches(job):
     ]
     for frame, blob in hostile:
         with pytest.raises(replies.RewardProgramError):
-            trainer_host.read_outputs(frame, blob, job)
+            trainer_replies.read_outputs(frame, blob, job)
     bad_episodes = _arrays()
     bad_episodes["episode"] = np.array([0, 0, 1, 1, 7])
     spec, data = encode_arrays(bad_episodes)
     with pytest.raises(replies.RewardProgramError):
-        trainer_host.read_outputs({"policy": 10, "arrays": spec}, policy + data, job)
+        trainer_replies.read_outputs({"policy": 10, "arrays": spec}, policy + data, job)
