@@ -4,8 +4,8 @@ import json
 
 from bird.llm.base import Message, Request
 from bird.llm.offline.synth import OfflineSynthesiser, parent_terms
+from bird.reward.extract import extract_code
 from bird.reward.static import check_source
-from bird.stages.extract import extract_code
 
 FIELDS = [
     {"name": "rooty_angle", "size": 1, "kind": "angle", "axis": "y", "always_zero": False},
