@@ -22,6 +22,7 @@ class FailureKind(StrEnum):
     """Why a candidate did not produce a usable result. Skipped != failed != screened != timed out."""
 
     LLM_ERROR = "llm_error"  # the generator could not answer (retries exhausted)
+    TRUNCATED = "truncated"  # the provider cut the answer at its output limit (max_tokens): nothing of it is compiled
     PARSE_ERROR = "parse_error"  # no code could be extracted from the answer
     COMPILE_ERROR = "compile_error"  # the code is not valid Python
     REJECTED = "rejected"  # static checks refused the program (imports, files, leaks, ...)

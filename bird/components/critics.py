@@ -17,6 +17,7 @@ from bird.config.schema import BirdConfig
 from bird.llm.base import LLMError, Message, Request
 from bird.prompts import initial_user_message, obs_fields_context, templates
 from bird.registry import get, register
+from bird.reward.contracts import read_answer
 from bird.state import SearchState
 
 __all__ = ["cut_segments", "sample_pairs", "author_critics", "critic_votes", "ladder_labels"]
@@ -75,9 +76,10 @@ def author_critics(cfg: BirdConfig, state: SearchState, generator: Any) -> None:
             record["failure"] = f"llm_error: {answer}"[:500]
         else:
             record["response"] = answer.text
-            record["code"] = contract.extract(answer.text)
-            if record["code"] is None:
-                record["failure"] = "parse_error: no program in the answer"
+            reading = read_answer(contract, answer, req.max_tokens)
+            record["code"] = reading.code
+            if reading.failure is not None:
+                record["failure"] = f"{reading.failure.kind}: {reading.failure.reason}"[:500]
             else:
                 result = verify_code(record["code"], cfg, state.smoke_batch, state.spec)
                 record["ok"] = result.ok

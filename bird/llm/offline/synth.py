@@ -158,17 +158,20 @@ class OfflineSynthesiser(Generator):
         ctx = request.context
         special = self._special(request)
         if special is not None:
-            return Response(text=special, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            return Response(text=special, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
         if ctx.get("contract") == "reward_class" and "obs_fields" in ctx:
             from bird.llm.offline.demo_synth import answer_demo_request
 
             text = answer_demo_request(ctx, request.purpose, self._rng(request), LABEL)
-            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
         if request.purpose == "self_verify":
             from bird.llm.offline.operator_synth import answer_operator
 
             text = answer_operator(request.purpose, ctx, self._rng(request), LABEL) or ""
-            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
         if "obs_fields" not in ctx or "task" not in ctx:
             raise LLMError(f"offline synthesiser cannot answer a {request.purpose!r} request without obs_fields/task")
         rng = self._rng(request)
@@ -176,7 +179,8 @@ class OfflineSynthesiser(Generator):
 
         text = answer_operator(request.purpose, ctx, rng, LABEL)
         if text is not None:
-            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
         parent = parent_terms(ctx.get("parent_code"))
         if request.purpose == "mutation" and parent and not ctx.get("error"):
             terms, how = mutate(ctx, parent, rng), "mutated from the parent using the feedback shown"
@@ -189,4 +193,5 @@ class OfflineSynthesiser(Generator):
             from bird.llm.offline.thought_synth import design_thought
 
             text = "{" + design_thought(terms) + "}\n" + text
-        return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+        return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
