@@ -134,14 +134,16 @@ def _why_not(block: Block, src: _Source | None, error: str, entry: str) -> str:
 
 
 def _gather(chosen: _Source, others: Sequence[_Source], required: Sequence[Sequence[str]]) -> dict[str, tuple]:
-    """name -> (sort key, text) of the imports and definitions `chosen` needs from `others` (priority order)."""
+    """name -> (sort key, text) of the imports and definitions `chosen` needs from `others` (in priority order): the
+    names it reads but does not bind, then theirs, and one name of each required group it lacks."""
     have = set(chosen.top()) | set(chosen.imports())
-    pending = sorted((_free_names(chosen.tree.body) | {g[0] for g in required if not have & set(g)}) - have)
+    pending = [(n,) for n in sorted(_free_names(chosen.tree.body) - have)]
+    pending += [tuple(g) for g in required if not have & set(g)]
     found: dict[str, tuple] = {}
     while pending:
-        name = pending.pop()
-        have.add(name)
-        for src in others:
+        group = pending.pop()
+        have.update(group)
+        for src, name in ((src, name) for src in others for name in group):
             if name in src.imports():
                 line, text = src.imports()[name]
                 found[name] = ((0, src.order, line), text)
@@ -149,7 +151,7 @@ def _gather(chosen: _Source, others: Sequence[_Source], required: Sequence[Seque
             node = src.top().get(name)
             if node is not None:
                 found[name] = ((1, src.order, node.lineno), src.segment(node))
-                pending += sorted(_free_names([node]) - have - set(pending))
+                pending += [(n,) for n in sorted(_free_names([node]) - have - {p[0] for p in pending})]
                 break
     return found
 
