@@ -53,7 +53,8 @@ def _decode(raw: str) -> tuple[Any, str]:
         return json.loads(raw), ""
     except json.JSONDecodeError as exc:
         error = f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; near {_near(raw, exc.pos)!r}"
-        if exc.pos >= len(raw.rstrip()) - 1:
+        start = raw.find("{")
+        if exc.pos >= len(raw.rstrip()) - 1 or (start >= 0 and not _balanced(raw, start).endswith("}")):
             error += " (the object is never closed: the answer looks cut off)"
     try:
         value = ast.literal_eval(raw.strip())
