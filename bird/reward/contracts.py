@@ -35,7 +35,7 @@ class Contract:
                 answer = {}
             code = answer.get(self.json_key)
             if isinstance(code, str) and code.strip():
-                return Extraction(code.strip() + "\n", notes=(f"the JSON answer's {self.json_key!r}",))
+                return Extraction(code.strip() + "\n")
         return extract_program(text, self.entry, self.required, known)
 
 

@@ -171,23 +171,25 @@ def _candidate(cfg: BirdConfig, state: SearchState, index: int, request: Request
                      messages=request.messages_json(), parent_id=parent, request=request)
 
 
-def _known_codes(state: SearchState, cand: Candidate) -> list[str]:
-    """Programs the candidate's prompt showed: its parents' code, and the failed code a repair shows."""
+def _known_codes(state: SearchState, cand: Candidate, request: Request) -> list[str]:
+    """Programs the prompt showed: the candidate's parents' code, and the failed code a repair shows."""
     ids = [p for p in (cand.parent_id, *cand.co_parents) if p is not None]
     codes = [state.candidates[p].code for p in ids if p in state.candidates]
-    failed = cand.request.context.get("failed_code") if cand.request is not None else None
-    return [c for c in (*codes, failed) if c]
+    return [c for c in (*codes, request.context.get("failed_code")) if c]
 
 
-def _fill(cfg: BirdConfig, state: SearchState, cand: Candidate, answer: Response | LLMError) -> None:
+def _fill(cfg: BirdConfig, state: SearchState, cand: Candidate, answer: Response | LLMError, request: Request) -> None:
+    """Read one answer to `request` into the candidate: its program, or the failure to record."""
     if isinstance(answer, LLMError):
         kind = FailureKind.SKIPPED if isinstance(answer, BudgetExhausted) else FailureKind.LLM_ERROR
         cand.failure = Failure(kind, str(answer)[:500])
+        if isinstance(answer, BudgetExhausted):
+            state.stop_reason = str(answer)
         return
     cand.response = answer.text
     cand.llm = answer.to_json()
-    max_tokens = cand.request.max_tokens if cand.request is not None else cfg.generate.max_tokens
-    reading = read_answer(get("contract", cfg.reward.contract), answer, max_tokens, _known_codes(state, cand))
+    reading = read_answer(get("contract", cfg.reward.contract), answer, request.max_tokens,
+                          _known_codes(state, cand, request))
     cand.code, cand.failure = reading.code, reading.failure
     if reading.notes:
         cand.llm["extraction"] = list(reading.notes)
@@ -195,24 +197,23 @@ def _fill(cfg: BirdConfig, state: SearchState, cand: Candidate, answer: Response
 
 def _answer(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate],
             requests: list[Request]) -> None:
-    """Ask, read each answer, and re-ask an answer cut at max_tokens (generate.truncation_retries times, with a note
-    asking for a shorter answer and generate.truncation_max_tokens)."""
-    for cand, answer in zip(cands, generator.complete_many(requests), strict=True):
-        _fill(cfg, state, cand, answer)
-        if isinstance(answer, BudgetExhausted):
-            state.stop_reason = str(answer)
+    """Ask, read each answer, and re-ask an answer cut at max_tokens (generate.truncation_retries times: the same
+    request with a note asking for a shorter answer, and generate.truncation_max_tokens)."""
+    for cand, request, answer in zip(cands, requests, generator.complete_many(requests), strict=True):
+        _fill(cfg, state, cand, answer, request)
+    asked = {c.id: r for c, r in zip(cands, requests, strict=True)}
     for _ in range(cfg.generate.truncation_retries):
         cut = [c for c in cands if c.failure is not None and c.failure.kind == FailureKind.TRUNCATED]
         if not cut or state.stop_reason:
             return
-        for cand, answer in zip(cut, generator.complete_many([_shorter(cfg, c) for c in cut]), strict=True):
+        again = [_shorter(cfg, asked[c.id]) for c in cut]
+        for cand, request, answer in zip(cut, again, generator.complete_many(again), strict=True):
             cand.resampled.append({**cand.failure.to_json(),  # type: ignore[union-attr]
                                    "output_tokens": cand.llm.get("output_tokens"), "cost_usd": cand.llm.get("cost_usd")})
             cand.failure, cand.code = None, None
             cand.attempts += 1
-            _fill(cfg, state, cand, answer)
-            if isinstance(answer, BudgetExhausted):
-                state.stop_reason = str(answer)
+            _fill(cfg, state, cand, answer, request)
+            asked[cand.id] = request
 
 
 DEFAULT_TRUNCATED = ("Your previous answer to this was cut off at the output limit ({max_tokens} tokens) before it was "
@@ -220,14 +221,13 @@ DEFAULT_TRUNCATED = ("Your previous answer to this was cut off at the output lim
                      "in one ```python block.")
 
 
-def _shorter(cfg: BirdConfig, cand: Candidate) -> Request:
-    """The request of a cut answer again, with the note (template slot truncated_note) and the re-ask's max_tokens."""
-    assert cand.request is not None
+def _shorter(cfg: BirdConfig, request: Request) -> Request:
+    """`request` again, with the note (template slot truncated_note) and the re-ask's max_tokens."""
     note = templates(cfg.generate.prompt).get("truncated_note", DEFAULT_TRUNCATED)
-    note = note.strip().replace("{max_tokens}", str(cand.request.max_tokens))
-    max_tokens = max(cand.request.max_tokens, cfg.generate.truncation_max_tokens or 0)
-    return replace(cand.request, messages=tuple(_append_to_last_user(list(cand.request.messages), note)),
-                   max_tokens=max_tokens, context={**cand.request.context, "truncated_note": note})
+    note = note.strip().replace("{max_tokens}", str(request.max_tokens))
+    max_tokens = max(request.max_tokens, cfg.generate.truncation_max_tokens or 0)
+    return replace(request, messages=tuple(_append_to_last_user(list(request.messages), note)),
+                   max_tokens=max_tokens, context={**request.context, "truncated_note": note})
 
 
 def _check(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> None:

@@ -128,3 +128,18 @@ def test_an_answer_quoting_the_parent_before_or_after_yields_the_new_code(compos
         assert cand.parent_id == "it1-c1" and parent in script.seen[0]["text"]  # the prompt showed the parent
         assert cand.code == NEW and cand.failure is None
         assert any("repeat the parent's code" in n for n in cand.llm["extraction"])
+
+
+BAD = "import os\n\n\ndef compute_reward(obs, action, next_obs, info):\n    return next_obs['rootx_vel'], {}\n"
+
+
+def test_a_repair_that_quotes_the_failed_code_after_the_fix_yields_the_fix(compose_cfg, tmp_path):
+    def fix_then_quote(body: dict[str, Any]) -> str:
+        assert "would give access to processes" in prompt_text(body)  # the repair shows the static check's reason
+        return f"```python\n{NEW}```\n\nThe failing version, for reference:\n\n```python\n{BAD}```\n"
+
+    cands, script, _, _ = _run(compose_cfg, tmp_path, [f"```python\n{BAD}```", f"```python\n{NEW}```", fix_then_quote],
+                               "generate.repair=with_trace", "generate.parse_retries=1", "generate.resample_on=[rejected]",
+                               "verify.checks=[static]")
+    assert cands[0].code == NEW and cands[0].attempts == 2 and cands[0].resampled[0]["kind"] == "rejected"
+    assert len(script.seen) == 3
