@@ -11,7 +11,7 @@ __all__ = ["Block", "fenced_blocks", "outside_blocks", "PYTHON_TAGS"]
 
 #: Info-string words (lower-cased, version digits dropped) that mark a block as Python; an untagged block may be too.
 PYTHON_TAGS = frozenset({"python", "py", "python3", "py3", "ipython", "pycon"})
-_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`]*?)[ \t]*$")
+_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")  # linear: no nested quantifiers
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def fenced_blocks(text: str) -> list[Block]:
             line = lines[j]
             inner = _OPEN.match(line)
             if inner is not None and inner["fence"][0] == fence[0] and len(inner["fence"]) >= len(fence):
-                closed, reopen, last = True, bool(inner["info"]), j + 1
+                closed, reopen, last = True, bool(inner["info"].strip()), j + 1
                 break
             if line.rstrip().endswith(fence) and line.strip() != fence and not line.lstrip().startswith(fence[0] * 3):
                 body.append(line.rstrip()[: -len(fence)])

@@ -51,6 +51,8 @@ def _decode(raw: str) -> tuple[Any, str]:
     """(value, "") or (None, why)."""
     try:
         return json.loads(raw), ""
+    except RecursionError:
+        return None, "the JSON is nested too deeply to read"
     except json.JSONDecodeError as exc:
         error = f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; near {_near(raw, exc.pos)!r}"
         start = raw.find("{")

@@ -111,13 +111,18 @@ def _parse(text: str) -> tuple[ast.Module | None, str]:
         return None, f"does not parse (line {exc.lineno}: {exc.msg})"
     except ValueError as exc:  # null bytes
         return None, f"does not parse ({exc})"
+    except (RecursionError, MemoryError):
+        return None, "does not parse (nested too deeply)"
 
 
 def _repeats_known(src: _Source, known: Sequence[_Source]) -> bool:
     """Each top-level definition of the block is identical (same AST) in one known program."""
     top = src.top()
-    return bool(top) and any(
-        all(name in k.top() and ast.dump(node) == ast.dump(k.top()[name]) for name, node in top.items()) for k in known)
+    try:
+        return bool(top) and any(all(name in k.top() and ast.dump(node) == ast.dump(k.top()[name])
+                                     for name, node in top.items()) for k in known)
+    except RecursionError:  # a tree too deep to compare is not a quote
+        return False
 
 
 def _why_not(block: Block, src: _Source | None, error: str, entry: str) -> str:
@@ -211,7 +216,7 @@ def extract_program(text: str, entry: str = "compute_reward", required: Sequence
     sources: list[_Source] = []
     entries: list[tuple[Block, _Source | None]] = []  # blocks defining the entry (None: it does not parse)
     reasons: list[str] = []
-    defines = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(entry)}\b", re.M)
+    defines = re.compile(rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{re.escape(entry)}\b", re.M)
     for block in blocks:
         python = block.python_tagged or not block.tag
         tree, error = _parse(block.text) if python else (None, "")

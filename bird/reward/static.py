@@ -322,6 +322,8 @@ def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_AR
         tree = ast.parse(code)
     except SyntaxError as exc:
         return Failure(FailureKind.COMPILE_ERROR, f"line {exc.lineno}: {exc.msg}")
+    except (RecursionError, MemoryError, ValueError) as exc:  # nested too deeply for the parser; null bytes
+        return Failure(FailureKind.COMPILE_ERROR, f"the program cannot be parsed ({type(exc).__name__}: {exc})"[:300])
     ctx = _Context(tree, get_language(language))
     for node in ast.walk(tree):
         if (failure := _node_failure(node, ctx)) is not None:

@@ -61,3 +61,24 @@ def test_a_later_version_that_does_not_parse_wins_over_an_earlier_one_that_does(
     broken = ENTRY + "    return next_obs['x'] {}\n"
     found = extract_program(f"```python\n{good}```\nFixed:\n```python\n{broken}```\n")
     assert found.code == broken and "does not parse" in found.notes[-1]
+
+
+def test_hostile_answers_give_a_failure_not_a_crash():
+    from bird.llm.base import Response
+    from bird.llm.parsing import AnswerParseError, parse_json_answer
+    from bird.registry import get
+    from bird.reward.contracts import read_answer
+    from bird.reward.static import check_source
+
+    deep = ENTRY + "    x = " + "1+" * 100_000 + "1\n    return x, {}\n"
+    texts = [f"```python\n{deep}```", "```python\n" + "(" * 50_000 + "\n```", "{\"a\": " * 20_000,
+             "```\n" * 5_000, "\x00" * 10]
+    for text in texts:
+        reading = read_answer(get("contract", "compute_reward"), Response(text, "m", finish_reason="stop"), 4096)
+        assert (reading.code is None) != (reading.failure is None)
+        if reading.code is not None:
+            assert check_source(reading.code).kind.value == "compile_error"
+        try:
+            parse_json_answer(text)
+        except AnswerParseError:
+            pass
