@@ -5,7 +5,8 @@ that must be extracted or the failure kind that must be recorded, read by the fu
 A case: `answer` (the raw text), `finish_reason` (default "stop"), `max_tokens` (default 4096), `contract` (default
 compute_reward), `parent` (a known program in answers/parents/, the code the prompt showed), then either `program`
 (the exact program) with `check` (what the static check says of it; default: it passes), or `failure` (the kind)
-with `reason` (words the failure's reason must contain)."""
+with `reason` (words the failure's reason must contain); `thought`: the design thought the answer states in braces
+(generate.design_thought=inline_brace)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bird.components.thought import extract_braced
 from bird.llm.base import Response
 from bird.registry import get
 from bird.reward.contracts import read_answer
@@ -23,7 +25,7 @@ from bird.types import FailureKind
 ANSWERS = Path(__file__).parent / "answers"
 CASES = sorted(ANSWERS.glob("*.toml"))
 _KEYS = {"about", "answer", "finish_reason", "max_tokens", "contract", "parent", "program", "check", "failure", "reason",
-         "notes"}
+         "notes", "thought"}
 
 
 def _case(path: Path) -> dict:
@@ -48,6 +50,8 @@ def test_each_answer_gives_its_program_or_its_failure(path):
     known = [(ANSWERS / "parents" / f"{case['parent']}.py").read_text()] if "parent" in case else []
     response = Response(text=case["answer"], model="corpus", finish_reason=case.get("finish_reason", "stop"))
     reading = read_answer(get("contract", contract), response, case.get("max_tokens", 4096), known)
+    if "thought" in case:
+        assert extract_braced(case["answer"]) == case["thought"]
     if "failure" in case:
         assert reading.code is None  # nothing reaches compile
         assert reading.failure is not None and reading.failure.kind == FailureKind(case["failure"]), reading
