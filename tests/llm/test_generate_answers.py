@@ -4,6 +4,7 @@ an answer that quotes the parent's code before the new code yields the new code.
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -81,20 +82,28 @@ def _state(cfg) -> SearchState:
     return state
 
 
-def _run(compose_cfg, tmp_path, replies: list[Any], *overrides: str) -> tuple[list[Candidate], Script, SearchState, Any]:
+BASE = ("method=eureka", "env=mujoco/hopper", "generate.n_candidates=2")
+
+
+@pytest.fixture(scope="module")
+def iteration_two(compose_cfg) -> SearchState:
+    return _state(compose_cfg(*BASE))
+
+
+def _run(compose_cfg, iteration_two, tmp_path, replies: list[Any], *overrides: str
+         ) -> tuple[list[Candidate], Script, SearchState, Any]:
     script = Script(replies)
+    state = copy.deepcopy(iteration_two)
     with FakeLLMServer("openai", script) as srv:
-        cfg = compose_cfg("method=eureka", "env=mujoco/hopper", "generate.n_candidates=2", "llm=openai",
-                          f"llm.base_url={srv.base_url}", "llm.model=any", "llm.cache=off", "llm.max_concurrency=1",
-                          "llm.price_per_mtok={input: 1.0, output: 2.0}", *overrides)
-        state = _state(cfg)
+        cfg = compose_cfg(*BASE, "llm=openai", f"llm.base_url={srv.base_url}", "llm.model=any", "llm.cache=off",
+                          "llm.max_concurrency=1", "llm.price_per_mtok={input: 1.0, output: 2.0}", *overrides)
         gen = make_generator(cfg.llm, cfg.budget, tmp_path / "llm_calls.jsonl")
         cands = generate(cfg, state, gen)
     return cands, script, state, gen
 
 
-def test_a_cut_answer_is_truncated_then_reasked_once_with_a_note_and_more_tokens(compose_cfg, tmp_path):
-    cands, script, _, gen = _run(compose_cfg, tmp_path, [(CUT, "length"), f"```python\n{NEW}```", f"```python\n{NEW}```"],
+def test_a_cut_answer_is_truncated_then_reasked_once_with_a_note_and_more_tokens(compose_cfg, iteration_two, tmp_path):
+    cands, script, _, gen = _run(compose_cfg, iteration_two, tmp_path, [(CUT, "length"), f"```python\n{NEW}```", f"```python\n{NEW}```"],
                                  "generate.truncation_max_tokens=8192")
     first, second = cands
     assert first.code == NEW and first.failure is None and first.attempts == 2
@@ -107,22 +116,22 @@ def test_a_cut_answer_is_truncated_then_reasked_once_with_a_note_and_more_tokens
     assert gen.totals()["cost_usd"] == pytest.approx(sum(c.llm["cost_usd"] for c in cands) + cut["cost_usd"])
 
 
-def test_an_answer_cut_twice_is_recorded_truncated_and_never_compiled(compose_cfg, tmp_path):
-    cands, script, _, _ = _run(compose_cfg, tmp_path, [(CUT, "length"), f"```python\n{NEW}```", (CUT, "length")])
+def test_an_answer_cut_twice_is_recorded_truncated_and_never_compiled(compose_cfg, iteration_two, tmp_path):
+    cands, script, _, _ = _run(compose_cfg, iteration_two, tmp_path, [(CUT, "length"), f"```python\n{NEW}```", (CUT, "length")])
     cut = cands[0]
     assert cut.code is None and cut.failure.kind == FailureKind.TRUNCATED and cut.attempts == 2
     assert "max_tokens=4096" in cut.failure.reason and "nothing of it was compiled" in cut.failure.reason
     assert len(script.seen) == 3
 
 
-def test_truncation_retries_zero_records_the_cut_answer_without_asking_again(compose_cfg, tmp_path):
-    cands, script, _, _ = _run(compose_cfg, tmp_path, [(CUT, "length"), f"```python\n{NEW}```"],
+def test_truncation_retries_zero_records_the_cut_answer_without_asking_again(compose_cfg, iteration_two, tmp_path):
+    cands, script, _, _ = _run(compose_cfg, iteration_two, tmp_path, [(CUT, "length"), f"```python\n{NEW}```"],
                                "generate.truncation_retries=0")
     assert cands[0].failure.kind == FailureKind.TRUNCATED and cands[0].attempts == 1 and len(script.seen) == 2
 
 
-def test_an_answer_quoting_the_parent_before_or_after_yields_the_new_code(compose_cfg, tmp_path):
-    cands, script, state, _ = _run(compose_cfg, tmp_path, [quote_parent_first, quote_parent_after])
+def test_an_answer_quoting_the_parent_before_or_after_yields_the_new_code(compose_cfg, iteration_two, tmp_path):
+    cands, script, state, _ = _run(compose_cfg, iteration_two, tmp_path, [quote_parent_first, quote_parent_after])
     parent = state.candidates["it1-c1"].code
     for cand in cands:
         assert cand.parent_id == "it1-c1" and parent in script.seen[0]["text"]  # the prompt showed the parent
@@ -133,12 +142,12 @@ def test_an_answer_quoting_the_parent_before_or_after_yields_the_new_code(compos
 BAD = "import os\n\n\ndef compute_reward(obs, action, next_obs, info):\n    return next_obs['rootx_vel'], {}\n"
 
 
-def test_a_repair_that_quotes_the_failed_code_after_the_fix_yields_the_fix(compose_cfg, tmp_path):
+def test_a_repair_that_quotes_the_failed_code_after_the_fix_yields_the_fix(compose_cfg, iteration_two, tmp_path):
     def fix_then_quote(body: dict[str, Any]) -> str:
         assert "would give access to processes" in prompt_text(body)  # the repair shows the static check's reason
         return f"```python\n{NEW}```\n\nThe failing version, for reference:\n\n```python\n{BAD}```\n"
 
-    cands, script, _, _ = _run(compose_cfg, tmp_path, [f"```python\n{BAD}```", f"```python\n{NEW}```", fix_then_quote],
+    cands, script, _, _ = _run(compose_cfg, iteration_two, tmp_path, [f"```python\n{BAD}```", f"```python\n{NEW}```", fix_then_quote],
                                "generate.repair=with_trace", "generate.parse_retries=1", "generate.resample_on=[rejected]",
                                "verify.checks=[static]")
     assert cands[0].code == NEW and cands[0].attempts == 2 and cands[0].resampled[0]["kind"] == "rejected"
