@@ -63,7 +63,7 @@ class Candidate:
     co_parents: tuple[str, ...] = ()  # further parents (crossover), after parent_id
     llm: dict[str, Any] = field(default_factory=dict)  # model, tokens, cost, latency, cached
     attempts: int = 1  # answers requested for this candidate (1 + blind resamples)
-    resampled: list[dict[str, str]] = field(default_factory=list)  # the failure of each answer that was re-asked
+    resampled: list[dict[str, Any]] = field(default_factory=list)  # the failure of each answer that was re-asked
     request: Any = field(default=None, repr=False, compare=False)  # the Request it answers (not saved)
     verified: VerifyResult | None = field(default=None, repr=False, compare=False)  # checks already run
 
