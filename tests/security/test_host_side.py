@@ -60,12 +60,18 @@ def _failure(program: SandboxedReward, **kw):
     ("too_many_names", FailureKind.BAD_OUTPUT, "at most 32 components"),
     ("duplicate_names", FailureKind.BAD_OUTPUT, "duplicate component names"),
     ("exit_in_call", FailureKind.RUNTIME_ERROR, "exited (code 3)"),
-    ("cpu_limit_signal", FailureKind.TIMEOUT, "the CPU-time limit fired (RLIMIT_CPU"),
     ("never_replies", FailureKind.TIMEOUT, "reward program exceeded the per-call time limit (call_timeout_s=2 s"),
 ])
 def test_bad_replies_become_recorded_failures(fake, scenario, kind, words):
     failure = _failure(fake(scenario))
     assert failure.kind == kind and words in failure.reason, failure
+
+
+def test_the_kernels_cpu_limit_signal_is_named(fake):
+    """SIGXCPU from RLIMIT_CPU ends the worker although it is pid 1 of its namespace (the kernel's own signals reach
+    a namespace's init; one it sends itself would not), and the host names the limit."""
+    failure = _failure(fake("cpu_limit_signal", call_timeout_s=20.0))
+    assert failure.kind == FailureKind.TIMEOUT and "the CPU-time limit fired (RLIMIT_CPU" in failure.reason, failure
 
 
 def test_oversized_payload_is_refused_before_it_is_read(fake):
@@ -109,7 +115,7 @@ def test_close_kills_the_whole_process_group(tmp_path):
                                    extra_paths=(str(HERE),))
     pgid = worker.proc.pid
     members = [p for p in _pids() if _pgid(p) == pgid]
-    assert len(members) == 2  # the worker and the child it left behind
+    assert len(members) == 4  # the worker, the child it left behind, its pid namespace's init and worker
     workdir = Path(worker.workdir)
     assert workdir.is_dir() and not any(workdir.iterdir()) and workdir.stat().st_mode & 0o777 == 0o700
     worker.close()
