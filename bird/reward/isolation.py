@@ -373,15 +373,15 @@ def apply(cfg: IsolationConfig) -> list[Layer]:
     was_root = os.geteuid() == 0
     namespaces.STATE.outer_pid = namespaces.STATE.outer_pid or os.getpid()
     layers: list[Layer] = []
-    needed: list[str] = []
+    needed: list[str] | None = None
     for name in LAYERS:
-        if name == "task_limit":  # after the namespaces (the pid namespace forks), before the tree and the limits
-            import_modules(cfg)
+        if needed is None and name not in ("network_namespace", "pid_namespace"):
+            import_modules(cfg)  # after the namespaces (the pid namespace forks), before the tree and the limits
             needed = [p for p in _read_paths(cfg) if os.path.exists(p)]  # seen before the uid drop
         try:
             layers.append(STEPS[name](cfg, was_root))
         except Exception as exc:  # noqa: BLE001 - an unavailable layer is reported, never silently skipped
             layers.append(Layer(name, False, f"not applied: {type(exc).__name__}: {exc}"))
         if name == "unprivileged_user":
-            refuse_unreadable(needed)  # checked after it
+            refuse_unreadable(needed or [])  # checked after it
     return layers

@@ -136,3 +136,53 @@ def _pgid(pid: int) -> int | None:
     except OSError:
         return None
     return int(stat[stat.rindex(")") + 2:].split()[2])
+
+
+_SUBREAPER_HOST = """
+import ctypes, json, os, sys, time
+sys.path[:0] = {paths!r}
+from bird.reward.languages import get_language
+from bird.reward.sandbox import WorkerProcess
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of its descendants come back to it
+for _ in range(4):
+    WorkerProcess(get_language("numpy"), 1024, 5.0).close()
+time.sleep(0.5)
+children = open(f"/proc/self/task/{{os.getpid()}}/children").read().split()
+print(json.dumps(children))
+"""
+
+
+def test_closing_a_worker_leaves_nothing_for_a_subreaper_host():
+    """A host that is pid 1 of a container or a subreaper inherits every orphan: close() kills the worker's pid
+    namespace first, so its outer process reaps it and nothing is orphaned (killing the whole group at once left a
+    zombie per worker)."""
+    import json
+    import subprocess
+    import sys
+
+    script = _SUBREAPER_HOST.format(paths=[str(HERE.parents[1]), *sys.path])
+    out = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=300, cwd="/tmp")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.splitlines()[-1]) == []
+
+
+def test_a_worker_that_cannot_read_what_it_needs_refuses_at_start_up(tmp_path):
+    """As root, a path the worker needs that its uid cannot read (here a 0700 directory bound into its tree) stops
+    it at start-up with what to change: SandboxSetupError, never a module error at a later import."""
+    if os.geteuid() != 0:
+        pytest.skip("the uid drop that makes a path unreadable happens when bird runs as root")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "needed.py").write_text("X = 1\n")
+    tmp_path.chmod(0o755)
+    (tmp_path / "unreadable_worker.py").write_text(
+        "import dataclasses\nfrom bird.reward import languages, worker\n"
+        f"languages.LANGUAGES['numpy'] = dataclasses.replace(languages.NUMPY, extra_read_paths=({str(private)!r},))\n"
+        "main = worker.main\n")
+    with pytest.raises(sandbox.SandboxSetupError) as err:
+        sandbox.WorkerProcess(get_language("numpy"), 1024, 5.0, module="unreadable_worker",
+                              extra_paths=(str(tmp_path),))
+    message = str(err.value)
+    assert f"cannot read {private}" in message and "readable by other users" in message, message
+    control = sandbox.WorkerProcess(get_language("numpy"), 1024, 5.0)  # the same worker without that path starts
+    control.close()
