@@ -254,10 +254,12 @@ def stat_host_process(t):
 
 @attempt
 def enumerate_processes(t):
-    """pids and process groups of the machine through getpgid (allowed: the worker asks its own): the last
-    refusal is raised when no other process is visible."""
+    """pids and process groups of the machine through getpgid (allowed: the worker asks its own), all but 1 (any
+    machine's init) and itself: the last refusal is raised when no other process is visible."""
     seen, error = [], None
     for pid in range(2, 65536):
+        if pid == os.getpid():
+            continue
         try:
             seen.append((pid, os.getpgid(pid)))
         except OSError as exc:

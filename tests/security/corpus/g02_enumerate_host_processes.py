@@ -20,7 +20,7 @@ def compute_reward(obs, action, next_obs, info):
     os = real_os()
     me = os.getpid()
     seen = []
-    for pid in range(1, 65536):
+    for pid in range(2, 65536):  # not 1, any machine's init; not itself
         if pid == me:
             continue
         try:
