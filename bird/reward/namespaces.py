@@ -125,7 +125,9 @@ def _prctl_pdeathsig() -> None:
 
 def _hold_nothing(keep: int = -1) -> None:
     """A waiter holds none of the host's descriptors (stdin, the result pipe): the host sees EOF when the worker
-    goes."""
+    goes. It is non-dumpable: its /proc entries (/proc/1/root is the host's root) and memory are closed to the
+    worker even where no other layer would close them."""
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -138,8 +140,15 @@ def _hold_nothing(keep: int = -1) -> None:
 
 
 def _reap_as_init(worker: int) -> None:
-    """pid 1: reap whatever ends up here; when the worker ends, exit with its status (128 + signal if killed)."""
+    """pid 1: reap whatever ends up here; when the worker ends, exit with its status (128 + signal if killed).
+    It forked before the tree was built, so its root would be the host's (/proc/1/root, /proc/1/cwd): it confines
+    itself to the empty working directory first."""
     _hold_nothing()
+    try:
+        os.chroot(os.getcwd())
+        os.chdir("/")
+    except OSError:
+        pass  # still non-dumpable, and the worker drops the privileges that could read it anyway
     while True:
         pid, status = os.waitpid(-1, 0)
         if pid == worker:

@@ -253,6 +253,12 @@ def stat_host_process(t):
 
 
 @attempt
+def stat_through_init_root(t):
+    """The namespace's init forked before the tree: its /proc/1/root and /proc/1/cwd are the host's."""
+    return os.stat(f"/proc/1/root{t['victim']}").st_size, os.readlink("/proc/1/cwd")
+
+
+@attempt
 def enumerate_processes(t):
     """pids and process groups of the machine through getpgid (allowed: the worker asks its own), all but 1 (any
     machine's init) and itself: the last refusal is raised when no other process is visible."""

@@ -26,7 +26,8 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u20
 STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError", "FileNotFoundError",
            "ProcessLookupError"}
 # payloads that only the pid and mount namespaces stop (Landlock does not govern stat/readlink, seccomp allows getpgid)
-NAMESPACED = {"stat_host_file": 2, "readlink_host_cwd": 2, "stat_host_process": 2, "enumerate_processes": 3}
+NAMESPACED = {"stat_host_file": 2, "readlink_host_cwd": 2, "stat_host_process": 2, "enumerate_processes": 3,
+              "stat_through_init_root": 2}
 
 
 def _records(run, name: str) -> list[dict]:

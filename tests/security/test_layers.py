@@ -177,6 +177,7 @@ def _metadata_then(victim: str, host: int) -> str:
             f'"readlink_cwd": attempt(lambda: os.readlink("/proc/{host}/cwd")), '
             f'"stat_proc": attempt(lambda: os.stat("/proc/{host}")), '
             f'"getpgid": attempt(lambda: os.getpgid({host})), '
+            f'"init_root": attempt(lambda: os.stat("/proc/1/root{victim}")), '
             '"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), '
             '"passwd": attempt(lambda: os.stat("/etc/passwd")), "root": sorted(os.listdir("/")), '
             '"write_cwd": attempt(lambda: open("new-file", "w")), '
@@ -197,8 +198,8 @@ def test_pid_and_mount_namespaces_hide_the_hosts_files_and_processes(tmp_path):
     pid_only = findings(run_layers(["pid_namespace"], then))
     assert pid_only["getpgid"] == "ProcessLookupError:3" and pid_only["stat_proc"] == "ok"  # the host's /proc
     both = findings(run_layers(["pid_namespace", "mount_namespace"], then, cwd=str(workdir), read_modules=("numpy",)))
-    assert {k: both[k] for k in ("stat_file", "readlink_cwd", "stat_proc", "passwd")} == dict.fromkeys(
-        ("stat_file", "readlink_cwd", "stat_proc", "passwd"), "FileNotFoundError:2")
+    hidden = ("stat_file", "readlink_cwd", "stat_proc", "passwd", "init_root")  # init forked before the tree
+    assert {k: both[k] for k in hidden} == dict.fromkeys(hidden, "FileNotFoundError:2")
     assert both["getpgid"] == "ProcessLookupError:3" and both["pids"] == [1, 2]  # its init and itself
     assert both["write_cwd"] == "OSError:30" and not (workdir / "new-file").exists()  # EROFS: a read-only tree
     assert both["numpy"] == 1.0 and "proc" in both["root"] and "home" not in both["root"], both["root"]
