@@ -259,6 +259,23 @@ def stat_through_init_root(t):
 
 
 @attempt
+def escape_tree_through_a_descriptor(t):
+    """A directory descriptor left open from before pivot_root would lead back to the host's tree (openat "..")."""
+    import stat
+
+    found = []
+    for fd in range(64):
+        try:
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                found.append((fd, os.listdir(fd)[:5]))
+        except OSError as exc:
+            error = exc
+    if found:
+        return found
+    raise error
+
+
+@attempt
 def enumerate_processes(t):
     """pids and process groups of the machine through getpgid (allowed: the worker asks its own), all but 1 (any
     machine's init) and itself: the last refusal is raised when no other process is visible."""
