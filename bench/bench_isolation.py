@@ -23,8 +23,8 @@ from bird.reward.languages import get_language
 HERE = Path(__file__).resolve().parent
 
 
-def start_once(language: str, without_new: bool) -> tuple[float, float, list[str]]:
-    """(start-up seconds, one call's seconds, inactive layers) of one worker."""
+def start_once(language: str, without_new: bool) -> tuple[float, float, float, list[str]]:
+    """(start-up seconds, one call's seconds, close seconds, inactive layers) of one worker."""
     module = "isolation_baseline_worker" if without_new else "bird.reward.worker"
     t = time.perf_counter()
     worker = sandbox.WorkerProcess(get_language(language), 8192, 30.0, module=module, extra_paths=(str(HERE),))
@@ -45,8 +45,10 @@ def start_once(language: str, without_new: bool) -> tuple[float, float, list[str
         worker.request(header, payload, 30.0, 1 << 20, "call", "30 s")
         call = time.perf_counter() - t
     finally:
+        t = time.perf_counter()
         worker.close()
-    return start, call, inactive
+        close = time.perf_counter() - t
+    return start, call, close, inactive
 
 
 def main() -> None:
@@ -58,20 +60,20 @@ def main() -> None:
     print(f"{args.repeats} repeats per variant, interleaved; uid {os.geteuid()}; {os.cpu_count()} cores; "
           f"load average {load:.1f} before")
     for language in args.languages:
-        runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+        runs: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
         missing: list[str] = []
         for _ in range(args.repeats):
             for without in (False, True):
-                start, call, inactive = start_once(language, without)
-                runs[without].append((start, call))
+                start, call, close, inactive = start_once(language, without)
+                runs[without].append((start, call, close))
                 if not without:
                     missing = inactive
         full = [statistics.median(x) for x in zip(*runs[False], strict=True)]
         base = [statistics.median(x) for x in zip(*runs[True], strict=True)]
         print(f"{language}: start-up median {full[0] * 1e3:.0f} ms with every layer, {base[0] * 1e3:.0f} ms without "
               f"pid_namespace/task_limit/mount_namespace: +{(full[0] - base[0]) * 1e3:.0f} ms per worker "
-              f"(ratio {full[0] / base[0]:.2f}); one 1,024-row call {full[1] * 1e3:.2f} ms vs {base[1] * 1e3:.2f} ms"
-              + (f"; inactive here: {missing}" if missing else ""))
+              f"(ratio {full[0] / base[0]:.2f}); close {full[2] * 1e3:.0f} ms vs {base[2] * 1e3:.0f} ms; one 1,024-row "
+              f"call {full[1] * 1e3:.2f} ms vs {base[1] * 1e3:.2f} ms" + (f"; inactive here: {missing}" if missing else ""))
     print(f"load average {os.getloadavg()[0]:.1f} after")
 
 
