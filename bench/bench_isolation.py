@@ -71,7 +71,7 @@ def main() -> None:
         full = [statistics.median(x) for x in zip(*runs[False], strict=True)]
         base = [statistics.median(x) for x in zip(*runs[True], strict=True)]
         print(f"{language}: start-up median {full[0] * 1e3:.0f} ms with every layer, {base[0] * 1e3:.0f} ms without "
-              f"pid_namespace/task_limit/mount_namespace: +{(full[0] - base[0]) * 1e3:.0f} ms per worker "
+              f"pid_namespace/task_limit/mount_namespace: {(full[0] - base[0]) * 1e3:+.0f} ms per worker "
               f"(ratio {full[0] / base[0]:.2f}); close {full[2] * 1e3:.0f} ms vs {base[2] * 1e3:.0f} ms; one 1,024-row "
               f"call {full[1] * 1e3:.2f} ms vs {base[1] * 1e3:.2f} ms" + (f"; inactive here: {missing}" if missing else ""))
     print(f"load average {os.getloadavg()[0]:.1f} after")

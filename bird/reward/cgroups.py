@@ -1,16 +1,17 @@
-"""A cgroup of its own for one isolated process: `pids.max` (cgroup v2, or the v1 pids controller of a hybrid
-machine) and `memory.max` (cgroup v2). It is made only *under the cgroup the process already runs in*, so it can
-tighten limits and never escape one; where that parent does not allow children (no controller delegated, not
-writable), there is none and the caller says so. The host removes it once the process is gone (`remove`)."""
+"""A cgroup of its own for one isolated process: `pids.max` and `memory.max` (cgroup v2; on request also the v1 pids
+controller of a hybrid machine, pids.max only). It is made only *under the cgroup the process already runs in*, so
+it can tighten limits and never escape one; where that parent does not allow children (no controller delegated,
+not writable), there is none and the caller says so. The host removes it once the process is gone (`remove`)."""
 
 from __future__ import annotations
 
 import os
 import time
 
-__all__ = ["PREFIX", "parent", "enter", "remove"]
+__all__ = ["KINDS", "PREFIX", "parent", "enter", "remove"]
 
 PREFIX = "bird-worker-"
+KINDS = frozenset({"v2", "any", "off"})  # IsolationConfig.cgroup
 
 
 def _mounts() -> dict[str, str]:
@@ -49,14 +50,14 @@ def _read(path: str) -> str:
         return ""
 
 
-def parent() -> tuple[str, str] | None:
+def parent(v1: bool = True) -> tuple[str, str] | None:
     """(directory, "v2" | "v1") where this process may make a child cgroup with a pids limit, or None."""
     mounts, own = _mounts(), _own()
     if "v2" in mounts and "v2" in own:
         here = os.path.normpath(mounts["v2"] + own["v2"])
         if "pids" in _read(f"{here}/cgroup.subtree_control").split() and os.access(here, os.W_OK):
             return here, "v2"
-    if "pids" in mounts and "pids" in own:
+    if v1 and "pids" in mounts and "pids" in own:
         here = os.path.normpath(mounts["pids"] + own["pids"])
         if os.path.exists(f"{here}/cgroup.procs") and os.access(here, os.W_OK):
             return here, "v1"
@@ -68,14 +69,15 @@ def _write(path: str, text: str) -> None:
         fh.write(text)
 
 
-def enter(name: str, max_tasks: int, memory_bytes: int | None) -> str:
+def enter(name: str, max_tasks: int, memory_bytes: int | None, v1: bool = False) -> str:
     """Make cgroup `name` under `parent()`, set its limits and move this process into it. Returns what was set;
     raises OSError when no cgroup can be made here."""
-    found = parent()
+    found = parent(v1)
     if found is None:
-        raise OSError("no cgroup with the pids controller can be made under this process's cgroup (cgroup v2 needs "
-                      "pids enabled in its cgroup.subtree_control, i.e. a delegated subtree; v1 needs a writable pids "
-                      "hierarchy)")
+        v1_note = ("a v1 pids hierarchy would need to be writable" if v1 else
+                   "a v1 pids hierarchy is not used unless asked (cgroup='any')")
+        raise OSError("no cgroup with the pids controller can be made under this process's cgroup: cgroup v2 needs "
+                      f"pids enabled in its cgroup.subtree_control (a delegated subtree); {v1_note}")
     where, kind = found
     path = os.path.join(where, name)
     os.makedirs(path, exist_ok=True)

@@ -61,7 +61,8 @@ class IsolationConfig:
         needs none.
     :param writable_paths: directories bound read-write into the tree (a trainer's output directory). Only the tree
         makes them writable: Landlock and seccomp still refuse writes until the caller extends them.
-    :param cgroup: make a cgroup of its own where one can be made (pids.max, memory.max).
+    :param cgroup: which cgroup of its own to make where one can be made: "v2" (pids.max, memory.max; the default),
+        "any" (also the pids controller of a cgroup v1 hierarchy), "off".
     """
 
     memory_mb: int
@@ -75,7 +76,7 @@ class IsolationConfig:
     max_tasks: int | None = None
     devices: tuple[str, ...] = ()
     writable_paths: tuple[str, ...] = ()
-    cgroup: bool = True
+    cgroup: str = "v2"
 
 
 class SetupRefused(RuntimeError):
@@ -147,18 +148,23 @@ def worker_uid() -> int:
     return WORKER_UID_BASE + (namespaces.STATE.outer_pid or os.getpid())
 
 
-def limit_tasks(max_tasks: int, memory_mb: int | None = None, cgroup: bool = True) -> Layer:
+def limit_tasks(max_tasks: int, memory_mb: int | None = None, cgroup: str = "v2") -> Layer:
     """At most `max_tasks` processes + threads for this process and everything it starts, counted for it alone, so a
     thread bomb stops at its own limit and never exhausts the machine's pids. Two mechanisms, each reported:
     a cgroup of its own (pids.max; memory.max on cgroup v2) where one can be made under this process's cgroup, and
     RLIMIT_NPROC, which the kernel counts per uid in a user namespace: per worker because a root host gives each
     worker its own uid (worker_uid(), applied by the uid drop) and an unprivileged host its own user namespace.
-    Called by every isolated process (the reward worker through apply(), the JAX trainer)."""
+    Called by every isolated process (the reward worker through apply(), the JAX trainer).
+
+    :param cgroup: "v2" (the default), "any" (a v1 pids hierarchy too: moving a process between v1 cgroups costs
+        tens of milliseconds under load, and RLIMIT_NPROC per worker already holds there) or "off"."""
+    if cgroup not in cgroups.KINDS:
+        raise ValueError(f"cgroup={cgroup!r}: expected one of {sorted(cgroups.KINDS)}")
     parts = []
-    if cgroup:
+    if cgroup != "off":
         try:
             parts.append(cgroups.enter(cgroups.PREFIX + str(namespaces.STATE.outer_pid or os.getpid()), max_tasks,
-                                       memory_mb * 2**20 if memory_mb else None))
+                                       memory_mb * 2**20 if memory_mb else None, v1=cgroup == "any"))
         except OSError as exc:
             parts.append(f"no cgroup ({exc})")
     per_worker = os.geteuid() == 0 or namespaces.STATE.user

@@ -127,9 +127,9 @@ def test_process_limit_stops_fork_and_threads_unless_the_language_needs_threads(
         return {"fork": attempt(_fork), "thread": attempt(_thread)}
 
     assert run(["unprivileged_user"], then)["found"] == {"fork": "ok", "thread": "ok"}
-    limited = run(steps, then, config(cgroup=False))["found"]
+    limited = run(steps, then, config(cgroup="off"))["found"]
     assert limited["fork"] == "BlockingIOError:11" and limited["thread"].startswith("RuntimeError")
-    threads = run(steps, then, config(threads=True, cgroup=False))
+    threads = run(steps, then, config(threads=True, cgroup="off"))
     assert threads["found"] == {"fork": "ok", "thread": "ok"}  # seccomp's clone rule is what stops processes there
     assert threads["layers"][0]["active"] is True
 
@@ -154,16 +154,21 @@ def test_task_limit_stops_a_thread_bomb_at_the_workers_own_limit(test_user):
     without the uid drop, which RLIMIT_NPROC does not bind)."""
     from bird.reward import cgroups
 
-    bomb = config(threads=True, max_tasks=12, cgroup=False)
+    bomb = config(threads=True, max_tasks=12, cgroup="off")
     assert run([], _thread_bomb, bomb)["found"] == 200  # control
     if ROOT:
         out = run(["task_limit", "unprivileged_user"], _thread_bomb, bomb)
         assert out["found"] == 11 and "counted for uid" in out["layers"][0]["detail"]
     out = run(["network_namespace", "task_limit"], _thread_bomb, bomb, as_user=test_user)
     assert out["found"] == 11 and "own user namespace" in out["layers"][1]["detail"]
-    if ROOT and cgroups.parent() is not None:
-        out = run(["task_limit"], _thread_bomb, config(threads=True, max_tasks=12, cgroup=True))
+    if ROOT and cgroups.parent(v1=True) is not None:  # here: the v1 pids hierarchy, the same files as v2
+        out = run(["task_limit"], _thread_bomb, config(threads=True, max_tasks=12, cgroup="any"))
         assert out["found"] == 11 and "pids.max=12" in out["layers"][0]["detail"]
+
+
+def test_task_limit_names_the_allowed_cgroup_choices():
+    with pytest.raises(ValueError, match=r"cgroup='yes': expected one of \['any', 'off', 'v2'\]"):
+        isolation.limit_tasks(1, cgroup="yes")
 
 
 def test_resource_limits_report_what_the_kernel_enforces():

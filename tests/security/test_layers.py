@@ -93,7 +93,7 @@ def test_process_count_limit_stops_fork_and_threads():
     steps = ["unprivileged_user"] if os.geteuid() == 0 else []
     control = findings(run_layers(steps, PROCESSES))
     assert control == {"fork": "ok", "thread": "ok"}
-    limited = findings(run_layers(["task_limit", *steps], PROCESSES, cgroup=False))
+    limited = findings(run_layers(["task_limit", *steps], PROCESSES, cgroup="off"))
     assert limited["fork"] == "BlockingIOError:11" and limited["thread"].startswith("RuntimeError")
 
 
