@@ -281,7 +281,7 @@ def build_tree(read_paths: Sequence[str], devices: Sequence[str] = (), writable_
             _bind(real, root, real in writable)
             bound.append(real)
     dev = []
-    for host in [f"/dev/{name}" for name in DEVICES] + list(devices):
+    for host in [f"/dev/{name}" for name in DEVICES if f"/dev/{name}" not in devices] + list(devices):
         if os.path.exists(host) and not os.path.exists(root + host):
             os.makedirs(os.path.dirname(root + host), 0o755, exist_ok=True)
             os.close(os.open(root + host, os.O_WRONLY | os.O_CREAT, 0o644))

@@ -205,15 +205,20 @@ def test_pid_and_mount_namespaces_hide_the_hosts_files_and_processes(tmp_path):
     assert both["numpy"] == 1.0 and "proc" in both["root"] and "home" not in both["root"], both["root"]
 
 
-def test_the_tree_binds_writable_paths_only_when_asked(tmp_path):
-    """writable_paths (a trainer's output directory): writable inside the tree, everything else read-only."""
+def test_the_tree_binds_writable_paths_and_devices_only_when_asked(tmp_path):
+    """writable_paths (a trainer's output directory) and devices (a GPU's /dev/nvidia*; here /dev/null, which the
+    tree otherwise binds read-only) are bound read-write; everything else is read-only (EROFS; a device node on a
+    read-only mount still opens for writing, which seccomp refuses, so its mount flag is what is checked)."""
     out_dir, workdir = tmp_path / "out", tmp_path / "work"
     out_dir.mkdir()
     workdir.mkdir()
     then = (f'print(json.dumps({{"out": attempt(lambda: open({str(out_dir / "a.txt")!r}, "w").write("x")), '
-            f'"cwd": attempt(lambda: open("b.txt", "w"))}}))')
-    out = findings(run_layers(["mount_namespace"], then, cwd=str(workdir), writable_paths=(str(out_dir),)))
-    assert out == {"out": "ok", "cwd": "OSError:30"} and (out_dir / "a.txt").read_text() == "x"
+            f'"cwd": attempt(lambda: open("b.txt", "w")), "null_ro": bool(os.statvfs("/dev/null").f_flag & 1)}}))')
+    plain = findings(run_layers(["mount_namespace"], then, cwd=str(workdir)))
+    assert plain == {"out": "FileNotFoundError:2", "cwd": "OSError:30", "null_ro": True}
+    out = findings(run_layers(["mount_namespace"], then, cwd=str(workdir), writable_paths=(str(out_dir),),
+                              devices=("/dev/null",)))
+    assert out == {"out": "ok", "cwd": "OSError:30", "null_ro": False} and (out_dir / "a.txt").read_text() == "x"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop applies when bird runs as root")
