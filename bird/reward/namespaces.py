@@ -23,6 +23,7 @@ import select
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 __all__ = ["NamespaceState", "STATE", "unshare", "enter_pid_namespace", "build_tree", "parent_alive", "TreeResult"]
 
@@ -139,7 +140,7 @@ def _hold_nothing(keep: int = -1) -> None:
         os.closerange(3, limit)
 
 
-def _reap_as_init(worker: int) -> None:
+def _reap_as_init(worker: int) -> NoReturn:
     """pid 1: reap whatever ends up here; when the worker ends, exit with its status (128 + signal if killed).
     It forked before the tree was built, so its root would be the host's (/proc/1/root, /proc/1/cwd): it confines
     itself to the empty working directory first."""
@@ -157,7 +158,7 @@ def _reap_as_init(worker: int) -> None:
             os._exit(min(os.WEXITSTATUS(status), 127) if os.WIFEXITED(status) else 1)
 
 
-def _wait_and_mirror(init: int, keep: int) -> None:
+def _wait_and_mirror(init: int, keep: int) -> NoReturn:
     """The outer process: wait for init, then exit as the worker did (die of its signal)."""
     _hold_nothing(keep)
     _, status = os.waitpid(init, 0)
