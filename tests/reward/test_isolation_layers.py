@@ -10,6 +10,7 @@ import encodings.idna  # noqa: F401 - socket addresses use it; a child that drop
 import importlib.util
 import math
 import os
+import re
 import resource
 import signal
 import socket
@@ -162,8 +163,12 @@ def test_task_limit_stops_a_thread_bomb_at_the_workers_own_limit(test_user):
     out = run(["network_namespace", "task_limit"], _thread_bomb, bomb, as_user=test_user)
     assert out["found"] == 11 and "own user namespace" in out["layers"][1]["detail"]
     if ROOT and cgroups.parent(v1=True) is not None:  # here: the v1 pids hierarchy, the same files as v2
-        out = run(["task_limit"], _thread_bomb, config(threads=True, max_tasks=12, cgroup="any"))
-        assert out["found"] == 11 and "pids.max=12" in out["layers"][0]["detail"]
+        out = run(["task_limit"], lambda: [_thread_bomb(), os.getpid()], config(threads=True, max_tasks=12,
+                                                                                 cgroup="any"))
+        isolation.release_tasks(out["found"][1])  # what the host does once a worker is reaped
+        assert out["found"][0] == 11 and "pids.max=12" in out["layers"][0]["detail"]
+        made = re.search(r"cgroup v1 (\S+):", out["layers"][0]["detail"]).group(1)
+        assert os.path.basename(made) == f"bird-worker-{out['found'][1]}" and not os.path.exists(made)
 
 
 def test_task_limit_names_the_allowed_cgroup_choices():
