@@ -29,8 +29,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def config(**kw) -> isolation.IsolationConfig:
-    """This process is the host: the child's parent."""
-    base = {"memory_mb": vm_size_mb() + 2048, "call_timeout_s": 5.0, "host_pid": os.getpid()}
+    """This process is the host: the child's parent. No cgroup unless a test asks (no host removes it here)."""
+    base = {"memory_mb": vm_size_mb() + 2048, "call_timeout_s": 5.0, "host_pid": os.getpid(), "cgroup": "off"}
     return isolation.IsolationConfig(**{**base, **kw})
 
 
