@@ -26,7 +26,7 @@ import traceback
 from typing import Any
 
 from bird.reward import isolation
-from bird.reward.worker import Session
+from bird.reward.worker import Session, apply_layers
 
 __all__ = ["main", "compile_main", "encode_arrays"]
 
@@ -120,8 +120,7 @@ def main(result_fd: int) -> None:
     session = Session(result_fd)
     init, _ = session.recv()
     cfg = isolation.IsolationConfig.from_json(init["isolation"])
-    layers = isolation.apply(cfg)
-    session.send({"ok": True, "layers": [layer.to_json() for layer in layers]})
+    apply_layers(session, cfg)
     header, payload = session.recv()
     if header.get("op") == "explain":  # python -m bird.reward check --explain: the layers, the uid drop, nothing more
         drop = [isolation.drop_identity(cfg).to_json()] if cfg.defer_uid_drop and os.geteuid() == 0 else []

@@ -120,11 +120,9 @@ class _Run:
         self.seconds: dict[str, float] = {}
         self.blame = False
         cfg, env = trainer_isolation(jobs[0])
-        memory = jobs[0].train.jax.trainer_memory_mb
         t = time.monotonic()
         self.worker = WorkerProcess(None, cfg.memory_mb, cfg.call_timeout_s, module=trainer_wall.TRAINER_MODULE,
-                                    init={"isolation": cfg.to_json()}, env=env, cgroup=(memory, cfg.max_tasks),
-                                    startup_timeout_s=STARTUP_S, name="trainer", layer_names=TRAINER_LAYERS,
+                                    init={"isolation": cfg.to_json()}, env=env, startup_timeout_s=STARTUP_S, name="trainer", layer_names=TRAINER_LAYERS,
                                     warn=False)
         self.seconds["start_s"] = time.monotonic() - t
 

@@ -1,171 +1,124 @@
-"""Memory and task limits for one isolated process, set by the host in a cgroup of its own: cgroup v2 where the
-host's cgroup delegates the `memory` and `pids` controllers to children, else the cgroup v1 `memory` and `pids`
-hierarchies where this process may create groups (root on a v1 or hybrid machine), else none (the process's own
-rlimits are then its only limits: isolation.IsolationConfig.max_tasks, memory_mb).
-
-The host moves the process in right after starting it, before it reads its first request (so before any thread or
-untrusted code exists), and removes the groups after reaping it.
-"""
+"""A cgroup of its own for one isolated process: `pids.max` and `memory.max` (cgroup v2; on request also the v1 pids
+controller of a hybrid machine, pids.max only). It is made only *under the cgroup the process already runs in*, so
+it can tighten limits and never escape one; where that parent does not allow children (no controller delegated,
+not writable), there is none and the caller says so. The host removes it once the process is gone (`remove`)."""
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass, field
-from pathlib import Path
+import os
+import time
 
-__all__ = ["CgroupLimit", "attach"]
+__all__ = ["KINDS", "PREFIX", "parent", "enter", "fired", "remove"]
 
-
-@dataclass
-class CgroupLimit:
-    """The groups one process was put in, what they enforce, and how to read what fired."""
-
-    version: int
-    dirs: list[Path] = field(default_factory=list)
-    limits: list[str] = field(default_factory=list)
-
-    @property
-    def how(self) -> str:
-        return f"cgroup v{self.version}: {', '.join(self.limits)}"
-
-    def fired(self) -> str:
-        """Which limit the kernel enforced so far ("" when none): the OOM killer or the task limit."""
-        found = []
-        for d in self.dirs:
-            for name, key, what in (("memory.events", "oom_kill", "the memory limit"),
-                                    ("memory.oom_control", "oom_kill", "the memory limit"),
-                                    ("pids.events", "max", "the task limit")):
-                counts = _keyed(d / name)
-                if counts.get(key, 0) > 0 and what not in found:
-                    found.append(what)
-        return " and ".join(found)
-
-    def release(self) -> None:
-        """Remove the groups (the process must be reaped; an empty group can be removed)."""
-        for d in reversed(self.dirs):
-            with contextlib.suppress(OSError):
-                d.rmdir()
-        self.dirs = []
+PREFIX = "bird-worker-"
+KINDS = frozenset({"v2", "any", "off"})  # IsolationConfig.cgroup
 
 
-def _keyed(path: Path) -> dict[str, int]:
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return {}
-    out = {}
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
-            out[parts[0]] = int(parts[1])
-    return out
-
-
-def _mounts() -> list[tuple[str, str, set[str]]]:
-    """(mount point, fs type, super options) of the cgroup file systems, from /proc/self/mountinfo."""
-    out = []
+def _mounts() -> dict[str, str]:
+    """{"v2": cgroup2 mount point, "pids": the v1 pids hierarchy's mount point}, where mounted."""
+    found: dict[str, str] = {}
     with open("/proc/self/mountinfo") as fh:
         for line in fh:
-            left, _, right = line.partition(" - ")
-            fstype, _, options = (right.split() + ["", "", ""])[:3]
-            if fstype in ("cgroup", "cgroup2"):
-                out.append((left.split()[4], fstype, set(options.split(","))))
-    return out
+            pre, _, post = line.partition(" - ")
+            fstype, _, superopts = (post.split() + ["", "", ""])[:3]
+            point = pre.split()[4].replace("\\040", " ")
+            if fstype == "cgroup2":
+                found.setdefault("v2", point)
+            elif fstype == "cgroup" and "pids" in superopts.split(","):
+                found.setdefault("pids", point)
+    return found
 
 
-def _own_groups() -> dict[str, str]:
-    """controller (or "" for v2) -> this process's group path, from /proc/self/cgroup."""
-    out = {}
+def _own() -> dict[str, str]:
+    """This process's cgroup paths: {"v2": path, "pids": path}."""
+    own: dict[str, str] = {}
     with open("/proc/self/cgroup") as fh:
         for line in fh:
-            _, controllers, path = line.rstrip("\n").split(":", 2)
-            for c in controllers.split(",") if controllers else [""]:
-                out[c] = path
-    return out
+            hid, controllers, path = line.rstrip("\n").split(":", 2)
+            if hid == "0" and not controllers:
+                own["v2"] = path
+            elif "pids" in controllers.split(","):
+                own["pids"] = path
+    return own
 
 
-def _make(parent: Path, name: str, files: dict[str, str], pid: int) -> Path:
-    """A child group of `parent` with `files` written, holding `pid`; removed again if any step fails."""
-    d = parent / name
-    d.mkdir(mode=0o755)
+def _read(path: str) -> str:
     try:
-        for fname, value in files.items():
-            (d / fname).write_text(value)
-        (d / "cgroup.procs").write_text(str(pid))
+        with open(path) as fh:
+            return fh.read()
     except OSError:
-        with contextlib.suppress(OSError):
-            d.rmdir()
-        raise
-    return d
+        return ""
 
 
-def _v2(pid: int, name: str, memory_mb: int, max_tasks: int) -> CgroupLimit | None:
-    own = _own_groups().get("")
-    for mount, fstype, _ in _mounts():
-        if fstype != "cgroup2" or own is None:
-            continue
-        parent = Path(mount + own.rstrip("/"))
-        try:
-            delegated = set((parent / "cgroup.subtree_control").read_text().split())
-        except OSError:
-            continue
-        files, limits = {}, []
-        if memory_mb and "memory" in delegated:
-            files.update({"memory.max": str(memory_mb * 2**20), "memory.swap.max": "0"})
-            limits.append(f"memory.max={memory_mb} MiB")
-        if max_tasks and "pids" in delegated:
-            files["pids.max"] = str(max_tasks)
-            limits.append(f"pids.max={max_tasks}")
-        if not files:
-            return None
-        try:
-            if not (parent / "memory.swap.max").exists():
-                files.pop("memory.swap.max", None)
-            return CgroupLimit(2, [_make(parent, name, files, pid)], limits)
-        except OSError:
-            return None
+def parent(v1: bool = True) -> tuple[str, str] | None:
+    """(directory, "v2" | "v1") where this process may make a child cgroup with a pids limit, or None."""
+    mounts, own = _mounts(), _own()
+    if "v2" in mounts and "v2" in own:
+        here = os.path.normpath(mounts["v2"] + own["v2"])
+        if "pids" in _read(f"{here}/cgroup.subtree_control").split() and os.access(here, os.W_OK):
+            return here, "v2"
+    if v1 and "pids" in mounts and "pids" in own:
+        here = os.path.normpath(mounts["pids"] + own["pids"])
+        if os.path.exists(f"{here}/cgroup.procs") and os.access(here, os.W_OK):
+            return here, "v1"
     return None
 
 
-def _v1(pid: int, name: str, memory_mb: int, max_tasks: int) -> CgroupLimit | None:
-    own = _own_groups()
-    wanted = {"memory": memory_mb, "pids": max_tasks}
-    got = CgroupLimit(1)
-    for mount, fstype, options in _mounts():
-        for controller, value in wanted.items():
-            if fstype != "cgroup" or controller not in options or not value or controller not in own:
-                continue
-            parent = Path(mount + own[controller].rstrip("/"))
-            if controller == "memory":
-                files = {"memory.limit_in_bytes": str(value * 2**20)}
-                if (parent / "memory.memsw.limit_in_bytes").exists():
-                    files["memory.memsw.limit_in_bytes"] = str(value * 2**20)  # no swapping past it either
-                limit = f"memory.limit_in_bytes={value} MiB"
-            else:
-                files, limit = {"pids.max": str(value)}, f"pids.max={value}"
-            try:
-                got.dirs.append(_make(parent, name, files, pid))
-                got.limits.append(limit)
-            except OSError:
-                continue
-    return got if got.dirs else None
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(text)
 
 
-def attach(pid: int, name: str, memory_mb: int, max_tasks: int) -> CgroupLimit | None:
-    """Put `pid` in a new group named `name` limited to `memory_mb` MiB (0 = no memory limit) and `max_tasks`
-    threads and processes; None when this machine or this user offers no writable cgroup."""
-    for make in (_v2, _v1):
+def enter(name: str, max_tasks: int, memory_bytes: int | None, v1: bool = False) -> str:
+    """Make cgroup `name` under `parent()`, set its limits and move this process into it. Returns what was set;
+    raises OSError when no cgroup can be made here."""
+    found = parent(v1)
+    if found is None:
+        v1_note = ("a v1 pids hierarchy would need to be writable" if v1 else
+                   "a v1 pids hierarchy is not used unless asked (cgroup='any')")
+        raise OSError("no cgroup with the pids controller can be made under this process's cgroup: cgroup v2 needs "
+                      f"pids enabled in its cgroup.subtree_control (a delegated subtree); {v1_note}")
+    where, kind = found
+    path = os.path.join(where, name)
+    os.makedirs(path, exist_ok=True)
+    _write(f"{path}/pids.max", str(max_tasks))
+    parts = [f"pids.max={max_tasks}"]
+    if kind == "v2" and memory_bytes and "memory" in _read(f"{where}/cgroup.subtree_control").split():
+        _write(f"{path}/memory.max", str(memory_bytes))
+        if os.path.exists(f"{path}/memory.swap.max"):
+            _write(f"{path}/memory.swap.max", "0")
+        parts.append(f"memory.max={memory_bytes // 2**20} MiB")
+    _write(f"{path}/cgroup.procs", "0")  # 0: the writing process
+    return f"cgroup {kind} {path}: {', '.join(parts)}"
+
+
+def fired(name: str) -> str:
+    """Which limit of cgroup `name` the kernel enforced so far, as text ("" when none, or no such cgroup): the
+    out-of-memory killer (memory.events oom_kill) or the task limit (pids.events max)."""
+    found = parent(v1=True)
+    if found is None:
+        return ""
+    path, hits = os.path.join(found[0], name), []
+    for fname, key, what in (("memory.events", "oom_kill", "memory.max"), ("pids.events", "max", "pids.max")):
+        counts = dict(line.split() for line in _read(f"{path}/{fname}").splitlines() if len(line.split()) == 2)
+        if counts.get(key, "0") not in ("", "0"):
+            hits.append(what)
+    return f"{' and '.join(hits)} of its cgroup ({path})" if hits else ""
+
+
+def remove(name: str, wait_s: float = 2.0) -> None:
+    """Remove cgroup `name` (once its processes are gone; they may take a moment to exit after SIGKILL)."""
+    found = parent()
+    if found is None:
+        return
+    path = os.path.join(found[0], name)
+    deadline = time.monotonic() + wait_s
+    while os.path.isdir(path):
         try:
-            found = make(pid, name, memory_mb, max_tasks)
+            os.rmdir(path)
+        except FileNotFoundError:
+            return
         except OSError:
-            found = None
-        if found is not None:
-            return found
-    return None
-
-
-def available() -> str:
-    """What a host here would get, as text (for `check --explain`), without creating anything."""
-    kinds = sorted({fstype for _, fstype, _ in _mounts()})
-    return ", ".join(kinds) or "no cgroup file system mounted"
-
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)

@@ -43,8 +43,7 @@ def inspect_artefact(prog: Any, timeout_s: float = INSPECT_TIMEOUT_S) -> Failure
     what, limit = "artefact inspection", f"inspection time limit ({timeout_s:g} s, wall clock)"
     try:
         worker = WorkerProcess(None, cfg.memory_mb, timeout_s, module="bird.reward.inspector",
-                               init={"isolation": cfg.to_json()}, env=_ENV,
-                               cgroup=(cfg.memory_mb, _MAX_TASKS), name="artefact inspector")
+                               init={"isolation": cfg.to_json()}, env=_ENV, name="artefact inspector")
     except replies.RewardProgramError as exc:
         return Failure(FailureKind.TRAIN_ERROR, f"the artefact inspector did not start: {exc.failure.reason}")
     try:
@@ -67,13 +66,12 @@ _ENV = {**JAX.env, "TF_CPP_MIN_LOG_LEVEL": "3"}  # one BLAS thread: numpy's woul
 
 # -- the inspecting process -----------------------------------------------------------------------------------
 def main(result_fd: int) -> None:
-    from bird.reward.worker import Session
+    from bird.reward.worker import Session, apply_layers
 
     session = Session(result_fd)
     init, _ = session.recv()
     cfg = isolation.IsolationConfig.from_json(init["isolation"])
-    layers = isolation.apply(cfg)
-    session.send({"ok": True, "layers": [layer.to_json() for layer in layers]})
+    apply_layers(session, cfg)
     header, payload = session.recv()
     try:
         reply = _inspect(header, payload)

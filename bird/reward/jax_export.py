@@ -26,6 +26,7 @@ from bird.reward.artefacts import (
     check_metadata,
     check_module,
 )
+from bird.reward.fields import Fields
 
 __all__ = ["ExportedReward", "ExportError", "JaxProgram", "load", "PLATFORMS", "MAX_ROWS", "setup_worker"]
 
@@ -98,7 +99,7 @@ class JaxProgram:
         self.fields, self.names = [(str(n), int(s), int(k)) for n, s, k in fields], []
 
         def split(x: Any) -> dict[str, Any]:
-            return {n: x[:, s] if k == 1 else x[:, s:s + k] for n, s, k in self.fields}
+            return Fields({n: x[:, s] if k == 1 else x[:, s:s + k] for n, s, k in self.fields})
 
         def flat(obs: Any, act: Any, nxt: Any) -> Any:
             import jax.numpy as jnp

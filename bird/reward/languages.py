@@ -48,8 +48,6 @@ class Language:
     :param extra_syscalls: syscalls the runner needs beyond seccomp_policy.BASE_SYSCALLS.
     :param extra_read_paths: paths read after start-up beyond the preloaded packages and the standard library.
     :param env: the worker's whole environment (nothing of the host's is passed on).
-    :param max_tasks: with `threads`, the most threads it may run (a cgroup of its own where the machine offers one,
-        else RLIMIT_NPROC: isolation.limit_process); 0 = no limit.
     """
 
     name: str
@@ -62,19 +60,28 @@ class Language:
     extra_syscalls: tuple[str, ...] = ()
     extra_read_paths: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
-    max_tasks: int = 0
 
 
 _NUMPY_HIDDEN = {
     **dict.fromkeys(["load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile",
                      "fromregex", "memmap", "DataSource", "tofile"], _FILES),
-    **dict.fromkeys(["lib", "core", "ctypeslib", "f2py", "distutils", "ma", "rec", "char", "strings", "typing",
+    **dict.fromkeys(["lib", "core", "ctypeslib", "f2py", "distutils", "ma", "rec", "char", "strings",
                      "dtypes", "test", "testing"], _INTERNALS),
     **dict.fromkeys(["show_config", "show_runtime", "get_include", "info", "seterr", "seterrcall", "geterrcall",
                      "setbufsize", "getbufsize", "set_printoptions", "printoptions", "set_default_printstyle",
                      "get_bit_generator", "set_bit_generator"], _CONFIG),
 }
 _NUMPY_RULE = ModuleRule(_NUMPY_HIDDEN)
+# numpy.typing: the four type aliases of annotations (`import numpy.typing as npt`; npt.NDArray[np.float64])
+_NUMPY_TYPING = ModuleRule(only=frozenset({"ArrayLike", "DTypeLike", "NDArray", "NBitBase"}))
+# functools: the pure helpers. Not update_wrapper/wraps (they read and write attributes named by strings, as the
+# refused getattr/setattr do), singledispatch (it evaluates annotations), namedtuple (it runs generated source), RLock.
+_BY_NAME = "reads and writes attributes named by strings (as getattr/setattr do)"
+_FUNCTOOLS = ModuleRule({"update_wrapper": _BY_NAME, "wraps": _BY_NAME,
+                         "singledispatch": "evaluates type annotations (dynamic code)",
+                         "singledispatchmethod": "evaluates type annotations (dynamic code)",
+                         "namedtuple": "runs generated source code (dynamic code)"},
+                        only=frozenset({"partial", "reduce", "lru_cache", "cache", "cmp_to_key"}))
 _TYPING_ONLY = frozenset({
     "Any", "Callable", "ClassVar", "DefaultDict", "Deque", "Dict", "Final", "FrozenSet", "Generator", "Hashable",
     "Iterable", "Iterator", "List", "Literal", "Mapping", "MutableMapping", "MutableSequence", "NamedTuple",
@@ -86,12 +93,14 @@ NUMPY = Language(
     modules={
         "math": ModuleRule(),
         "typing": ModuleRule(only=_TYPING_ONLY),  # not get_type_hints/ForwardRef: they eval strings
+        "functools": _FUNCTOOLS,
         "numpy": _NUMPY_RULE,
         **{f"numpy.{sub}": _NUMPY_RULE for sub in ("linalg", "fft", "random", "polynomial", "emath", "exceptions")},
+        "numpy.typing": _NUMPY_TYPING,
     },
     bound={"np": "numpy", "numpy": "numpy", "math": "math"},
     preload=("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "numpy.polynomial", "numpy.exceptions", "math",
-             "typing"),
+             "typing", "functools", "numpy.typing"),
     runner="bird.reward.adapters:numpy_runner",
     env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
 )
@@ -116,7 +125,6 @@ JAX = Language(
     preload=(*NUMPY.preload, "jaxlib", "jax", "jax.numpy", "jax.numpy.linalg", "jax.nn", "jax.lax", "bird.reward.jax_export"),
     runner="bird.reward.jax_runner:jax_runner",
     threads=True,  # XLA compiles and runs in threads it creates on demand
-    max_tasks=64,  # a thread bomb stops here (XLA's CPU runtime needs a few threads per core)
     extra_read_paths=("/dev/urandom",),  # XLA's std::random_device, read when its CPU runtime starts
     env={**NUMPY.env, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0",
          "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"},

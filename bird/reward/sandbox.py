@@ -22,14 +22,13 @@ import numpy as np
 
 from bird.envs.base import ObsIndex
 from bird.reward import isolation, protocol, replies
-from bird.reward.cgroups import CgroupLimit
 from bird.reward.languages import Language, get_language
 from bird.reward.replies import COMPONENT_NAME, MAX_COMPONENTS, RewardProgramError
 from bird.reward.static import CONTRACT_ENTRIES, check_source
 from bird.types import Failure, FailureKind
 
-__all__ = ["SandboxedReward", "RewardProgramError", "WorkerProcess", "COMPONENT_NAME", "JAX_DRY_RUN_SEED", "BOOT",
-           "worker_paths"]
+__all__ = ["SandboxedReward", "RewardProgramError", "SandboxSetupError", "WorkerProcess", "COMPONENT_NAME",
+           "JAX_DRY_RUN_SEED", "BOOT", "worker_paths"]
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +46,24 @@ _MAX_EXPORT_BYTES = 16 * 2**20  # serialised StableHLO of one reward program
 JAX_DRY_RUN_SEED = 20  # the dry run's inputs: standard normal rows from this seed
 
 
+class SandboxSetupError(RuntimeError):
+    """The sandbox cannot start on this machine as installed (not a program's failure); the message says what to
+    change. Raised when the first worker starts, before any program runs."""
+
+
 def worker_paths() -> list[str]:
     """sys.path for the worker: where bird is, then the host's absolute path entries (it starts with -I)."""
     root = str(Path(__file__).resolve().parents[2])
     return list(dict.fromkeys([root] + [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)]))
+
+
+def _children(pid: int) -> list[int]:
+    """The children of a live, unreaped child `pid` of this process (/proc/PID/task/PID/children)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(p) for p in fh.read().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def _death(code: int | None, call_timeout_s: float, name: str = "reward worker", cgroup: str = "") -> Failure:
@@ -84,7 +97,6 @@ class WorkerProcess:
     :param extra_paths: put before the host's sys.path in the worker (where a test's entry module lives).
     :param init: the first request (it carries the isolation settings); default: the language's.
     :param env: the process's whole environment besides PATH; default: the language's.
-    :param cgroup: (memory_mb, max_tasks) of a cgroup of its own, where the machine offers one (bird.reward.cgroups).
     :param name: how messages name this process ("reward worker", "trainer", ...).
     :param layer_names: the layers it must report; `warn`: log the inactive ones once per process (the trainer
         reports after its deferred uid drop instead).
@@ -93,14 +105,13 @@ class WorkerProcess:
     def __init__(self, language: Language | None, memory_mb: int, call_timeout_s: float,
                  module: str = "bird.reward.worker", extra_paths: tuple[str, ...] = (),
                  init: dict[str, Any] | None = None, env: Mapping[str, str] | None = None,
-                 cgroup: tuple[int, int] | None = None, startup_timeout_s: float = STARTUP_TIMEOUT_S,
+                 startup_timeout_s: float = STARTUP_TIMEOUT_S,
                  name: str = "reward worker", layer_names: tuple[str, ...] = isolation.LAYERS,
                  warn: bool = True) -> None:
         isolation.harden_host()  # the parent and every training process: /proc/<pid>/environ and mem unreadable
         self.call_timeout_s = call_timeout_s
         self.name = name
         self.seq = 0
-        self.cgroup: CgroupLimit | None = None
         self.workdir = tempfile.mkdtemp(prefix=f"bird-{name.split()[0]}-")
         r, w = os.pipe()
         env = {"PATH": os.defpath, **(env if env is not None else language.env if language else {})}
@@ -128,14 +139,11 @@ class WorkerProcess:
             assert language is not None, "a WorkerProcess without a language needs its init message"
             init = {"language": language.name, "isolation": {
                 "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
-        if cgroup is None and language is not None and language.threads and language.max_tasks:
-            cgroup = (memory_mb, language.max_tasks)
-        if cgroup is not None:  # before the first request: the process has no thread and ran no untrusted code yet
-            self.cgroup = isolation.limit_process(self.proc.pid, f"bird-{self.proc.pid}", *cgroup)
-            if self.cgroup is not None:
-                init = {**init, "isolation": {**init["isolation"], "cgroup": self.cgroup.how}}
         reply, _ = self.request(init, b"", startup_timeout_s, 0, f"{name} start-up (interpreter, imports, layers)",
                                 f"{startup_timeout_s:g} s start-up limit")
+        if "refused" in reply:
+            self.close()
+            raise SandboxSetupError("the reward sandbox cannot start: " + protocol.clean_text(reply["refused"], 1500))
         self.layers = replies.layer_list(reply.get("layers"), layer_names)
         inactive = tuple(d["name"] for d in self.layers if not d["active"])
         if warn and inactive and inactive not in _warned:
@@ -209,6 +217,26 @@ class WorkerProcess:
             got += len(chunk)
         return b"".join(chunks)
 
+    @staticmethod
+    def _kill(pid: int) -> None:
+        """SIGKILL the worker inside its pid namespace first and let its waiting parent `pid` see it die, so that
+        nothing is orphaned (a host that is a subreaper or pid 1 would inherit it as a zombie); then the group."""
+        inner = _children(pid)
+        for child in inner:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 2.0
+        while inner and time.monotonic() < deadline:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                break
+            time.sleep(0.002)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
     def _dead(self) -> Failure:
         """Why the worker went away: its exit status, read without reaping it (so its group can still be killed)."""
         code, deadline = None, time.monotonic() + 5.0
@@ -219,20 +247,18 @@ class WorkerProcess:
                 code = -info.si_status if killed else info.si_status
                 break
             time.sleep(0.01)
-        fired = self.cgroup.fired() if self.cgroup is not None else ""
+        fired = isolation.tasks_fired(self.proc.pid)  # read before close() removes its cgroup
         self.close()
-        return _death(code, self.call_timeout_s, self.name, fired and f"{fired} of its cgroup ({self.cgroup.how})")
+        return _death(code, self.call_timeout_s, self.name, fired)
 
     def close(self) -> None:
-        """Kill the worker's whole process group, reap it, remove its working directory."""
+        """Kill the worker's whole process group, reap it, remove its working directory and its cgroup."""
         proc = getattr(self, "proc", None)
         if proc is not None:
             if proc.returncode is None:  # not reaped: its pid (= its group id) cannot have been reused
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                self._kill(proc.pid)
             proc.wait()
+            isolation.release_tasks(proc.pid)  # the worker's cgroup, once its processes are gone
             for stream in (proc.stdin,):
                 try:
                     if stream is not None:
@@ -245,8 +271,6 @@ class WorkerProcess:
         if getattr(self, "workdir", None):
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = ""
-        if getattr(self, "cgroup", None) is not None:
-            self.cgroup.release()
 
 
 def _decode_table(reply: dict[str, Any], data: bytes, batch: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:

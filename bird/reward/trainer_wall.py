@@ -68,9 +68,9 @@ def trainer_isolation(memory_mb: int, cache: str | None) -> tuple[isolation.Isol
     gpu = gpu_nodes()
     reads = _python_tree() + ["/dev/urandom", "/proc/cpuinfo"] + ([cache] if cache and os.path.isdir(cache) else [])
     cfg = isolation.IsolationConfig(
-        memory_mb=0 if gpu else memory_mb, call_timeout_s=1.0, host_pid=os.getpid(), threads=True,
+        memory_mb=0 if gpu else memory_mb, cgroup_memory_mb=memory_mb, call_timeout_s=1.0, host_pid=os.getpid(), threads=True,
         extra_read_paths=tuple(reads + (list(_GPU_READS) if gpu else [])),
-        extra_syscalls=_SYSCALLS + (_GPU_SYSCALLS if gpu else ()), device_paths=tuple(gpu),
+        extra_syscalls=_SYSCALLS + (_GPU_SYSCALLS if gpu else ()), devices=tuple(gpu),
         ioctls=_NVIDIA_IOCTLS if gpu else (), max_files=1024, max_tasks=min(8192, 64 + 16 * (os.cpu_count() or 1)),
         defer_uid_drop=True, cpu_budget_s=0)
     env = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
@@ -87,8 +87,7 @@ def explain_trainer(memory_mb: int = 16384, cache: str | None = None) -> list[di
 
     cfg, env = trainer_isolation(memory_mb, cache)
     worker = WorkerProcess(None, cfg.memory_mb, cfg.call_timeout_s, module=TRAINER_MODULE,
-                           init={"isolation": cfg.to_json()}, env=env, cgroup=(memory_mb, cfg.max_tasks),
-                           name="trainer", warn=False)
+                           init={"isolation": cfg.to_json()}, env=env, name="trainer", warn=False)
     try:
         reply, _ = worker.request({"op": "explain"}, b"", 60.0, 0, "trainer layer report", "60 s")
     finally:

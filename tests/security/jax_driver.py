@@ -103,7 +103,7 @@ def run_escaped_trainer(world: Any) -> dict[str, Any]:
     for name in ATTEMPTS:
         worker = sandbox.WorkerProcess(None, cfg.memory_mb, 10.0, module="fake_workers.escaped_trainer",
                                        extra_paths=(str(HERE),), init={"isolation": cfg.to_json()}, env=env,
-                                       cgroup=(4096, cfg.max_tasks), name="trainer", warn=False)
+                                       name="trainer", warn=False)
         try:
             reply, _ = worker.request({"attempt": name, "targets": world.targets()}, b"", 30.0, 0, "payload", "30 s")
             rec[name] = {k: reply.get(k) for k in ("outcome", "error", "errno", "text")}
