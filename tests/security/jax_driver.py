@@ -224,7 +224,8 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true")
     parser.add_argument("--short", action="store_true")
     args = parser.parse_args()
-    if args.site:
+    if args.site:  # as the venv sees packages: its own only, not those of the interpreter it was made from
+        sys.path[:] = [p for p in sys.path if p not in site.getsitepackages()]
         site.addsitedir(args.site)
     sys.path.insert(0, str(HERE))
     from driver import World

@@ -19,10 +19,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jax_attacks import LOOP, PROGRAMS  # noqa: E402
+from test_corpus import NAMESPACED  # noqa: E402
 from users import as_user, ensure_user, user_python  # noqa: E402
 
 pytestmark = pytest.mark.slow
-STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError"}  # as test_corpus.py
+# as test_corpus.py: refused, absent, or not there in the trainer's namespaces (ENOENT in its tree, ESRCH)
+STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError", "FileNotFoundError",
+           "ProcessLookupError"}
 HERE = Path(__file__).resolve().parent
 DRIVER_TIMEOUT_S = 3600
 CLEAN = ("g1_forward", "g2_upright")
@@ -117,6 +120,8 @@ def test_every_escaped_payload_is_stopped_inside_the_trainers_wall(run):
             assert r["outcome"] == "host_rejected" and r["failure"]["kind"] == "bad_output", r
         elif name not in TRAINER_ALLOWS:
             assert r["outcome"] == "raised" and r["error"] in STOPPED, (name, r)
+            if name in NAMESPACED:  # only the namespaces stop these: the tree and the pid namespace are the trainer's
+                assert r["errno"] == NAMESPACED[name], (name, r)
 
 
 def test_no_crafted_artefact_reaches_a_trainer(run):
