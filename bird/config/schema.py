@@ -297,7 +297,8 @@ class DecomposeConfig:
     kind: str = "none"
     # subtask_list: revise the list after each iteration from the feedback shown (co-evolution)
     co_evolve: bool = False
-    # subtask_list: how many subtasks to ask for (None = the generator decides, 2 to 5)
+    # subtask_list: how many subtasks to ask for (None = the generator decides: about 5 for a simple task, about 10 for a
+    # long one, at most 12)
     n_subtasks: int | None = None
     # few-shot (task -> graph) examples shown, from methods/<generate.prompt>/decompose_example_*.txt (0 = zero-shot)
     n_examples: int = 2
