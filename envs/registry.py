@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from bird.config.schema import EnvConfig
 from bird.envs.base import TaskAdapter
-from bird.registry import get, register
+from bird.registry import get, names, register
 
-__all__ = ["make_adapter", "split_env_id"]
+__all__ = ["make_adapter", "split_env_id", "suite_defines_success"]
 
 
 def split_env_id(env_id: str) -> tuple[str, str]:
@@ -39,6 +39,15 @@ def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
 # whether the suite's adapters have expert_policy() (scripted-expert demonstrations): checked at config validation
 _mujoco.scripted_expert = False  # type: ignore[attr-defined]
 _metaworld.scripted_expert = True  # type: ignore[attr-defined]
+# whether the suite defines task success (a flag its benchmark score counts): Meta-World's success flag; Gym MuJoCo v5
+# and Brax define none (their scores are physical quantities), so feedback never prints a success line there
+_mujoco.success_flag = False  # type: ignore[attr-defined]
+_metaworld.success_flag = True  # type: ignore[attr-defined]
+
+
+def suite_defines_success(suite: str) -> bool:
+    """True when `suite`'s benchmark defines a success flag (False for an unknown suite)."""
+    return suite in names("suite") and bool(getattr(get("suite", suite), "success_flag", False))
 
 
 # hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds)
@@ -86,3 +95,4 @@ _brax.backends = ("generalized", "positional", "spring", "mjx")  # type: ignore[
 _brax.provides = {"representations": ("full_source", "obs_code", "obs_index"),  # type: ignore[attr-defined]
                   "frames": False}
 _brax.scripted_expert = False  # type: ignore[attr-defined]
+_brax.success_flag = False  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ from typing import Any
 from bird.components.judge import component_stats
 from bird.config.schema import BirdConfig
 from bird.registry import register
+from bird.stages.feedback import shown_scores
 from bird.state import SearchState
 from bird.types import Candidate, TrainResult
 
@@ -58,8 +59,8 @@ def _subtask_judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: Tr
         lines.append("Reward components per step over the judged rollouts (max / mean / min / std):")
         lines += [f"- {n}: {s['max']:.3f} / {s['mean']:.3f} / {s['min']:.3f} / {s['std']:.3f}" for n, s in comps.items()]
     if cfg.feedback.show_score and res.curve:
-        stats["task_score"] = [c.score for c in res.curve]
-        lines.append("task_score at each checkpoint: " + ", ".join(f"{c.score:.2f}" for c in res.curve))
+        stats["task_score"] = shown_scores(cfg, state.spec.suite, res.curve)
+        lines.append("task_score at each checkpoint: " + ", ".join(f"{v:.2f}" for v in stats["task_score"]))
     return "\n".join(lines), stats
 
 

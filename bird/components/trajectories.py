@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from bird.config.schema import BirdConfig
+from bird.envs.registry import suite_defines_success
 from bird.registry import register
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.types import Candidate, Failure, FailureKind
@@ -57,12 +58,10 @@ def add_rollouts(state: Any, cid: str, path: str, success_score: float) -> None:
     suite whose benchmark score is a success flag (Meta-World). Elsewhere no episode is a success, so the TPE store is
     one-sided and the screen passes every reward (BIRD Table 8 note a)."""
     from bird.learners.rollouts import load_rollouts
-    from bird.stages.feedback import NATIVE_SIGNAL
-
     data = load_rollouts(path)
     if state.trajectories is None:
         state.trajectories = TrajectoryStore()
-    flagged = NATIVE_SIGNAL.get(state.spec.suite) == "benchmark_score"  # the native signal is the success flag there
+    flagged = suite_defines_success(state.spec.suite)  # the benchmark score is the success flag there
     success = data["score"] >= success_score if flagged else np.zeros(len(data["score"]), dtype=bool)
     state.trajectories.add(data, success, cid)
 
@@ -90,8 +89,8 @@ def _episode_view(cfg: BirdConfig, state: Any, store: TrajectoryStore, reward: n
     rows = [{"step": k + 1, "reward": round(float(reward[i]), 2), "state": state_dict(state.spec, store.next_obs[i])}
             for k, i in enumerate(idx) if k % stride == 0 or k == len(idx) - 1]
     total = float(reward[idx].sum())
-    return {"return": total, "length": int(len(idx)), "per_step": total / len(idx), "solved": store.success[ep],
-            "rows": rows}
+    view = {"return": total, "length": int(len(idx)), "per_step": total / len(idx), "rows": rows}
+    return {**view, "solved": store.success[ep]} if suite_defines_success(state.spec.suite) else view
 
 
 @register("screen", "tpe")

@@ -216,6 +216,9 @@ class FeedbackConfig:
     curve_points: int = 10
     # show the benchmark score (task_score) in the feedback; only methods whose paper does so may set this
     show_score: bool = False
+    # what task_score shows: benchmark_score | reference_return | native (the suite's native signal: the shipped
+    # reward's return on MuJoCo and Brax, the success-flag score on Meta-World)
+    score_shown: str = "benchmark_score"
     # feedback text for a screened (untrained) candidate: registry family feedback_format; None = no feedback
     screened_format: str | None = None
     # extra fitness components computed and recorded, never ranked on: registry family fitness

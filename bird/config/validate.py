@@ -76,6 +76,7 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "reward.language": ("numpy", "jax"),
     "video.record": ("none", "returned", "all_candidates"),
     "tracker.mode": ("offline", "online", "disabled"),
+    "feedback.score_shown": ("benchmark_score", "reference_return", "native"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",

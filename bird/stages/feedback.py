@@ -15,7 +15,8 @@ from bird.registry import get, register
 from bird.state import SearchState
 from bird.types import Candidate, Checkpoint, Report, TrainResult
 
-__all__ = ["feedback", "subsample", "Evidence", "NATIVE_SIGNAL", "resolve_fitness"]
+__all__ = ["feedback", "subsample", "Evidence", "NATIVE_SIGNAL", "resolve_fitness", "reference_returns", "shown_scores",
+           "SHOWN_SCORES"]
 
 
 @register("aggregate", "max")
@@ -52,9 +53,18 @@ def _benchmark(ev: Evidence) -> float | None:
     return get("aggregate", ev.aggregate)([c.score for c in ev.curve], ev.shipped) if ev.curve else None
 
 
+def reference_returns(curve: Sequence[Checkpoint]) -> list[float]:
+    """The shipped reward's return per checkpoint: on the greedy evaluation episodes where the learner measured it
+    (as BIRD's release records gt_return, safety-research/bird@54a9ce3:bird/components/training.py), else on the
+    training episodes of the window before the checkpoint."""
+    if any(not math.isnan(c.eval_reference_return) for c in curve):
+        return [c.eval_reference_return for c in curve]
+    return [c.reference_return for c in curve]
+
+
 @register("fitness", "reference_return")
 def _reference(ev: Evidence) -> float | None:
-    vals = [c.reference_return for c in ev.curve]
+    vals = reference_returns(ev.curve)
     if all(math.isnan(v) for v in vals):
         return None
     value = get("aggregate", ev.aggregate)(vals, ev.shipped)
@@ -94,6 +104,21 @@ def resolve_fitness(name: str, suite: str) -> str:
     return fn.resolve(suite) if hasattr(fn, "resolve") else name
 
 
+# what the feedback's task_score line may show (feedback.score_shown), per checkpoint
+SHOWN_SCORES = {"benchmark_score": lambda curve: [c.score for c in curve], "reference_return": reference_returns}
+
+
+def shown_scores(cfg: BirdConfig, suite: str, curve: Sequence[Checkpoint]) -> list[float]:
+    """The task_score values of `curve` (feedback.score_shown; native = the suite's native signal, as BIRD's matched
+    runs verbalise the signal they rank on: safety-research/bird@54a9ce3:bird/components/evaluation.py
+    `_section_numeric`)."""
+    name = resolve_fitness(cfg.feedback.score_shown, suite)
+    if name not in SHOWN_SCORES:
+        raise ValueError(f"feedback.score_shown={cfg.feedback.score_shown!r} resolves to {name!r} on {suite!r}; "
+                         f"allowed: {sorted(SHOWN_SCORES)} or native")
+    return SHOWN_SCORES[name](curve)
+
+
 def subsample(n: int, points: int) -> list[int]:
     """Indices of at most `points` evenly spaced checkpoints, always including the last."""
     if n <= points:
@@ -121,7 +146,7 @@ def _eureka(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResu
     for name in sorted({k for c in pts for k in c.components}):
         stats["components"][name] = [c.components.get(name, float("nan")) for c in pts]
     if cfg.feedback.show_score:
-        stats["task_score"] = [c.score for c in pts]
+        stats["task_score"] = shown_scores(cfg, state.spec.suite, pts)
     lines = [_line(n, v) for n, v in stats["components"].items()]
     if "task_score" in stats:
         lines.append(_line("task_score", stats["task_score"]))
