@@ -16,6 +16,7 @@ from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.envs.registry import make_adapter
 from bird.executors import Executor, make_executor
+from bird.fidelity import config_substitutes
 from bird.learners.video import summarise_clips, video_spec
 from bird.llm.factory import make_generator
 from bird.pool import default_workers
@@ -45,14 +46,17 @@ def make_plan(cfg: BirdConfig) -> Plan:
                                                    list(cfg.generate.schedule_values))
     schedule = tuple(min(k, b.max_candidates or k) for k in full[: b.max_iterations or len(full)])
     k = max(schedule)
+    seeds = min(cfg.final.seeds or b.final_seeds, b.final_seeds)
     own = {"n_candidates": cfg.generate.n_candidates, "iterations": cfg.loop.iterations,
-           "population_size": cfg.select.population_size or cfg.generate.n_candidates}
-    planned = {"n_candidates": k, "iterations": len(schedule), "population_size": cfg.select.population_size or k}
+           "population_size": cfg.select.population_size or cfg.generate.n_candidates,
+           "final_seeds": cfg.final.seeds or b.final_seeds}
+    planned = {"n_candidates": k, "iterations": len(schedule), "population_size": cfg.select.population_size or k,
+               "final_seeds": seeds}
     if len(set(full)) > 1:  # a varying schedule is not told by K and T alone
         own["schedule"], planned["schedule"] = list(full), list(schedule)
     per_core = max(1, int(default_workers() // cfg.train.resources.num_cpus))
     return Plan(n_candidates=k, iterations=len(schedule), env_steps=b.env_steps,
-                final_env_steps=b.final_env_steps or b.env_steps, final_seeds=b.final_seeds,
+                final_env_steps=b.final_env_steps or b.env_steps, final_seeds=seeds,
                 workers=cfg.train.workers or min(per_core, k), population_size=planned["population_size"],
                 n_crossover=crossover_share(cfg, k), actions=rescale_counts(cfg.tree.actions, k),
                 capped={key: [own[key], planned[key]] for key in own if own[key] != planned[key]}, schedule=schedule)
@@ -158,18 +162,12 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: Run
 
 
 def _substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
-    """The config's substitutes, those of the components it names (attribute `substitute`), and run-time ones."""
-    from bird.config.validate import REGISTRY_KEYS, _get
-    from bird.registry import get
-
+    """The config's substitutes (its own, its components', its differences from BIRD's matched protocol) and
+    run-time ones."""
     judge = state.judge.describe() if state.judge is not None else {}
     model = f"{judge['model']} ({judge['label']})" if judge.get("label") else judge.get("model", "no judge")
-    out = [s.replace("{judge_model}", model) for s in cfg.substitutes]  # the judge the run actually used
-    for key, family in REGISTRY_KEYS.items():
-        label = getattr(get(family, _get(cfg, key)), "substitute", None)
-        out += [label] if label else []
-    out += state.substitutes
-    return list(dict.fromkeys(out))
+    out = [s.replace("{judge_model}", model) for s in config_substitutes(cfg)]  # the judge the run actually used
+    return list(dict.fromkeys(out + state.substitutes))
 
 
 def _setup(cfg: BirdConfig, state: SearchState, generator: Any, run: RunDir) -> None:

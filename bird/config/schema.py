@@ -176,6 +176,8 @@ class TrainConfig:
     collect_episodes: int = 0
     # evaluation and collected episodes end at the first step the success flag is set (suites with a flag)
     eval_end_on_success: bool = False
+    # parallel envs per training (None = budget.n_envs): trainer=sb3_tuned sets 8
+    n_envs: int | None = None
     # PPO hyper-parameters (SB3 names); None keeps SB3's default
     learning_rate: float = 3e-4
     n_steps: int = 256
@@ -326,6 +328,8 @@ class RewardConfig:
 class FinalConfig:
     # retrain the returned reward from scratch on fresh seeds
     retrain: bool = True
+    # seeds of the final retrain: the method's own count, capped by budget.final_seeds (None = budget.final_seeds)
+    seeds: int | None = None
     # first seed offset (fresh seeds: never those used in the loop)
     seed_offset: int = 1000
     # learner of the final retrain (None = train.learner)
