@@ -1,5 +1,6 @@
 """The judge score as fitness (fitness `judge_score`) and the per-subtask feedback built on it (feedback format
-`subtask_judge`): RDA's ranking signal and feedback (bird_release.md §2.4 rda: vlm_score, per_subtask, rationale).
+`subtask_judge`): RDA's ranking signal and feedback (safety-research/bird@54a9ce3:configs/methods/rda.yaml:
+vlm_score, per_subtask, rationale).
 An unsupervised method ranks on this and sees nothing of the benchmark score or the reference reward."""
 
 from __future__ import annotations
