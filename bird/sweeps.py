@@ -51,16 +51,17 @@ def cells(name: str, overrides: list[str] | None = None) -> list[list[str]]:
 def planned_env_steps(cfg: Any) -> int:
     """Env steps one search of `cfg` plans: loop trainings, GRACE-style expansions, final retrain, and every
     evaluation episode at full horizon (an upper bound: episodes may end early)."""
+    from bird.components.roles import collect_episodes
     from bird.loop import make_plan
     from bird.stages.train import learner_trains
 
     plan = make_plan(cfg)
     judged = plan.iterations - (0 if cfg.loop.feedback_on_last else 1)
-    loop_trainings = plan.n_candidates * judged if learner_trains(cfg.train.learner) else 0
+    loop_trainings = sum(plan.schedule[:judged]) if learner_trains(cfg.train.learner) else 0  # RF-Agent: 6 + 4 × 8
     expansions = (plan.iterations - 1) // cfg.demos.rl_every if cfg.demos.rl_every else 0
     final = plan.final_seeds if cfg.final.retrain else 0
     per_eval = cfg.budget.n_checkpoints * cfg.budget.eval_episodes * cfg.env.horizon
-    collect = cfg.train.collect_episodes * cfg.env.horizon
+    collect = collect_episodes(cfg) * cfg.env.horizon
     return ((loop_trainings + expansions) * (plan.env_steps + per_eval + collect)
             + final * (plan.final_env_steps + per_eval))
 
