@@ -3,8 +3,9 @@ compute estimates (`python -m bird.sweeps`) divide by.
 
     python bench/bench_throughput.py [--env mujoco/hopper metaworld/push] [--steps 32768] [--repeats 2]
 
-Runs bird's training path (bird.learners.sb3_ppo.train_ppo) with budget=matched's learner settings (8 envs,
-SB3 PPO, one torch thread) on the env's reference reward, with a single end-of-training evaluation episode.
+Runs bird's training path (bird.learners.sb3_ppo.train_ppo) with budget=matched's learner settings (SB3 PPO at its
+defaults on one env, as BIRD's matched runs; one torch thread) on the env's reference reward, with a single
+end-of-training evaluation episode. Extra overrides (e.g. trainer=sb3_tuned) go after --override.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from bird.learners.sb3_ppo import train_ppo
 from bird.stages.train import make_job
 
 
-def steps_per_s(env: str, steps: int) -> float:
-    cfg = compose(["budget=matched", f"env={env}", "budget.n_checkpoints=1", "budget.eval_episodes=1"])
+def steps_per_s(env: str, steps: int, overrides: list[str] | None = None) -> float:
+    cfg = compose(["budget=matched", f"env={env}", "budget.n_checkpoints=1", "budget.eval_episodes=1",
+                   *(overrides or [])])
     with tempfile.TemporaryDirectory() as out:
         result = train_ppo(make_job(cfg, "bench", None, 0, steps, Path(out)))
     if result.failure is not None:
@@ -33,10 +35,11 @@ def main() -> None:
     parser.add_argument("--env", nargs="+", default=["mujoco/hopper", "metaworld/push"])
     parser.add_argument("--steps", type=int, default=32768)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. trainer=sb3_tuned")
     args = parser.parse_args()
     print(f"{'env':<24} {'steps/s (median)':>17}  runs")
     for env in args.env:
-        runs = [steps_per_s(env, args.steps) for _ in range(args.repeats)]
+        runs = [steps_per_s(env, args.steps, args.override) for _ in range(args.repeats)]
         print(f"{env:<24} {statistics.median(runs):>17,.0f}  {', '.join(f'{r:,.0f}' for r in runs)}")
 
 
