@@ -92,3 +92,14 @@ def test_the_checks_catch_a_misstated_missing_or_stale_row(monkeypatch):
     readme = (METHODS_DIR / "rda" / "README.md").read_text()
     edited = readme.replace("| `judge.repeats` | `1` |", "| `judge.repeats` | `2` |")
     assert edited != readme and fidelity.render_readme("rda", edited) == readme
+
+
+def test_the_command_prints_each_resolved_value_with_source_and_verdict(capsys):
+    assert fidelity.main(["card", "budget=matched"]) == 0
+    out = capsys.readouterr().out
+    assert "generate.parse_retries = 10\n    [BIRD] BIRD paper Table 9: 10 repairs" in out
+    assert "budget.eval_episodes = 3\n    [BIRD]" in out and "train.n_steps = 2048\n    [BIRD]" in out
+    assert "== substitutes (as result.json records them)" in out
+    assert fidelity.main(["card"]) == 0
+    assert "generate.parse_retries = 9\n    [paper] CARD release" in capsys.readouterr().out  # the own budget
+    assert fidelity.main(["--check"]) == 0
