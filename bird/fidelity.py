@@ -265,15 +265,12 @@ def _value(cfg: BirdConfig, key: str, row: Row) -> Any:
 
 
 def config_substitutes(cfg: BirdConfig) -> list[str]:
-    """The substitutes a config declares: its own list, those of the components it names (attribute `substitute`)
-    and its differences from BIRD's matched protocol (under budget=matched). A run adds those of run time."""
-    from bird import registry
-    from bird.config.validate import REGISTRY_KEYS
+    """The substitutes a config declares: its own list, those the components it names declare
+    (Component.substitute) and its differences from BIRD's matched protocol (under budget=matched). A run adds those
+    of run time."""
+    from bird.config.needs import configured
 
-    out = list(cfg.substitutes)
-    for key, family in REGISTRY_KEYS.items():
-        label = getattr(registry.get(family, _get(cfg, key)), "substitute", None)
-        out += [label] if label else []
+    out = list(cfg.substitutes) + [c.substitute for c in configured(cfg) if c.substitute]
     return list(dict.fromkeys(out + protocol_differences(cfg)))
 
 

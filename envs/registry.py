@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from bird.config.schema import EnvConfig
 from bird.envs.base import TaskAdapter
-from bird.registry import get, names, register
+from bird.registry import Component, get, names, register
 
-__all__ = ["make_adapter", "split_env_id", "suite_defines_success"]
+__all__ = ["Suite", "make_adapter", "split_env_id", "suite_defines_success"]
+
+
+@dataclass(frozen=True)
+class Suite(Component):
+    """An environment suite: `fn(task, env_cfg) -> TaskAdapter`, and what it offers (checked when a config loads).
+
+    :param scripted_expert: its adapters have expert_policy() (scripted-expert demonstrations).
+    :param backends: the simulator backends env.backend may name (empty: one simulator).
+    :param provides: when set, {"representations": env representations it offers, "frames": renders frames}.
+    :param success_flag: its benchmark defines task success (a flag its score counts: Meta-World); Gym MuJoCo v5 and
+        Brax define none (their scores are physical quantities), so feedback never prints a success line there.
+    """
+
+    scripted_expert: bool = False
+    backends: tuple[str, ...] = ()
+    provides: Mapping[str, Any] | None = None
+    success_flag: bool = False
 
 
 def split_env_id(env_id: str) -> tuple[str, str]:
@@ -22,32 +43,25 @@ def make_adapter(cfg: EnvConfig) -> TaskAdapter:
     return get("suite", suite)(task, cfg)
 
 
-@register("suite", "mujoco")
 def _mujoco(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.mujoco import make_task
 
     return make_task(task, cfg)
 
 
-@register("suite", "metaworld")
 def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.metaworld import make_task
 
     return make_task(task, cfg)
 
 
-# whether the suite's adapters have expert_policy() (scripted-expert demonstrations): checked at config validation
-_mujoco.scripted_expert = False  # type: ignore[attr-defined]
-_metaworld.scripted_expert = True  # type: ignore[attr-defined]
-# whether the suite defines task success (a flag its benchmark score counts): Meta-World's success flag; Gym MuJoCo v5
-# and Brax define none (their scores are physical quantities), so feedback never prints a success line there
-_mujoco.success_flag = False  # type: ignore[attr-defined]
-_metaworld.success_flag = True  # type: ignore[attr-defined]
+register("suite", "mujoco")(Suite(_mujoco))
+register("suite", "metaworld")(Suite(_metaworld, scripted_expert=True, success_flag=True))
 
 
 def suite_defines_success(suite: str) -> bool:
     """True when `suite`'s benchmark defines a success flag (False for an unknown suite)."""
-    return suite in names("suite") and bool(getattr(get("suite", suite), "success_flag", False))
+    return suite in names("suite") and get("suite", suite).success_flag
 
 
 # hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds)
@@ -83,16 +97,11 @@ def _brax_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
     return hidden_names(type(brax_env(defn.brax_name, defn.default_backend))), ()
 
 
-@register("suite", "brax")
 def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.brax import make_task
 
     return make_task(task, cfg)
 
 
-_brax.backends = ("generalized", "positional", "spring", "mjx")  # type: ignore[attr-defined]
-# what the suite offers the methods (checked when the config loads: bird/config/validate.py)
-_brax.provides = {"representations": ("full_source", "obs_code", "obs_index"),  # type: ignore[attr-defined]
-                  "frames": False}
-_brax.scripted_expert = False  # type: ignore[attr-defined]
-_brax.success_flag = False  # type: ignore[attr-defined]
+register("suite", "brax")(Suite(_brax, backends=("generalized", "positional", "spring", "mjx"),
+                               provides={"representations": ("full_source", "obs_code", "obs_index"), "frames": False}))

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from bird.components.fitness import Evidence, resolve_fitness
 from bird.config.validate import validate
 from bird.registry import get
-from bird.stages.feedback import Evidence, resolve_fitness
 from bird.types import Checkpoint
 
 # benchmark score rises while the reference return falls, so the two signals pick different checkpoints
@@ -38,11 +38,11 @@ def test_the_reference_return_is_the_greedy_evaluation_episodes_when_the_learner
                                                 ("benchmark_score", "mujoco", [0.10, 0.40]),
                                                 ("reference_return", "metaworld", [7.0, 9.0])])
 def test_the_score_shown_is_the_suites_native_signal_or_the_one_named(compose_cfg, shown, suite, values):
-    from bird.stages.feedback import shown_scores
+    from bird.components.fitness import shown_scores
 
     measured = tuple(dataclasses.replace(c, eval_reference_return=v) for c, v in zip(CURVE, (7.0, 9.0), strict=True))
     cfg = compose_cfg("method=eureka", f"feedback.score_shown={shown}")
-    assert shown_scores(cfg, suite, measured) == values
+    assert shown_scores(cfg.feedback.score_shown, suite, measured) == values
 
 
 def test_native_fitness_refuses_a_suite_without_a_native_signal(compose_cfg):

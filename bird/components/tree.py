@@ -18,6 +18,7 @@ never rated counting as −1 in the softmax, and λ annealed from tree.lambda0 t
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field
 
 from bird.components.operators import SamplePlan
@@ -147,22 +148,20 @@ def rescale_counts(counts: dict[str, int], k: int) -> tuple[str, ...]:
     return tuple(a for a in counts for _ in range(alloc[a]))
 
 
-def _elite(cfg: BirdConfig, tree: Tree, exclude: str, rng: object) -> str | None:
+def _elite(cfg: BirdConfig, tree: Tree, exclude: str, rng: random.Random) -> str | None:
     """One of the tree.elite_size best nodes (ties: the earlier), drawn with weight 1/(rank + 2) as the release's
     crossover_elite draws its elites; never `exclude` [ours]."""
     ranked = sorted((c for c in tree.nodes if c != ROOT), key=lambda c: -tree.nodes[c].score)  # stable: insertion
     pool = [c for c in ranked[: cfg.tree.elite_size] if c != exclude]
     if not pool:
         return None
-    return rng.choices(pool, weights=[1.0 / (r + 2) for r in range(len(pool))])[0]  # type: ignore[attr-defined]
+    return rng.choices(pool, weights=[1.0 / (r + 2) for r in range(len(pool))])[0]
 
 
 @register("sampling", "tree_actions")
 def _tree_actions(cfg: BirdConfig, state: SearchState, k: int) -> list[SamplePlan]:
     """Root expansion (fresh samples) while the tree is empty; then every action of the plan expands the one leaf UCT
     selects (crossover_elite's second parent: an elite, see `_elite`)."""
-    import random
-
     tree = build_tree(cfg, state)
     leaf = select_leaf(cfg, state, tree)
     if leaf is None:

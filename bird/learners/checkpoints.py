@@ -11,18 +11,21 @@ A learner's loop::
     keeper = CheckpointKeeper(job.train)
     for each evaluation:  ckpt = evaluate();  keeper.offer(ckpt, snapshot_fn)  (snapshot_fn() -> parameters)
                           if keeper.should_stop(): stop training
-    index, params, record = keeper.choose();  if params is not None: restore(params)
+    index, record = keeper.ship(out_dir, restore)  (restore(params) puts the pick's parameters back; checkpoint.json)
     TrainResult(..., shipped=index, checkpoint_choice=record)
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bird.config.schema import TrainConfig
-from bird.registry import get, register
+from bird.files import write_json
+from bird.registry import declared, get, register
 from bird.types import Checkpoint
 
 __all__ = ["CheckpointKeeper", "needs_eval_own_return"]
@@ -32,16 +35,15 @@ def _finite(values: Sequence[float]) -> list[tuple[int, float]]:
     return [(i, v) for i, v in enumerate(values) if not math.isnan(v)]
 
 
-@register("checkpoint_selection", "final")
+@register("checkpoint_selection", "final", always_last=True)
 def _final(own_returns: Sequence[float]) -> tuple[int, str]:
     """The last checkpoint (the policy as training left it)."""
     return len(own_returns) - 1, "final: the last checkpoint"
 
 
-_final.always_last = True  # type: ignore[attr-defined]
 
 
-@register("checkpoint_selection", "best_own_return")
+@register("checkpoint_selection", "best_own_return", needs_eval_own_return=True)
 def _best_own_return(own_returns: Sequence[float]) -> tuple[int, str]:
     """argmax of the own-reward return on the greedy evaluation episodes; the first checkpoint wins ties."""
     finite = _finite(own_returns)
@@ -51,7 +53,6 @@ def _best_own_return(own_returns: Sequence[float]) -> tuple[int, str]:
     return best[0], f"best_own_return: highest own-reward eval return {best[1]:.6g} (first on ties)"
 
 
-_best_own_return.needs_eval_own_return = True  # type: ignore[attr-defined]
 
 
 @register("early_stop", "none")
@@ -59,7 +60,7 @@ def _never(own_returns: Sequence[float], train: TrainConfig) -> str | None:
     return None
 
 
-@register("early_stop", "plateau")
+@register("early_stop", "plateau", needs_eval_own_return=True)
 def _plateau(own_returns: Sequence[float], train: TrainConfig) -> str | None:
     """Stop once at least train.early_stop_min_checkpoints exist and the best own return of the last
     train.early_stop_patience checkpoints beats the best before them by no more than min_delta × the range so far."""
@@ -74,12 +75,11 @@ def _plateau(own_returns: Sequence[float], train: TrainConfig) -> str | None:
     return f"plateau: best own return of the last {p} checkpoints {recent:.6g} <= {before:.6g} + {margin:.3g}"
 
 
-_plateau.needs_eval_own_return = True  # type: ignore[attr-defined]
 
 
 def needs_eval_own_return(train: TrainConfig) -> bool:
     """True when the configured rules read Checkpoint.eval_own_return (the learner must compute it)."""
-    return any(getattr(get(family, name), "needs_eval_own_return", False)
+    return any(declared(family, name).needs_eval_own_return
                for family, name in (("checkpoint_selection", train.checkpoint_selection), ("early_stop", train.early_stop)))
 
 
@@ -89,6 +89,7 @@ class CheckpointKeeper:
     def __init__(self, train: TrainConfig) -> None:
         self.train = train
         self.rule = get("checkpoint_selection", train.checkpoint_selection)
+        self.always_last = declared("checkpoint_selection", train.checkpoint_selection).always_last
         self.stopper = get("early_stop", train.early_stop)
         self.curve: list[Checkpoint] = []
         self._snapshot: tuple[int, Any] | None = None
@@ -103,7 +104,7 @@ class CheckpointKeeper:
         `final` rule, whose pick is always the live policy)."""
         self.curve.append(ckpt)
         index, _ = self.rule(self.own_returns)
-        if index == len(self.curve) - 1 and not getattr(self.rule, "always_last", False):
+        if index == len(self.curve) - 1 and not self.always_last:
             self._snapshot = (index, snapshot())
 
     def should_stop(self) -> bool:
@@ -124,3 +125,14 @@ class CheckpointKeeper:
                   "reason": reason, "eval_own_returns": self.own_returns, "early_stop": self.train.early_stop,
                   "stopped_early": self.stop_reason, "n_checkpoints": len(self.curve)}
         return index, params, record
+
+    def ship(self, out_dir: str | os.PathLike, restore: Callable[[Any], None]) -> tuple[int, dict[str, Any]]:
+        """choose(), restore(params) when the pick is not the live policy, and write out_dir/checkpoint.json.
+
+        Returns (index of the shipped checkpoint, the record)."""
+        index, params, record = self.choose()
+        if params is not None:
+            restore(params)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        write_json(Path(out_dir) / "checkpoint.json", record)
+        return index, record

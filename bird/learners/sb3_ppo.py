@@ -23,9 +23,9 @@ from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder, label_transitions
 from bird.learners.rollouts import collect_rollouts, save_rollouts
+from bird.reward.factory import open_program
 from bird.reward.isolation import harden_host
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
-from bird.rundir import write_json
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
 __all__ = ["train_ppo"]
@@ -151,8 +151,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     try:
         if job.code is not None:
             adapter_spec = make_adapter(job.env).spec
-            reward = SandboxedReward(job.code, adapter_spec.obs_index, job.call_timeout_s, job.memory_mb,
-                                     contract=job.contract, language=job.language, action_dim=adapter_spec.action_dim)
+            reward = open_program(job.code, adapter_spec, job, job)
         prior = _prior(job, reward)
         adapter, recorder, vecnorm, model = _build(job, prior)
     except RewardProgramError as exc:
@@ -185,11 +184,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         if cb.failure is None and not cb.stopped:
             cb.curve.append(evaluate())
         if cb.failure is None:
-            shipped, params, choice = keeper.choose()
-            if params is not None:
-                _restore(model, vecnorm, params)
-            Path(job.out_dir).mkdir(parents=True, exist_ok=True)
-            write_json(Path(job.out_dir) / "checkpoint.json", choice)
+            shipped, choice = keeper.ship(job.out_dir, lambda params: _restore(model, vecnorm, params))
         if cb.failure is None and job.video is not None:  # films the shipped policy
             from bird.learners.video import film_policy
 
