@@ -4,12 +4,14 @@ are the rendering of those files; the inherited rows and BIRD's matched protocol
 budget=matched resolves to; docs/fidelity.md indexes every method with a verdict."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from bird import fidelity
 from bird.config.load import CONF_DIR
 from bird.config.validate import METHODS_DIR
+from bird.result import substitutes
 
 ROOT = Path(__file__).resolve().parents[2]
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
@@ -58,6 +60,8 @@ def test_a_difference_from_the_matched_protocol_is_labelled_for_result_json():
     assert {"train.n_envs=8", "train.n_steps=512", "train.normalize_obs=true", "train.normalize_reward=true"} == {
         lab.split(": ")[1].split(" where")[0] for lab in labels if lab.startswith("budget=matched")}
     assert fidelity.protocol_differences(compose(["method=eureka", "trainer=sb3_tuned"])) == []  # not matched
+    recorded = substitutes(cfg, SimpleNamespace(judge=None, substitutes=["run time"]))  # result.json's list
+    assert set(labels) < set(recorded) and "run time" in recorded
 
 
 def test_the_report_resolves_values_through_the_chain_and_marks_protocol_differences(compose_cfg):
