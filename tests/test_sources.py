@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE = re.compile(r"\.\./shared|/work/(?:main|wt|shared)\b|\bshared/(?:papers|methods)\b|\b(?:bird_release|card_eureka|"
-                     r"regot_prm4rl|DESIGN|STYLE)\.md\b|\bmethods/grace\.md\b|\bpapers/\w+\.txt\b")
+                     r"regot_prm4rl|DESIGN|STYLE)\.md\b|\bmethods/(?!README\.md)\w+\.md\b|\bpapers/\w+\.txt\b")
 LINK = re.compile(r"\]\(([^)#\s]+)")
 
 
@@ -50,6 +50,8 @@ def test_the_check_catches_notes_paths_absolute_paths_and_escaping_links():
     """Positive control: the old citations are caught."""
     md = ROOT / "methods" / "rda" / "README.md"
     for text in ("values from `../shared/methods/bird_release.md` §2.2", "papers/bird.txt Table 9",
-                 "Citations (/work/shared/papers/bird.txt)", "cwd: /work/main", "see [notes](../../../shared/x.md)"):
+                 "Citations (/work/shared/papers/bird.txt)", "cwd: /work/main", "see [notes](../../../shared/x.md)",
+                 "(methods/analysis.md §1)"):
         assert outside_references(md, text), text
     assert not outside_references(md, "safety-research/bird@54a9ce3:configs/methods/rda.yaml; [conf](../../conf/)")
+    assert not outside_references(md, "the methods' index: methods/README.md")
