@@ -1,6 +1,6 @@
 """Executor overhead: the same smoke search with the local process pool and with Ray tasks, side by side.
 
-    python bench/bench_executor.py [--env mujoco/hopper] [--repeats 3] [--num-cpus N]
+    python bench/bench_executor.py [--env mujoco/hopper] [--repeats 3] [--num-cpus N] [--set KEY=VALUE ...]
 
 Ray's start-up (ray.init plus one warm-up task per core) is measured once and reported separately; the searches
 then attach to that Ray, alternating local / Ray, and the ratio compares median wall times (target <= 1.15).
@@ -46,8 +46,9 @@ def main() -> None:
     parser.add_argument("--env", default="mujoco/hopper")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--num-cpus", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--set", nargs="*", default=[], help="extra config overrides, e.g. budget.env_steps=256")
     args = parser.parse_args()
-    base = ["budget=smoke", f"env={args.env}", "run.progress=false", f"train.workers={args.num_cpus}"]
+    base = ["budget=smoke", f"env={args.env}", "run.progress=false", f"train.workers={args.num_cpus}", *args.set]
     startup = start_ray(args.num_cpus)
     walls: dict[str, list[float]] = {"local": [], "ray": []}
     outcomes: dict[str, set] = {"local": set(), "ray": set()}

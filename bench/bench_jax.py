@@ -16,6 +16,7 @@ import datetime as dt
 import json
 import os
 import platform
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,8 +70,7 @@ def bird_learner(cfg, k: int, out: Path) -> dict:
     """bird's jax_ppo on K offline-synthesised programs (exported in the sandbox first; export time not counted)."""
     import random
 
-    from bird.learners.jax_ppo import train_jax_ppo
-    from bird.learners.programs import export_jobs
+    from bird.executors import call_learner, prepare
     from bird.llm.offline.synth import propose
     from bird.llm.offline.terms import render_program
     from bird.prompts import obs_fields_context
@@ -80,13 +80,15 @@ def bird_learner(cfg, k: int, out: Path) -> dict:
     ctx = {"obs_fields": obs_fields_context(spec), "task": spec.description}
     codes = [render_program(propose(ctx, random.Random(i)), "bench", "jax") for i in range(k)]
     jobs = [make_job(cfg, f"c{i}", code, i, cfg.budget.env_steps, out / f"c{i}") for i, code in enumerate(codes)]
-    jobs, failed = export_jobs(jobs)
-    assert not failed, failed
+    groups, failed = prepare(cfg.train.learner, jobs)  # as the executors do: export in the sandbox, one group
+    if failed or len(groups) != 1:
+        raise RuntimeError(f"{len(groups)} groups, programs that did not export: {failed}")
     start = time.perf_counter()
-    results = train_jax_ppo(jobs)
+    results = call_learner(cfg.train.learner, groups[0], lambda *_: None)
     wall = time.perf_counter() - start
     bad = [r.failure for r in results if not r.ok]
-    assert not bad, bad
+    if bad:
+        raise RuntimeError(f"bird's trainings failed: {bad}")
     timing = json.loads((out / "c0" / "jax_ppo.json").read_text())["timing"]
     total = sum(r.env_steps for r in results)
     return {"trainings": k, "env_steps": total, "wall_s": wall, "env_steps_per_s": total / wall, **timing,
@@ -134,8 +136,8 @@ def main() -> None:
     print(f"raw brax ppo.train   1 training : {raw['env_steps']:>11,} steps {raw['wall_s']:8.1f} s "
           f"{raw['env_steps_per_s']:>10,.0f} steps/s (steady training {raw['steady_training_env_steps_per_s']})",
           flush=True)
-    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_jax_{os.getpid()}"
-    bird = bird_learner(cfg, args.k, out)
+    with tempfile.TemporaryDirectory(prefix="bench_jax_") as out:
+        bird = bird_learner(cfg, args.k, Path(out))
     print(f"bird jax_ppo   {args.k:>3} trainings: {bird['env_steps']:>11,} steps {bird['wall_s']:8.1f} s "
           f"{bird['env_steps_per_s']:>10,.0f} steps/s (first update incl. compile {bird.get('first_update_s')} s, "
           f"then {bird.get('steady_env_steps_per_s')} steps/s incl. evaluation)")

@@ -3,8 +3,9 @@ compute estimates (`python -m bird.sweeps`) divide by.
 
     python bench/bench_throughput.py [--env mujoco/hopper metaworld/push] [--steps 32768] [--repeats 2]
 
-Runs bird's training path (bird.learners.sb3_ppo.train_ppo) with budget=matched's learner settings (8 envs,
+Runs bird's learner as the executors call it (`call_learner`) with budget=matched's learner settings (8 envs,
 SB3 PPO, one torch thread) on the env's reference reward, with a single end-of-training evaluation episode.
+`--steps 256 --repeats 1` is a smoke run (seconds).
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ import tempfile
 from pathlib import Path
 
 from bird.config.load import compose
-from bird.learners.sb3_ppo import train_ppo
+from bird.executors import call_learner
 from bird.stages.train import make_job
 
 
 def steps_per_s(env: str, steps: int) -> float:
     cfg = compose(["budget=matched", f"env={env}", "budget.n_checkpoints=1", "budget.eval_episodes=1"])
     with tempfile.TemporaryDirectory() as out:
-        result = train_ppo(make_job(cfg, "bench", None, 0, steps, Path(out)))
+        job = make_job(cfg, "bench", None, 0, steps, Path(out))
+        result = call_learner(cfg.train.learner, [job], lambda *_: None)[0]
     if result.failure is not None:
         raise RuntimeError(f"{env}: {result.failure}")
     return result.env_steps / result.wall_s
