@@ -26,10 +26,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from bird.config.load import compose
 from bird.envs.registry import make_adapter
-from bird.executors import call_learner
-from bird.learners.job import TrainJob
-from bird.reward.sandbox import SandboxedReward
-from bird.stages.train import make_job
+from bird.executors.jobs import call_learner
+from bird.learners.job import TrainJob, make_job
+from bird.reward.factory import open_program
 
 PROGRAM = """import numpy as np
 
@@ -97,8 +96,7 @@ def sandbox_costs(job: TrainJob, repeats: int, calls_per_start: int = 4) -> tupl
     starts, times = [], []
     for _ in range(repeats):
         t = time.perf_counter()
-        program = SandboxedReward(job.code, spec.obs_index, job.call_timeout_s, job.memory_mb,
-                                  action_dim=spec.action_dim)
+        program = open_program(job.code, spec, job, job)
         starts.append(time.perf_counter() - t)
         try:
             for _ in range(calls_per_start):

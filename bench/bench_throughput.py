@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 from bird.config.load import compose
-from bird.executors import call_learner
-from bird.stages.train import make_job
+from bird.executors.jobs import call_learner
+from bird.learners.job import make_job
 
 
 def steps_per_s(env: str, steps: int) -> float:
