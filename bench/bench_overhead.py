@@ -7,15 +7,19 @@ same env / steps / hyper-parameters.
 
 Both sides do the same work in the timed region: build the envs and the model, train, then one deterministic
 evaluation episode (bird's learner always evaluates the policy it returns; raw SB3 runs the same greedy episode).
+Wall and CPU time (this process and its reaped children, the reward worker included) are both reported: on a shared
+machine the CPU ratio is the steadier one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -55,9 +59,22 @@ def _ppo_kwargs(job: TrainJob) -> dict:
                 ent_coef=t.ent_coef, clip_range=t.clip_range, policy_kwargs={"net_arch": list(t.net_arch)})
 
 
-def raw_sb3(job: TrainJob) -> tuple[float, int]:
+def cpu_seconds() -> float:
+    """CPU time of this process and its reaped children (the reward worker is one): less sensitive than wall time
+    to other jobs on a shared machine."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def measured(train: Callable[[TrainJob], int], job: TrainJob) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, env steps trained) of train(job)."""
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    steps = train(job)
+    return time.perf_counter() - wall, cpu_seconds() - cpu, steps
+
+
+def raw_sb3(job: TrainJob) -> int:
     """Plain SB3: the env's own reward, VecNormalize for obs and reward, no harness; then one greedy episode."""
-    start = time.perf_counter()
     adapter = make_adapter(job.env)
     venv = DummyVecEnv([lambda: adapter.make_env() for _ in range(job.n_envs)])
     venv.seed(job.seed)
@@ -74,17 +91,15 @@ def raw_sb3(job: TrainJob) -> tuple[float, int]:
         done = terminated or truncated
     env.close()
     venv.close()
-    return time.perf_counter() - start, model.num_timesteps
+    return model.num_timesteps
 
 
-def bird_training(job: TrainJob) -> tuple[float, int]:
+def bird_training(job: TrainJob) -> int:
     """bird's learner through the executors' entry point (`call_learner`), in this process."""
-    start = time.perf_counter()
     result = call_learner(job.train.learner, [job], lambda *_: None)[0]
-    elapsed = time.perf_counter() - start
     if not result.ok:
         raise RuntimeError(f"bird's training failed: {result.failure}")
-    return elapsed, result.env_steps
+    return result.env_steps
 
 
 def sandbox_costs(job: TrainJob, repeats: int, calls_per_start: int = 4) -> tuple[float, float, int]:
@@ -123,26 +138,26 @@ def main() -> None:
         warm = _job(args, 1, 1, Path(tmp) / "warm", steps=16 * args.n_envs)
         raw_sb3(warm), bird_training(warm)  # untimed: first-call costs (imports, torch set-up) hit neither side
         load_before = os.getloadavg()
-        raw, ours, trained = [], [], set()
+        runs: dict[str, list[tuple[float, float, int]]] = {"raw": [], "bird": []}
         for _ in range(args.repeats):  # interleaved so machine noise hits both alike
-            for side, train in ((raw, raw_sb3), (ours, bird_training)):
-                seconds, steps = train(job)
-                side.append(seconds)
-                trained.add(steps)
+            runs["raw"].append(measured(raw_sb3, job))
+            runs["bird"].append(measured(bird_training, job))
         start_s, call_s, rows = sandbox_costs(job, args.sandbox_repeats)
-        full_s, _ = bird_training(full_job)
+        full_s, _, _ = measured(bird_training, full_job)
+    trained = {steps for side in runs.values() for _, _, steps in side}
     if len(trained) != 1:
         raise RuntimeError(f"raw SB3 and bird trained different numbers of env steps: {sorted(trained)}")
     steps = trained.pop()  # SB3 finishes its last rollout: a multiple of n_steps x n_envs, >= --steps
-    r, o = statistics.median(raw), statistics.median(ours)
+    wall = {side: statistics.median(w for w, _, _ in rs) for side, rs in runs.items()}
+    cpu = {side: statistics.median(c for _, c, _ in rs) for side, rs in runs.items()}
+    r = wall["raw"]
     print(f"env {args.env}, {steps:,} steps trained (--steps {args.steps:,}), n_envs {args.n_envs}, n_steps "
           f"{job.n_steps}, repeats {args.repeats}; load average {load_before[0]:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores)")
-    print(f"raw SB3 PPO (reference reward)   median {r:7.2f} s   {steps / r:7.0f} steps/s   "
-          f"runs {[round(x, 2) for x in raw]}")
-    print(f"bird training (sandboxed reward) median {o:7.2f} s   {steps / o:7.0f} steps/s   "
-          f"runs {[round(x, 2) for x in ours]}")
-    print(f"overhead ratio bird/raw = {o / r:.3f}")
+    for side, label in (("raw", "raw SB3 PPO (reference reward)  "), ("bird", "bird training (sandboxed reward)")):
+        print(f"{label} median {wall[side]:7.2f} s   {steps / wall[side]:7.0f} steps/s   CPU {cpu[side]:7.2f} s   "
+              f"runs (wall, CPU) {[(round(w, 2), round(c, 2)) for w, c, _ in runs[side]]}")
+    print(f"overhead ratio bird/raw = {wall['bird'] / r:.3f} (wall), {cpu['bird'] / cpu['raw']:.3f} (CPU)")
     print(f"sandbox: worker start-up {start_s * 1e3:.0f} ms (once per training), one call on a {rows:,}-row "
           f"rollout {call_s * 1e3:.1f} ms (median)")
     print(f"bird training with {full_job.n_checkpoints} checkpoint evaluations ({full_job.eval_episodes} episodes "
