@@ -31,6 +31,25 @@ def compose_cfg():
     return _compose
 
 
+# no network from the browser: no background services, no updates, no sync, no QUIC, no GPU process
+CHROMIUM_FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+                  "--disable-quic", "--disable-gpu", "--autoplay-policy=no-user-gesture-required"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's chromium driven by Playwright (the browser tests of the rating page and the leaderboard page)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.skip("no chromium (make test installs Debian's chromium when run as root)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        root = os.geteuid() == 0  # chromium's sandbox refuses to run as root
+        browser = pw.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS + (["--no-sandbox"] if root else []))
+        yield browser
+        browser.close()
+
+
 # The env each method's shared smoke search runs on (methods that need demonstrations, a Pythonic class abstraction or
 # a scripted expert run on Meta-World, which has them; MuJoCo has none of these). Add a line for a new method that needs it.
 METHOD_SMOKE_ENV = {"grace": "metaworld/reach", "card": "metaworld/reach", "regot": "metaworld/drawer_open",

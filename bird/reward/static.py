@@ -4,7 +4,8 @@ Rejected, each with a line number and a reason: imports outside the language's m
 `from X import a, b` name), private and dunder attributes and names, frame/code/traceback/generator internals,
 `format`/`format_map` with attribute or index fields (or a template that is not a literal), numpy's file, ctypes,
 testing and configuration API, assignments to module attributes (monkeypatching), dynamic code and introspection
-builtins, global state, and reads of the success flag or reference-reward terms.
+builtins, `global` state, reads of the success flag or reference-reward terms from `info` (writes are fine), dunder
+names bound by match captures, `as` or import aliases, class keywords (metaclass=) and ABC registration (`.register`).
 """
 
 from __future__ import annotations
@@ -28,15 +29,21 @@ PROGRESS_NAMES = ("plan_list", "determine_subtask", "progress")
 ENTRY_ARGS = ("obs", "action", "next_obs", "info")
 ALLOWED_IMPORTS = frozenset(get_language("numpy").modules)
 
+# why a well-known module is refused ("import of 'os' would give access to processes")
 _IMPORT_REASONS = {
     "files": {"io", "pathlib", "shutil", "tempfile", "glob", "pickle", "shelve", "fileinput", "zipfile", "tarfile",
               "mmap", "linecache", "marshal"},
     "the network": {"socket", "urllib", "http", "requests", "ssl", "ftplib", "smtplib", "asyncio", "httpx", "aiohttp",
                     "select", "selectors"},
-    "processes": {"os", "sys", "subprocess", "multiprocessing", "signal", "pty", "threading", "concurrent", "ctypes",
-                  "posix", "resource", "gc", "inspect", "importlib", "builtins", "operator", "functools", "code",
-                  "codeop", "runpy", "types", "string"},
+    "processes": {"os", "subprocess", "multiprocessing", "signal", "pty", "threading", "concurrent", "posix",
+                  "resource"},
+    "the interpreter's internals": {"sys", "ctypes", "gc", "inspect", "builtins", "types"},
+    "dynamic code": {"importlib", "code", "codeop", "runpy"},
+    "attributes by name (as getattr does)": {"operator", "string"},
 }
+# `from __future__ import X`: compiler switches, harmless (the worker's import hook answers them too)
+_FUTURE_FEATURES = frozenset({"annotations", "division", "absolute_import", "print_function", "generator_stop",
+                              "unicode_literals", "with_statement", "generators", "nested_scopes"})
 _BUILTIN_REASONS = {
     "open": "reads or writes files",
     "exec": "runs dynamic code",
@@ -126,7 +133,7 @@ def _module_failure(dotted: str, line: int, language: Language) -> Failure | Non
         return _reject(line, f"import of {dotted!r}: {why}")
     for what, mods in _IMPORT_REASONS.items():
         if root in mods:
-            return _reject(line, f"import of {root!r} would give access to {what}")
+            return _reject(line, f"import of {root!r} would give access to {what} (allowed: {sorted(language.modules)})")
     return _reject(line, f"import of {dotted!r} is not allowed (allowed: {sorted(language.modules)})")
 
 
@@ -140,6 +147,9 @@ def _import_failure(node: ast.Import | ast.ImportFrom, ctx: _Context) -> Failure
     if node.level:
         return _reject(line, "relative imports are not allowed")
     module = node.module or ""
+    if module == "__future__":
+        bad = [a.name for a in node.names if a.name not in _FUTURE_FEATURES]
+        return _reject(line, f"'from __future__ import {bad[0]}' is not a known feature") if bad else None
     if (f := _module_failure(module, line, ctx.language)) is not None:
         return f
     for alias in node.names:
@@ -214,6 +224,8 @@ def _name_failure(node: ast.AST, ctx: _Context) -> Failure | None:
 
 def _node_failure(node: ast.AST, ctx: _Context) -> Failure | None:  # noqa: C901 - one flat dispatch over node types
     line = getattr(node, "lineno", 0)
+    if (f := _class_machinery_failure(node)) is not None:
+        return f
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return _import_failure(node, ctx)
     if isinstance(node, (ast.Name, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.arg)):
@@ -234,7 +246,7 @@ def _node_failure(node: ast.AST, ctx: _Context) -> Failure | None:  # noqa: C901
             if (f := _attribute_failure(attr, line)) is not None:
                 return f
     elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "info":
-        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        if isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             return _info_key_failure(node.slice.value, line)
     elif (
         isinstance(node, ast.Call)
@@ -246,8 +258,56 @@ def _node_failure(node: ast.AST, ctx: _Context) -> Failure | None:  # noqa: C901
         and isinstance(node.args[0].value, str)
     ):
         return _info_key_failure(node.args[0].value, line)
-    elif isinstance(node, (ast.Global, ast.Nonlocal)):
-        return _reject(line, "global/nonlocal state is not allowed")
+    elif isinstance(node, ast.Global):
+        return _reject(line, "global state is not allowed (a reward is a function of its transitions; `nonlocal` "
+                             "in a nested helper is fine)")
+    return None
+
+
+# -- dunder bindings and class machinery ---------------------------------------------------------------------------
+# Constructs that bind a name given as a string (not a Name node) or customise how classes are made. A dunder bound
+# in a class body is a special method (run where the harness or numpy converts and compares values); a metaclass
+# function sees and builds the class namespace; ABC registration makes isinstance checks in trusted code true for
+# the program's classes. Together they reached a function's __globals__ and the real builtins (issue 20).
+_REGISTRATION = "'.register' registers a class with an ABC (ABC.register: isinstance checks in trusted code then " \
+                "trust it) or a handler with a dispatcher; not allowed"
+
+
+def _string_bindings(node: ast.AST) -> list[tuple[str, str]]:
+    """(name, construct) for each name `node` binds through a string rather than a Name node."""
+    if isinstance(node, ast.MatchAs) and node.name:
+        return [(node.name, "a match/case capture")]
+    if isinstance(node, ast.MatchStar) and node.name:
+        return [(node.name, "a match/case star capture")]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [(node.rest, "a match/case **rest capture")]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [(node.name, "'except ... as'")]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname, "an import alias") if a.asname else (a.name.split(".")[0], "an import")
+                for a in node.names if a.name != "*"]
+    if isinstance(node, ast.withitem) and node.optional_vars is not None:  # `as __name__` (a readable dunder)
+        return [(n.id, "'with ... as'") for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)]
+    return []
+
+
+def _class_machinery_failure(node: ast.AST) -> Failure | None:
+    """Dunder names bound by match captures, `as` (with/except/import) and import aliases; class keywords
+    (metaclass=, **kwargs); `.register` (ABC registration), also as a match-class keyword."""
+    line = getattr(node, "lineno", 0)
+    for name, construct in _string_bindings(node):
+        if name.startswith("__"):
+            return _reject(line, f"{construct} binds the dunder name {name!r} (dunder names may not be bound: in a "
+                                 "class body they define special methods)")
+    if isinstance(node, ast.ClassDef) and node.keywords:
+        keyword = node.keywords[0].arg
+        what = "metaclass=" if keyword == "metaclass" else f"{keyword}=" if keyword else "**"
+        return _reject(line, f"class {node.name!r} passes {what} to class creation (metaclasses and class keywords "
+                             "run code that builds the class; not allowed)")
+    if isinstance(node, ast.Attribute) and node.attr == "register":
+        return _reject(line, _REGISTRATION)
+    if isinstance(node, ast.MatchClass) and "register" in node.kwd_attrs:
+        return _reject(line, _REGISTRATION)
     return None
 
 
@@ -260,7 +320,11 @@ def _entry_failure(tree: ast.Module, entry: str, n_args: int) -> Failure | None:
     required = len(positional) - len(args.defaults)
     if required > n_args or (len(positional) < n_args and args.vararg is None):
         names = ", ".join(ENTRY_ARGS[:n_args])
-        return Failure(FailureKind.BAD_SIGNATURE, f"{entry} must accept ({names}); got {len(positional)} positional args")
+        got = ", ".join(a.arg for a in positional)
+        hint = "; remove `self`: it is a top-level function, not a method" if positional and positional[0].arg in (
+            "self", "cls") else ""
+        return Failure(FailureKind.BAD_SIGNATURE, f"{entry} must accept ({names}); got {len(positional)} positional "
+                                                  f"args ({got}){hint}")
     return None
 
 
@@ -308,6 +372,8 @@ def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_AR
         tree = ast.parse(code)
     except SyntaxError as exc:
         return Failure(FailureKind.COMPILE_ERROR, f"line {exc.lineno}: {exc.msg}")
+    except (RecursionError, MemoryError, ValueError) as exc:  # nested too deeply for the parser; null bytes
+        return Failure(FailureKind.COMPILE_ERROR, f"the program cannot be parsed ({type(exc).__name__}: {exc})"[:300])
     ctx = _Context(tree, get_language(language))
     for node in ast.walk(tree):
         if (failure := _node_failure(node, ctx)) is not None:
