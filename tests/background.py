@@ -34,6 +34,7 @@ def _table(out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
         "throughput": ([py, "bench/bench_throughput.py", "--env", "mujoco/hopper", "--steps", "256", "--repeats", "1"],
                        {}),
         "analysis": ([py, "bench/bench_analysis.py", "--n-runs", "200"], {}),
+        "isolation": ([py, "bench/bench_isolation.py", "--repeats", "1", "--languages", "numpy", "jax"], {}),
         "video": ([py, "bench/bench_video.py", "--envs", "mujoco/inverted_pendulum", "--repeats", "1", "--set",
                    "budget.max_iterations=1", "budget.max_candidates=1", "budget.env_steps=256",
                    "budget.final_env_steps=256", "env.horizon=50"], {}),

@@ -59,6 +59,19 @@ def test_analysis_bench_times_every_stage_on_a_small_synthetic_collection():
         assert re.search(rf"{re.escape(stage)}.*\s[\d.]+ s$", out, re.M), stage
 
 
+@pytest.mark.background("isolation")
+def test_isolation_bench_times_a_worker_with_and_without_the_namespace_layers():
+    out = output("isolation")
+    for language in ("numpy", "jax"):
+        line = next(x for x in out.splitlines() if x.startswith(f"{language}: start-up median"))
+        full = figure(r"start-up median ([\d.]+) ms with every layer", line)
+        base = figure(r", ([\d.]+) ms without pid_namespace/task_limit/mount_namespace", line)
+        assert full > 0 and base > 0
+        assert figure(r"\(ratio ([\d.]+)\)", line) == pytest.approx(full / base, abs=0.01 + 0.01 * full / base)
+        figure(r"one 1,024-row call ([\d.]+) ms vs", line)
+    assert re.search(r"load average [\d.]+ after", out)
+
+
 @pytest.mark.slow
 @pytest.mark.background("video")
 def test_video_bench_times_a_search_with_and_without_a_clip():
