@@ -1,44 +1,61 @@
 """Compile, into the session's JAX cache (BIRD_JAX_CACHE), what the JAX path tests would otherwise compile one after
-another on the suite's critical path (minutes on a CPU): the training program at the tests' settings (TINY), two
-trainings wide and one wide, and the gym view's reset and step of every Brax task (the leak audit's random episodes).
+another on the suite's critical path (minutes on a CPU): `training`, the training program at the tests' settings
+(TINY), two trainings wide and one wide, and the greedy-episode recorder of the checkpoint pick; `envs`, the gym
+view's reset and step of every Brax task (the leak audit's random episodes).
 
-Runs beside the suite (tests/background.py, job "jax_programs"); the tests that train wait for it and then load these
-programs from the cache. By hand: BIRD_JAX_CACHE=/tmp/cache python tests/jaxpath/warm_programs.py OUT_DIR
+Runs beside the suite (tests/background.py, jobs "jax_programs" and "brax_envs"); the tests that train wait for
+"jax_programs" and then load its programs from the cache. By hand:
+    BIRD_JAX_CACHE=/tmp/cache python tests/jaxpath/warm_programs.py training OUT_DIR   (or: ... envs)
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from jax_programs import FORWARD, TINY, UPRIGHT  # noqa: E402
+from jax_programs import FORWARD, ONE, TINY, UPRIGHT  # noqa: E402
 from smoke_overrides import SMOKE  # noqa: E402
 
 
-def main(out: Path) -> None:
-    from bird.jax_cache import enable_compilation_cache
-
-    enable_compilation_cache()
-    import numpy as np
-
-    from bird.config.load import compose
-    from bird.config.schema import EnvConfig
-    from bird.envs.brax.tasks import TASKS
-    from bird.envs.registry import make_adapter
+def _train(cfg, jobs: list) -> None:
+    """Train `jobs` as the pool does (one group), failing loudly."""
     from bird.executors.jobs import call_learner, prepare
+
+    groups, failed = prepare(cfg.train.learner, jobs)
+    results = call_learner(cfg.train.learner, groups[0], lambda *_: None)
+    if failed or not all(r.ok for r in results):
+        raise SystemExit(f"warm-up training failed: {failed} {[r.failure for r in results]}")
+
+
+def training(out: Path) -> None:
+    """The training programs the JAX path tests train (job "jax_programs": those tests wait for it)."""
+    from bird.config.load import compose
     from bird.learners.job import make_job
 
     cfg = compose([*SMOKE, *TINY])  # = the jax_cfg fixture (tests/jaxpath/conftest.py)
     for codes in ([FORWARD, UPRIGHT], [FORWARD]):  # 2 wide (candidates together), 1 wide (alone, final retrains)
-        jobs = [make_job(cfg, f"c{i}", code, i, 192, out / f"k{len(codes)}" / f"c{i}") for i, code in enumerate(codes)]
-        groups, failed = prepare(cfg.train.learner, jobs)
-        results = call_learner(cfg.train.learner, groups[0], lambda *_: None)
-        if failed or not all(r.ok for r in results):
-            raise SystemExit(f"warm-up training failed: {failed} {[r.failure for r in results]}")
+        _train(cfg, [make_job(cfg, f"c{i}", code, i, 192, out / f"k{len(codes)}" / f"c{i}")
+                     for i, code in enumerate(codes)])
         print(f"compiled the training program {len(codes)} wide", flush=True)
+    # test_jax_learner.py's checkpoint pick: a reward of 1, 4 checkpoints, the greedy episodes' own return recorded
+    job = make_job(cfg, "one", ONE, 0, 256, out / "one")
+    _train(cfg, [replace(job, n_checkpoints=4, save_policy=True,
+                         train=replace(job.train, checkpoint_selection="best_own_return"))])
+    print("compiled the greedy-episode recorder (best_own_return)", flush=True)
+
+
+def envs() -> None:
+    """The gym view's reset and step of every Brax task (job "brax_envs": the leak audit's random episodes)."""
+    import numpy as np
+
+    from bird.config.schema import EnvConfig
+    from bird.envs.brax.tasks import TASKS
+    from bird.envs.registry import make_adapter
+
     for task in sorted(TASKS):
         env = make_adapter(EnvConfig(id=f"brax/{task}", description="warm-up")).make_env()
         env.reset(seed=0)
@@ -47,4 +64,12 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    from bird.jax_cache import enable_compilation_cache
+
+    enable_compilation_cache()  # before anything compiles
+    if sys.argv[1:2] == ["training"] and len(sys.argv) == 3:
+        training(Path(sys.argv[2]))
+    elif sys.argv[1:] == ["envs"]:
+        envs()
+    else:
+        raise SystemExit(f"usage: {sys.argv[0]} training OUT_DIR | envs (got {sys.argv[1:]})")
