@@ -1,6 +1,6 @@
 """Compile, into the session's JAX cache (BIRD_JAX_CACHE), what the JAX path tests would otherwise compile one after
 another on the suite's critical path (minutes on a CPU): `training`, the training program at the tests' settings
-(TINY), two trainings wide and one wide, and the greedy-episode recorder of the checkpoint pick; `envs`, the gym
+(TINY), two trainings wide and one wide; `envs`, the gym
 view's reset and step of every Brax task (the leak audit's random episodes).
 
 Runs beside the suite (tests/background.py, jobs "jax_programs" and "brax_envs"); the tests that train wait for
@@ -11,13 +11,12 @@ Runs beside the suite (tests/background.py, jobs "jax_programs" and "brax_envs")
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from jax_programs import FORWARD, ONE, TINY, UPRIGHT  # noqa: E402
+from jax_programs import FORWARD, TINY, UPRIGHT  # noqa: E402
 from smoke_overrides import SMOKE  # noqa: E402
 
 
@@ -41,11 +40,6 @@ def training(out: Path) -> None:
         _train(cfg, [make_job(cfg, f"c{i}", code, i, 192, out / f"k{len(codes)}" / f"c{i}")
                      for i, code in enumerate(codes)])
         print(f"compiled the training program {len(codes)} wide", flush=True)
-    # test_jax_learner.py's checkpoint pick: a reward of 1, 4 checkpoints, the greedy episodes' own return recorded
-    job = make_job(cfg, "one", ONE, 0, 256, out / "one")
-    _train(cfg, [replace(job, n_checkpoints=4, save_policy=True,
-                         train=replace(job.train, checkpoint_selection="best_own_return"))])
-    print("compiled the greedy-episode recorder (best_own_return)", flush=True)
 
 
 def envs() -> None:
