@@ -1,7 +1,7 @@
 """Compile, into the session's JAX cache (BIRD_JAX_CACHE), what the JAX path tests would otherwise compile one after
 another on the suite's critical path (minutes on a CPU): `training`, the training program at the tests' settings
-(TINY), two trainings wide and one wide; `envs`, the gym
-view's reset and step of every Brax task (the leak audit's random episodes).
+(TINY), two trainings wide and one wide; `envs`, the gym view's reset and step of every Brax task (the leak audit's
+random episodes).
 
 Runs beside the suite (tests/background.py, jobs "jax_programs" and "brax_envs"); the tests that train wait for
 "jax_programs" and then load its programs from the cache. By hand:
