@@ -75,7 +75,8 @@ class _Runner:
             plan.append({"name": name, "argv": argv, "env": env, "out": str(self.dir / name)})
         (self.dir / "plan.json").write_text(json.dumps(plan))
         with open(self.dir / "runner.log", "w") as log:
-            self.proc = subprocess.Popen([sys.executable, __file__, str(self.dir)], cwd=ROOT, start_new_session=True,
+            self.proc = subprocess.Popen([sys.executable, __file__, str(self.dir), str(os.getpid())], cwd=ROOT,
+                                         start_new_session=True,
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
     def result(self, name: str, timeout: float) -> Result:
@@ -124,16 +125,22 @@ def stop() -> None:
         _RUNNERS.pop().stop()
 
 
-def _run_plan(folder: Path) -> None:
-    """The runner process: each job of plan.json in turn."""
+def _run_plan(folder: Path, suite_pid: int) -> None:
+    """The runner process: each job of plan.json in turn. When the suite's process is gone (killed, so its session end
+    never stopped us), the runner kills its process group: the running job, its children and itself."""
     for job in json.loads((folder / "plan.json").read_text()):
         Path(job["out"]).mkdir(parents=True, exist_ok=True)
         with open(folder / f"{job['name']}.out", "w") as out, open(folder / f"{job['name']}.err", "w") as err:
-            rc = subprocess.run(job["argv"], cwd=ROOT, env={**os.environ, **job["env"]}, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err).returncode
-        (folder / f"{job['name']}.rc.tmp").write_text(str(rc))
+            proc = subprocess.Popen(job["argv"], cwd=ROOT, env={**os.environ, **job["env"]}, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err)
+            while proc.poll() is None:
+                if os.getppid() != suite_pid:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    os.killpg(0, signal.SIGKILL)  # the runner's process group: the job, its children and the runner
+                time.sleep(0.5)
+        (folder / f"{job['name']}.rc.tmp").write_text(str(proc.returncode))
         os.replace(folder / f"{job['name']}.rc.tmp", folder / f"{job['name']}.rc")
 
 
 if __name__ == "__main__":
-    _run_plan(Path(sys.argv[1]))
+    _run_plan(Path(sys.argv[1]), int(sys.argv[2]))
