@@ -70,13 +70,13 @@ def test_clips_are_copied_and_laid_out_per_benchmark_task_and_method(tmp_path):
         return html[start:html.index("</tr>", start)]
 
     assert cell("metaworld-push-grace&lt;1&gt;.mp4", "push",
-                "seed 4 (the median of 5 runs); this episode 1.000") in row("push", "grace&lt;1&gt;")
-    assert cell("mujoco-ant_v5-eureka.mp4", "walk", "seed 1 (the median of 2 runs); this episode n/a") \
+                "seed 4, returned score 1.000 (the median of 5 runs); this episode 1.000") in row("push", "grace&lt;1&gt;")
+    assert cell("mujoco-ant_v5-eureka.mp4", "walk", "seed 1, returned score 0.500 (the median of 2 runs); this episode n/a") \
         in row("ant/v5", "eureka")
     assert '<td class="clip">–</td>' in row("ant/v5", "card")
-    assert cell("mujoco-hopper-card.mp4", "", "seed 0 (the median of 1 run); this episode n/a") in row("hopper", "card")
+    assert cell("mujoco-hopper-card.mp4", "", "seed 0, returned score n/a (the median of 1 run); this episode n/a") in row("hopper", "card")
     assert cell("mujoco-hopper-eureka.mp4", "hop &quot;high&quot; &amp; far",
-                "seed 2 (the median of 3 runs); this episode 0.125") in row("hopper", "eureka")
+                "seed 2, returned score 0.250 (the median of 3 runs); this episode 0.125") in row("hopper", "eureka")
     assert html.count("<video") == 4
 
 
