@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from bird import checkpoint
 from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
+from bird.environment import determinism, record_environment
 from bird.envs.registry import make_adapter
 from bird.executors import Executor, make_executor
 from bird.learners.video import summarise_clips, video_spec
@@ -295,6 +296,7 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
     tracker = None
     try:
         (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+        host = record_environment(run.root)
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())
         generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
@@ -311,6 +313,8 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
             pool.close()
         result = _result(cfg, state, generator, scores, time.monotonic() - start, resumes)
         result["videos"] = summarise_clips(run.root, cfg.video.record)
+        sampled = generator.cacheable or bool(state.judge is not None and state.judge.cacheable)
+        result["determinism"] = determinism(cfg, host, sampled)
         write_json(run.root / "result.json", result)
         tracker.finish(result)
         run.event("search_done", returned=state.returned, returned_score=result["returned_score"])
