@@ -103,9 +103,9 @@ def random_rewards(ds: Dataset, n: int, seed: int, hidden: int = 64) -> list[Rew
 @contextmanager
 def candidate_reward(code: str, obs_index, settings: EpicSettings) -> Iterator[Reward]:
     """A sandboxed reward program as f(state, act, next_state) on the "obs" field of stored states."""
-    from bird.reward.sandbox import SandboxedReward
+    from bird.reward.factory import open_program
 
-    sandbox = SandboxedReward(code, obs_index, call_timeout_s=settings.call_timeout_s, memory_mb=settings.memory_mb)
+    sandbox = open_program(code, obs_index, settings)
     try:
         yield lambda s, a, s2: sandbox(s["obs"], a, s2["obs"])[0]
     finally:

@@ -70,11 +70,11 @@ def bird_learner(cfg, k: int, out: Path) -> dict:
     import random
 
     from bird.learners.jax_ppo import train_jax_ppo
+    from bird.learners.job import make_job
     from bird.learners.programs import export_jobs
-    from bird.llm.offline.synth import propose
+    from bird.llm.offline.proposals import propose
     from bird.llm.offline.terms import render_program
     from bird.prompts import obs_fields_context
-    from bird.stages.train import make_job
 
     spec = __import__("bird.envs.registry", fromlist=["make_adapter"]).make_adapter(cfg.env).spec
     ctx = {"obs_fields": obs_fields_context(spec), "task": spec.description}
@@ -120,7 +120,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from bird.envs.registry import make_adapter
-    from bird.learners.jax_cache import enable_compilation_cache
+    from bird.jax_cache import enable_compilation_cache
     from bird.learners.jax_settings import resolve_settings
 
     enable_compilation_cache()  # logging and allocation settings only (the cache itself is off)

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from bird.config.load import compose
+from bird.learners.job import make_job
 from bird.learners.sb3_ppo import train_ppo
-from bird.stages.train import make_job
 
 
 def steps_per_s(env: str, steps: int) -> float:

@@ -39,7 +39,7 @@ def _iterates(c: BirdConfig) -> bool:
 
 
 def _trains(c: BirdConfig) -> bool:
-    from bird.stages.train import learner_trains
+    from bird.learners.job import learner_trains
 
     return learner_trains(c.train.learner)
 

@@ -4,13 +4,14 @@ to generators."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
+from bird import registry
 from bird.config.validate import METHODS_DIR
+from bird.envs.abstraction import generic_class_abstraction
 from bird.envs.base import TaskSpec
 from bird.registry import register
 
-__all__ = ["templates", "render_obs_index", "render_fields", "obs_fields_context", "initial_user_message"]
+__all__ = ["templates", "render_obs_index", "render_fields", "obs_fields_context", "IMPORT_INSTRUCTIONS"]
 
 
 @cache
@@ -61,15 +62,11 @@ def _bare(spec: TaskSpec) -> tuple[str, list[dict]]:
 
 def render_fields(spec: TaskSpec, view: str = "described") -> str:
     """The observation fields as prompt text, in the `generate.field_view` view."""
-    from bird import registry
-
     return registry.get("field_view", view)(spec)[0]
 
 
 def obs_fields_context(spec: TaskSpec, view: str = "described") -> list[dict]:
     """The observation fields as the structured context carries them (the same facts the prompt renders)."""
-    from bird import registry
-
     return registry.get("field_view", view)(spec)[1]
 
 
@@ -96,46 +93,7 @@ def class_abstraction(spec: TaskSpec) -> str:
     observation index (bird/envs/abstraction.py)."""
     if spec.extra.get("abstraction"):
         return str(spec.extra["abstraction"])
-    from bird.envs.abstraction import generic_class_abstraction
-
     return generic_class_abstraction(spec)
-
-
-def initial_user_message(template_set: str, representation: str, state: Any, field_view: str = "described",
-                         rng: Any = None, name: str = "initial_user",
-                         extra: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
-    """The first user message (or the template `name` with the same slots) and the structured context of what it
-    shows (slots the template does not use are neither rendered nor put in the context). Demonstrations fill
-    {expert_trajectories} when the search has them (a random subset drawn with `rng`); `extra` fills the caller's
-    own slots."""
-    from bird import registry
-
-    t = templates(template_set)[name]
-    spec: TaskSpec = state.spec
-    slots: dict[str, Any] = {
-        "env_repr": lambda: registry.get("env_representation", representation)(spec),
-        "obs_index": lambda: render_fields(spec, field_view),
-        "state_description": lambda: render_fields(spec, field_view),
-        "action_dim": lambda: spec.action_dim,
-        "action_low": lambda: min(spec.action_low),
-        "action_high": lambda: max(spec.action_high),
-        "task": lambda: spec.description,
-        "import_instructions": lambda: IMPORT_INSTRUCTIONS,
-    }
-    values = {k: f() for k, f in slots.items() if "{" + k + "}" in t}
-    context: dict[str, Any] = {"task": spec.description} if "task" in values else {}
-    if "{task_graph}" in t:  # the decomposition's graph, when there is a valid one (else the slot stays empty)
-        graph = (getattr(state, "decomposition", None) or {}).get("graph")
-        from bird.components.decompose import render_graph
-
-        values["task_graph"] = "\n" + render_graph(graph) + "\n" if graph else ""
-        if graph:
-            context["task_graph"] = graph
-    if "{expert_trajectories}" in t:
-        from bird.components.demo_views import shown_expert_trajectories
-
-        values["expert_trajectories"], context["expert_trajectories"] = shown_expert_trajectories(state, rng)
-    return t.format(**values, **(extra or {})), context
 
 
 IMPORT_INSTRUCTIONS = ("You may import only math and numpy (as np). The code must not read files, the network or "

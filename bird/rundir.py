@@ -11,18 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bird.files import write_json
+from bird.state import SearchState
 from bird.types import Candidate, Report, TrainResult, VerifyResult
 
-__all__ = ["RunDir", "write_json"]
+__all__ = ["RunDir", "write_json", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Atomic write: a reader never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def _now() -> str:
@@ -101,14 +96,14 @@ class RunDir:
                                        "training": "attempted" if trained else "skipped"})
         self.event("candidate_screened", id=cid, screen=screen, ok=verdict.get("ok"))
 
-    def write_population(self, state: Any) -> None:
+    def write_population(self, state: SearchState) -> None:
         """One line per generation in population.jsonl: the surviving members with their fitness and metrics."""
         members = [{"id": cid, "fitness": state.fitness(cid),
                     "metrics": state.reports[cid].stats.get("metrics") if cid in state.reports else None}
                    for cid in state.population]
         self._append("population.jsonl", {"iteration": state.iteration, "members": members})
 
-    def write_search_structures(self, state: Any) -> None:
+    def write_search_structures(self, state: SearchState) -> None:
         """islands.jsonl (one line per iteration: admissions, migrations, members) and critics.json (the critic
         programs), when the search keeps them."""
         if state.island_log and state.island_log[-1]["iteration"] == state.iteration:
@@ -116,9 +111,57 @@ class RunDir:
         if state.critics:
             write_json(self.root / "critics.json", state.critics)
 
-    def write_demo_scores(self, state: Any, cands: list[Candidate]) -> None:
+    def write_demo_scores(self, state: SearchState, cands: list[Candidate]) -> None:
         """candidates/<id>/demo_fitness.json: the candidate's fitness metrics on the demonstrations."""
         for cand in cands:
             report = state.reports.get(cand.id)
             if report is not None and "metrics" in report.stats:
                 write_json(self.candidate_dir(cand.id) / "demo_fitness.json", report.stats["metrics"])
+
+    def write_wave(self, state: SearchState, cands: list[Candidate], verified: dict[str, VerifyResult]) -> None:
+        """A wave's generated candidates, their verify results and screen verdicts, with their events."""
+        for c in cands:
+            self.write_generated(c)
+            self.event("candidate_generated", id=c.id, failure=c.failure.to_json() if c.failure else None)
+        for cid, vr in verified.items():
+            self.write_verified(cid, vr)
+            self.event("candidate_verified", id=cid, ok=vr.ok, failure=vr.failure.to_json() if vr.failure else None)
+            for name, verdict in state.screens.get(cid, {}).items():
+                self.write_screen(cid, name, verdict, trained=vr.ok)
+
+    def write_iteration(self, state: SearchState, cands: list[Candidate], results: dict[str, TrainResult],
+                        reports: dict[str, Report], scores: dict[str, float | None]) -> None:
+        """The iteration's search structures and, per candidate, candidate.json, feedback, judge scores and the LLM
+        passes' records (thought.json, ...), each announced by a candidate_trained event."""
+        if state.demos is not None:
+            self.write_demo_scores(state, cands)
+        if state.population:
+            self.write_population(state)
+        self.write_search_structures(state)
+        for c in cands:
+            report = reports.get(c.id)
+            self.write_candidate(c, results.get(c.id), report, scores.get(c.id))
+            if report is not None and "judge" in report.stats:
+                write_json(self.candidate_dir(c.id) / "judge.json", report.stats)
+            for name, data in state.records.pop(c.id, {}).items():
+                write_json(self.candidate_dir(c.id) / name, data)
+            self.event("candidate_trained", id=c.id, failure=c.failure.to_json() if c.failure else None,
+                       fitness=report.fitness if report else None, score=scores.get(c.id))
+
+    def write_final(self, candidate_id: str, seeds: list[int], results: list[TrainResult]) -> list[float]:
+        """final/final.json for the returned reward's retrain on fresh seeds; returns the scores of the seeds that
+        trained."""
+        scores = [r.shipped_checkpoint.score for r in results if r.ok]
+        write_json(self.root / "final" / "final.json", {
+            "candidate_id": candidate_id, "seeds": seeds,
+            "scores": [r.shipped_checkpoint.score if r.ok else None for r in results],
+            "checkpoints": [r.checkpoint_choice for r in results],
+            "failures": [r.failure.to_json() if r.failure else None for r in results],
+            "videos": [[str(Path(v).relative_to(self.root)) for v in r.videos] for r in results]})
+        self.event("final_retrain", candidate=candidate_id, seeds=seeds, scores=scores)
+        return scores
+
+    def candidate_rows(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The candidate.json of each id that has one, in the order given (the end-of-search summary table)."""
+        paths = [self.root / "candidates" / cid / "candidate.json" for cid in ids]
+        return [json.loads(p.read_text()) for p in paths if p.exists()]

@@ -51,8 +51,8 @@ def cells(name: str, overrides: list[str] | None = None) -> list[list[str]]:
 def planned_env_steps(cfg: Any) -> int:
     """Env steps one search of `cfg` plans: loop trainings, GRACE-style expansions, final retrain, and every
     evaluation episode at full horizon (an upper bound: episodes may end early)."""
+    from bird.learners.job import learner_trains
     from bird.loop import make_plan
-    from bird.stages.train import learner_trains
 
     plan = make_plan(cfg)
     judged = plan.iterations - (0 if cfg.loop.feedback_on_last else 1)

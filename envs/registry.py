@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from bird.config.schema import EnvConfig
 from bird.envs.base import TaskAdapter
-from bird.registry import get, register
+from bird.registry import Component, get, register
 
-__all__ = ["make_adapter", "split_env_id"]
+__all__ = ["Suite", "make_adapter", "split_env_id"]
+
+
+@dataclass(frozen=True)
+class Suite(Component):
+    """An environment suite: `fn(task, env_cfg) -> TaskAdapter`, and what it offers (checked when a config loads).
+
+    :param scripted_expert: its adapters have expert_policy() (scripted-expert demonstrations).
+    :param backends: the simulator backends env.backend may name (empty: one simulator).
+    :param provides: when set, {"representations": env representations it offers, "frames": renders frames}.
+    """
+
+    scripted_expert: bool = False
+    backends: tuple[str, ...] = ()
+    provides: Mapping[str, Any] | None = None
 
 
 def split_env_id(env_id: str) -> tuple[str, str]:
@@ -22,23 +40,20 @@ def make_adapter(cfg: EnvConfig) -> TaskAdapter:
     return get("suite", suite)(task, cfg)
 
 
-@register("suite", "mujoco")
 def _mujoco(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.mujoco import make_task
 
     return make_task(task, cfg)
 
 
-@register("suite", "metaworld")
 def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.metaworld import make_task
 
     return make_task(task, cfg)
 
 
-# whether the suite's adapters have expert_policy() (scripted-expert demonstrations): checked at config validation
-_mujoco.scripted_expert = False  # type: ignore[attr-defined]
-_metaworld.scripted_expert = True  # type: ignore[attr-defined]
+register("suite", "mujoco")(Suite(_mujoco))
+register("suite", "metaworld")(Suite(_metaworld, scripted_expert=True))
 
 
 # hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds)
@@ -74,15 +89,11 @@ def _brax_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
     return hidden_names(type(brax_env(defn.brax_name, defn.default_backend))), ()
 
 
-@register("suite", "brax")
 def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.brax import make_task
 
     return make_task(task, cfg)
 
 
-_brax.backends = ("generalized", "positional", "spring", "mjx")  # type: ignore[attr-defined]
-# what the suite offers the methods (checked when the config loads: bird/config/validate.py)
-_brax.provides = {"representations": ("full_source", "obs_code", "obs_index"),  # type: ignore[attr-defined]
-                  "frames": False}
-_brax.scripted_expert = False  # type: ignore[attr-defined]
+register("suite", "brax")(Suite(_brax, backends=("generalized", "positional", "spring", "mjx"),
+                               provides={"representations": ("full_source", "obs_code", "obs_index"), "frames": False}))

@@ -99,6 +99,7 @@ def rehearse(cfg: Any, workdir: Path) -> Rehearsal:
     iteration is generated and verified only (no later prompt would show its feedback)."""
     from bird.components.trajectories import add_rollouts
     from bird.envs.registry import make_adapter
+    from bird.learners.job import learner_trains
     from bird.llm.factory import make_generator
     from bird.loop import _setup, make_plan
     from bird.registry import get
@@ -106,7 +107,7 @@ def rehearse(cfg: Any, workdir: Path) -> Rehearsal:
     from bird.stages.feedback import feedback
     from bird.stages.generate import generate
     from bird.stages.select import select
-    from bird.stages.train import learner_trains, train
+    from bird.stages.train import train
     from bird.stages.verify import verify
     from bird.state import SearchState
 

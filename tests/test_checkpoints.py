@@ -66,8 +66,7 @@ def test_plateau_early_stop_reads_own_return_only(own, stops):
     assert (stop is not None) == stops
 
 
-register("checkpoint_selection", "test_first")(lambda own: (0, "test: the first checkpoint"))
-get("checkpoint_selection", "test_first").needs_eval_own_return = True
+register("checkpoint_selection", "test_first", needs_eval_own_return=True)(lambda own: (0, "test: the first checkpoint"))
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import pytest
 
 from bird.config.load import ConfigError
 from bird.executors import make_executor
-from bird.stages.train import make_job
+from bird.learners.job import make_job
 
 
 def test_an_unknown_executor_is_rejected_naming_the_allowed_ones(compose_cfg):

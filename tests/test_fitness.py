@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from bird.components.fitness import Evidence, resolve_fitness
 from bird.config.validate import validate
 from bird.registry import get
-from bird.stages.feedback import Evidence, resolve_fitness
 from bird.types import Checkpoint
 
 # benchmark score rises while the reference return falls, so the two signals pick different checkpoints

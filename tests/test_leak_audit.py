@@ -77,7 +77,7 @@ def _operator_overrides(cfg) -> list[str]:
 
 
 def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
-    from bird.components.roles import needs_judgement
+    from bird.config.needs import needs_judgement
 
     out = {"reward"}
     iterates = min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) > 1

@@ -3,9 +3,10 @@
 import json
 
 from bird.llm.base import Message, Request
-from bird.llm.offline.synth import OfflineSynthesiser, parent_terms
+from bird.llm.offline.proposals import parent_terms
+from bird.llm.offline.synth import OfflineSynthesiser
+from bird.reward.extract import extract_code
 from bird.reward.static import check_source
-from bird.stages.extract import extract_code
 
 FIELDS = [
     {"name": "rooty_angle", "size": 1, "kind": "angle", "axis": "y", "always_zero": False},
@@ -116,14 +117,14 @@ def test_answer_depends_only_on_the_request():
 
 
 def test_position_pairs_match_whole_words_not_substrings():
-    from bird.llm.offline.synth import _position_pairs
+    from bird.llm.offline.proposals import position_pairs
 
     fields = [
         {"name": "hand_pos", "size": 3, "kind": "position"},
         {"name": "drawer_handle_pos", "size": 3, "kind": "position"},
         {"name": "goal_pos", "size": 3, "kind": "goal"},
     ]
-    assert _position_pairs(fields) == [("hand_pos", "drawer_handle_pos"), ("drawer_handle_pos", "goal_pos")]
+    assert position_pairs(fields) == [("hand_pos", "drawer_handle_pos"), ("drawer_handle_pos", "goal_pos")]
 
 
 def test_a_reward_class_request_without_position_fields_is_a_clear_llm_error_not_a_crash():

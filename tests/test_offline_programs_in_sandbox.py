@@ -19,7 +19,7 @@ SAMPLES = 2
 @pytest.fixture(scope="module")
 def task():
     from bird.envs.registry import make_adapter
-    from bird.stages.verify import random_transitions
+    from bird.reward.checks import random_transitions
 
     cache = {}
 

@@ -13,9 +13,9 @@ from bird.llm.offline import OfflineSynthesiser
 from bird.llm.offline.judge_synth import answer_revision, answer_subtasks, answer_summary
 from bird.llm.offline.terms import Term, render_program
 from bird.prompts import obs_fields_context
+from bird.reward.checks import random_transitions, verify_code
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.stages.generate import build_request
-from bird.stages.verify import random_transitions, verify_code
 from bird.state import Plan, SearchState
 from bird.types import Candidate
 
@@ -133,7 +133,8 @@ def test_offline_mutation_reads_the_cues_of_a_summarised_feedback(compose_cfg, p
     state.iteration = 1
     first = OfflineSynthesiser("o").complete(build_request(cfg, state, 0))
     parent = first.text.split("```python\n")[1].split("```")[0]
-    from bird.llm.offline.synth import mutate, parent_terms
+    from bird.llm.offline.mutation import mutate
+    from bird.llm.offline.proposals import parent_terms
 
     terms = parent_terms(parent)
     flat = next(t for t in terms if t.kind != "alive")

@@ -7,16 +7,25 @@ import pytest
 
 from bird import registry
 from bird.config.load import CONF_DIR
-from bird.config.validate import REGISTRY_KEYS
 from bird.method_branches import method_branches, method_branches_in, method_names
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE_DIRS = ("bird", "methods", "envs", "analysis")
 
 
-def test_every_registry_key_in_the_schema_names_a_populated_family():
-    for key, family in REGISTRY_KEYS.items():
-        assert registry.names(family), f"{key}: family {family} is empty"
+def test_every_declared_family_is_populated_and_every_registered_family_declared():
+    declared = {f.name for f in registry.FAMILIES}
+    assert set(registry.families()) <= declared
+    for name in declared:
+        assert registry.names(name), f"family {name} is declared but has no member"
+
+
+def test_every_config_key_of_a_family_exists_in_the_schema(compose_cfg):
+    cfg = compose_cfg()
+    for kind in ("keys", "optional_keys", "list_keys"):
+        for key in registry.config_keys(kind):
+            section, _, name = key.partition(".")
+            assert hasattr(getattr(cfg, section), name), key
 
 
 def test_llm_options_are_registered_backends():
@@ -24,10 +33,23 @@ def test_llm_options_are_registered_backends():
         assert path.stem in registry.names("llm")
 
 
-def test_duplicate_registration_is_an_error():
+def test_duplicate_registration_is_an_error(declare):
+    declare("test_family")
     registry.register("test_family", "x")(object())
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="already registered"):
         registry.register("test_family", "x")(object())
+
+
+def test_registering_into_an_undeclared_family_is_an_error():
+    with pytest.raises(ValueError, match="unknown family 'fitnes'"):
+        registry.register("fitnes", "x")(object())
+
+
+def test_declarations_are_typed_and_default_to_nothing():
+    assert registry.declared("fitness", "judge_score").needs_judgement
+    assert not registry.declared("fitness", "benchmark_score").needs_judgement
+    assert registry.declared("learner", "jax_ppo").batched and registry.get("learner", "jax_ppo").language == "jax"
+    assert registry.get("learner", "sb3_ppo").trains and not registry.get("learner", "none").trains
 
 
 NAMES = {"eureka", "grace", "card"}
@@ -127,7 +149,17 @@ def test_every_package_is_listed_in_pyproject():
     assert found <= listed, f"missing from pyproject packages: {sorted(found - listed)}"
 
 
-def test_register_returns_the_object_and_get_finds_it():
+@pytest.fixture
+def declare(monkeypatch):
+    """declare(*names): test-only registry families, removed after the test."""
+    def _declare(*names):
+        for name in names:
+            monkeypatch.setitem(registry._BY_NAME, name, registry.Family(name, "a test family"))
+    return _declare
+
+
+def test_register_returns_the_object_and_get_finds_it(declare):
+    declare("test_lookup")
     obj = object()
     assert registry.register("test_lookup", "thing")(obj) is obj
     assert registry.get("test_lookup", "thing") is obj
@@ -136,7 +168,8 @@ def test_register_returns_the_object_and_get_finds_it():
     assert registry.families() == sorted(registry.families())
 
 
-def test_unknown_names_and_families_are_errors_listing_what_is_registered():
+def test_unknown_names_and_families_are_errors_listing_what_is_registered(declare):
+    declare("test_listing")
     first = object()
     registry.register("test_listing", "b")(object())
     registry.register("test_listing", "a")(first)

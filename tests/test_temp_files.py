@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import tempfile
 
+from bird.learners.job import make_job
 from bird.learners.sb3_ppo import train_ppo
-from bird.stages.train import make_job
 
 
 def test_a_training_leaves_no_sb3_folder_in_the_temp_directory(compose_cfg, tmp_path, monkeypatch):

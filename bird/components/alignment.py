@@ -16,8 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from bird.components.critics import cut_segments, sample_pairs
+from bird.components.literals import ThetaProgram, substitute
 from bird.config.schema import BirdConfig
+from bird.llm.base import Generator
 from bird.registry import get, register
+from bird.reward.sandbox import RewardProgramError
 from bird.state import SearchState
 from bird.types import Candidate
 
@@ -98,15 +102,12 @@ def fit_literals(segment_returns: Callable[[np.ndarray], np.ndarray], theta0: np
 
 # -- the alignment stage --------------------------------------------------------------------------------------
 @register("alignment", "none")
-def _no_alignment(cfg: BirdConfig, state: SearchState, generator: Any, cands: list[Candidate]) -> None:
+def _no_alignment(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate]) -> None:
     return None
 
 
 def _align_one(cfg: BirdConfig, state: SearchState, cand: Candidate, rows: np.ndarray, seg_of_row: np.ndarray,
                pairs: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
-    from bird.components.literals import ThetaProgram, substitute
-    from bird.reward.sandbox import RewardProgramError
-
     literals = get("tunable", cfg.alignment.tunable)(cand.code)
     if len(literals) == 0:
         return {"applied": False, "reason": "no float literal to tune"}
@@ -139,10 +140,8 @@ def _record(state: SearchState, cand: Candidate, record: dict[str, Any]) -> None
 
 
 @register("alignment", "bradley_terry_segments")
-def _bradley_terry_segments(cfg: BirdConfig, state: SearchState, generator: Any, cands: list[Candidate]) -> None:
+def _bradley_terry_segments(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate]) -> None:
     """Label segment pairs (alignment.labeller), then tune every new live candidate's literals on them."""
-    from bird.components.critics import cut_segments, sample_pairs
-
     live = [c for c in cands if c.alive and c.code]
     store = state.trajectories
     if not live:

@@ -16,15 +16,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from bird import registry
+from bird.components.decompose import render_graph
+from bird.components.demo_views import shown_expert_trajectories
 from bird.components.subtasks import render_subtasks
 from bird.components.thought import thought_prompt
 from bird.config.schema import BirdConfig
+from bird.envs.base import TaskSpec
 from bird.llm.base import Message
-from bird.prompts import templates
+from bird.prompts import IMPORT_INSTRUCTIONS, render_fields, templates
 from bird.registry import register
 from bird.state import SearchState
 
-__all__ = ["context_blocks"]
+__all__ = ["context_blocks", "initial_user_message"]
 
 SUBTASKS = "The task's subtasks, in order:\n{subtasks}"
 BEHAVIOUR = "How the policy trained with the reward above behaved, per subtask (a judge's account of its rollouts):\n{lines}"
@@ -75,3 +79,34 @@ def _replace(cfg: BirdConfig, state: SearchState, system: str, first: str, chain
                                           feedback=state.reports[cid].feedback))
     blocks.append(t.get("replace_instruction", IMPROVE).strip())
     return [Message("system", system), Message("user", "\n\n".join(blocks))]
+
+
+def initial_user_message(template_set: str, representation: str, state: SearchState, field_view: str = "described",
+                         rng: Any = None, name: str = "initial_user",
+                         extra: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """The first user message (or the template `name` with the same slots) and the structured context of what it
+    shows (slots the template does not use are neither rendered nor put in the context). Demonstrations fill
+    {expert_trajectories} when the search has them (a random subset drawn with `rng`); `extra` fills the caller's
+    own slots."""
+    t = templates(template_set)[name]
+    spec: TaskSpec = state.spec
+    slots: dict[str, Any] = {
+        "env_repr": lambda: registry.get("env_representation", representation)(spec),
+        "obs_index": lambda: render_fields(spec, field_view),
+        "state_description": lambda: render_fields(spec, field_view),
+        "action_dim": lambda: spec.action_dim,
+        "action_low": lambda: min(spec.action_low),
+        "action_high": lambda: max(spec.action_high),
+        "task": lambda: spec.description,
+        "import_instructions": lambda: IMPORT_INSTRUCTIONS,
+    }
+    values = {k: f() for k, f in slots.items() if "{" + k + "}" in t}
+    context: dict[str, Any] = {"task": spec.description} if "task" in values else {}
+    if "{task_graph}" in t:  # the decomposition's graph, when there is a valid one (else the slot stays empty)
+        graph = (getattr(state, "decomposition", None) or {}).get("graph")
+        values["task_graph"] = "\n" + render_graph(graph) + "\n" if graph else ""
+        if graph:
+            context["task_graph"] = graph
+    if "{expert_trajectories}" in t:
+        values["expert_trajectories"], context["expert_trajectories"] = shown_expert_trajectories(state, rng)
+    return t.format(**values, **(extra or {})), context

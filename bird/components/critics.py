@@ -13,10 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from bird.components.context import initial_user_message
 from bird.config.schema import BirdConfig
-from bird.llm.base import LLMError, Message, Request
-from bird.prompts import initial_user_message, obs_fields_context, templates
+from bird.llm.base import Generator, LLMError, Message, Request
+from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
+from bird.reward.checks import verify_code
+from bird.reward.factory import open_program
+from bird.reward.sandbox import RewardProgramError
 from bird.state import SearchState
 
 __all__ = ["cut_segments", "sample_pairs", "author_critics", "critic_votes", "ladder_labels"]
@@ -59,11 +63,9 @@ def _critic_request(cfg: BirdConfig, state: SearchState, index: int) -> Request:
                    seed=state.seed)
 
 
-def author_critics(cfg: BirdConfig, state: SearchState, generator: Any) -> None:
+def author_critics(cfg: BirdConfig, state: SearchState, generator: Generator) -> None:
     """Ask for alignment.critics critic programs once; each is checked like a reward (a failing one is kept in the
     record, and casts no vote)."""
-    from bird.stages.verify import verify_code
-
     if state.critics:
         return
     requests = [_critic_request(cfg, state, i) for i in range(cfg.alignment.critics)]
@@ -88,16 +90,13 @@ def author_critics(cfg: BirdConfig, state: SearchState, generator: Any) -> None:
 def critic_votes(cfg: BirdConfig, state: SearchState, segments: list[np.ndarray], pairs: np.ndarray) -> np.ndarray:
     """(critics, pairs) votes: +1 when the critic scores the first segment higher, −1 the second, 0 a tie or a
     critic that failed on the segments."""
-    from bird.reward.sandbox import RewardProgramError, SandboxedReward
-
     store = state.trajectories
     rows = np.concatenate(segments)
     seg = np.repeat(np.arange(len(segments)), [len(s) for s in segments])
     votes = []
     for critic in (c for c in state.critics if c["ok"]):
         try:
-            with SandboxedReward(critic["code"], state.spec.obs_index, max(cfg.verify.call_timeout_s, 30.0),
-                                 cfg.verify.memory_mb) as program:
+            with open_program(critic["code"], state.spec, cfg.verify, bulk=True) as program:
                 score, _ = program(store.obs[rows], store.actions[rows], store.next_obs[rows])
         except RewardProgramError as exc:
             critic["runtime_failure"] = exc.failure.reason
@@ -123,7 +122,7 @@ def ladder_labels(votes: np.ndarray, pairs: np.ndarray, ladder: list[int], min_p
 
 
 @register("segment_labeller", "critic_population_vote")
-def _critic_population_vote(cfg: BirdConfig, state: SearchState, generator: Any, segments: list[np.ndarray],
+def _critic_population_vote(cfg: BirdConfig, state: SearchState, generator: Generator, segments: list[np.ndarray],
                             pairs: np.ndarray) -> dict[str, Any]:
     author_critics(cfg, state, generator)
     if not segments or len(pairs) == 0:

@@ -12,8 +12,11 @@ import builtins
 import random
 from typing import Any
 
+from bird.components.operators import draw_mate
 from bird.config.schema import BirdConfig
+from bird.config.search import CrossoverConfig
 from bird.registry import get, register
+from bird.reward.checks import verify_code
 from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
@@ -219,9 +222,6 @@ def _ranked(state: SearchState) -> list[str]:
 def _child(cfg: BirdConfig, state: SearchState, index: int) -> Candidate:
     """One crossover child: parents drawn by crossover.parent; with backfill, redrawn while the child cannot be
     built or fails the checks (a pair already tried is swapped, A ↔ B [ours])."""
-    from bird.components.operators import draw_mate
-    from bird.stages.verify import verify_code
-
     cand = Candidate(id=f"it{state.iteration}-c{index}", iteration=state.iteration, index=index, messages=[],
                      response="(programmatic crossover: no LLM call)", operator=cfg.crossover.operator)
     draws = cfg.crossover.max_draws if cfg.crossover.backfill_failures else 1
@@ -268,9 +268,10 @@ def crossover_children(cfg: BirdConfig, state: SearchState, start: int, wave: in
     return [_child(cfg, state, start + i) for i in range(n)]
 
 
-def crossover_share(cfg: BirdConfig, k: int) -> int:
-    """crossover.n rescaled from the method's K to the plan's k [ours: rounded, at least 1 and at most k − 1]."""
-    if cfg.crossover.operator == "none" or cfg.crossover.n <= 0 or k < 2:
+def crossover_share(crossover: CrossoverConfig, method_k: int, k: int) -> int:
+    """crossover.n rescaled from the method's K (`method_k`) to the plan's k [ours: rounded, at least 1 and at most
+    k − 1]."""
+    if crossover.operator == "none" or crossover.n <= 0 or k < 2:
         return 0
-    scaled = round(cfg.crossover.n * k / max(1, cfg.generate.n_candidates))
+    scaled = round(crossover.n * k / max(1, method_k))
     return min(k - 1, max(1, scaled))

@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from bird.config.schema import BirdConfig
-from bird.llm.base import LLMError, Message, Request
+from bird.llm.base import Generator, LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
+from bird.state import SearchState
 
 __all__ = ["graph_problems", "render_graph", "decompose", "decompose_request"]
 
@@ -128,7 +129,7 @@ def render_graph(graph: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def decompose_request(cfg: BirdConfig, state: Any, attempt: int) -> Request:
+def decompose_request(cfg: BirdConfig, state: SearchState, attempt: int) -> Request:
     """The decomposition prompt (attempt k = its k-th blind re-ask), with the few-shot examples in its context."""
     t = templates(cfg.generate.prompt)
     examples = [t[k] for k in sorted(t) if k.startswith("decompose_example_")][: cfg.decompose.n_examples]
@@ -143,12 +144,12 @@ def decompose_request(cfg: BirdConfig, state: Any, attempt: int) -> Request:
 
 
 @register("decompose", "none")
-def _none(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any] | None:
+def _none(cfg: BirdConfig, state: SearchState, generator: Generator) -> dict[str, Any] | None:
     return None
 
 
 @register("decompose", "tag_graph")
-def _tag_graph(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any]:
+def _tag_graph(cfg: BirdConfig, state: SearchState, generator: Generator) -> dict[str, Any]:
     """Ask for the graph (1 + decompose.retries attempts); the record says which attempt, if any, was valid."""
     attempts: list[dict[str, Any]] = []
     for attempt in range(cfg.decompose.retries + 1):
@@ -170,6 +171,6 @@ def _tag_graph(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any]:
             "examples": req.context["examples"], "prompt": req.messages_json(), "attempts": attempts}
 
 
-def decompose(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any] | None:
+def decompose(cfg: BirdConfig, state: SearchState, generator: Generator) -> dict[str, Any] | None:
     """Run decompose.kind; the record (or None) goes on state.decomposition and into decomposition.json."""
     return get("decompose", cfg.decompose.kind)(cfg, state, generator)

@@ -13,8 +13,11 @@ from typing import Any
 import numpy as np
 
 from bird.config.schema import BirdConfig
+from bird.envs.demos import load_demos
 from bird.registry import register
+from bird.reward.factory import open_program
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
 __all__ = ["SUBSTITUTE", "episode_returns"]
@@ -35,16 +38,13 @@ def episode_returns(program: SandboxedReward, demos: Any) -> list[float]:
 
 
 @register("screen", "demo_margin")
-def _demo_margin(cand: Candidate, cfg: BirdConfig, state: Any) -> tuple[Failure | None, dict[str, Any]]:
-    from bird.envs.demos import load_demos
-
+def _demo_margin(cand: Candidate, cfg: BirdConfig, state: SearchState) -> tuple[Failure | None, dict[str, Any]]:
     try:
         demos = {k: load_demos(cfg.env.id, cfg.verify.demo_episodes, cfg.demos.seed, k) for k in KINDS}
     except ValueError as exc:  # no scripted expert on this suite
         return None, {"pass": True, "skipped": str(exc)}
     try:
-        with SandboxedReward(cand.code or "", state.spec.obs_index, max(cfg.verify.call_timeout_s, 30.0),
-                             cfg.verify.memory_mb, contract=cfg.reward.contract) as program:
+        with open_program(cand.code or "", state.spec, cfg.verify, cfg.reward, bulk=True) as program:
             returns = {k: episode_returns(program, d) for k, d in demos.items()}
     except RewardProgramError as exc:
         return exc.failure, {"pass": False, "error": exc.failure.reason}

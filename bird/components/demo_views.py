@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from bird.config.schema import BirdConfig
+from bird.prompts import IMPORT_INSTRUCTIONS, render_fields
 from bird.registry import register
 from bird.state import SearchState
 
@@ -132,8 +133,6 @@ def _misscored(cfg: BirdConfig, state: SearchState, parent: str, rng: random.Ran
     reward per step and the program's debug_fn output; sometimes an expert trajectory (GRACE App. A.4 Table 6 knobs)."""
     wrong_text, wrong = _wrong_block(cfg, state, parent, rng)
     expert_text, expert = _expert_block(cfg, state, parent, rng)
-    from bird.prompts import IMPORT_INSTRUCTIONS, render_fields
-
     fields = {"incorrect_trajectories": wrong_text, "expert_traj_str": expert_text,
               "state_description": render_fields(state.spec, cfg.generate.field_view), "import_instructions": IMPORT_INSTRUCTIONS}
     return fields, {"wrong_examples": wrong, "expert_trajectory": expert}

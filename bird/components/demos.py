@@ -8,9 +8,19 @@ from typing import Any
 
 import numpy as np
 
+from bird.components.demo_fitness import worst_rows
 from bird.config.schema import BirdConfig
 from bird.envs.base import TaskSpec
-from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.envs.demos import load_demos
+from bird.executors import Executor
+from bird.learners.job import make_job
+from bird.learners.rollouts import load_rollouts
+from bird.llm.base import Generator
+from bird.registry import get
+from bird.reward.factory import open_program
+from bird.reward.sandbox import RewardProgramError
+from bird.rundir import RunDir
+from bird.state import SearchState
 from bird.types import Candidate
 
 __all__ = ["Episodes", "DemoSet", "DemoScores", "load_demo_set", "score_candidate", "expand_negatives"]
@@ -97,12 +107,9 @@ def _n_train(cfg: BirdConfig, n: int) -> int:
     return d.max_train // 2 if d.max_train is not None else n - int(n * d.test_fraction)
 
 
-def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Any = None) -> DemoSet:
+def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Generator | None = None) -> DemoSet:
     """Expert and negative demonstrations (envs/demos.py), labelled by demos.positive_states (registry family
     positive_states; goal_identified asks `generator`), split by episode into train and test."""
-    from bird.envs.demos import load_demos
-    from bird.registry import get
-
     d = cfg.demos
     expert = load_demos(cfg.env.id, d.n_expert, d.seed, "expert")
     negative = load_demos(cfg.env.id, d.n_negative, d.seed, d.negative_kind)
@@ -122,19 +129,16 @@ def score_episodes(code: str, cfg: BirdConfig, spec: TaskSpec, eps: Episodes,
                    debug_rows: list[int] | None = None) -> DemoScores:
     """Run the program over every episode in order (stateful contracts restart at each episode's first state)."""
     states = eps.states
-    with SandboxedReward(code, spec.obs_index, max(cfg.verify.call_timeout_s, 30.0), cfg.verify.memory_mb,
-                         contract=cfg.reward.contract) as program:
+    with open_program(code, spec, cfg.verify, cfg.reward, bulk=True) as program:
         reward, _ = program(states, np.zeros((len(states), spec.action_dim)), states, dones=eps.dones, reset=True,
                             debug_rows=debug_rows)
         debug = dict(program.last_debug)
     return DemoScores(eps, reward, debug)
 
 
-def score_candidate(cfg: BirdConfig, state: Any, cand: Candidate) -> tuple[DemoScores | None, DemoScores | None]:
+def score_candidate(cfg: BirdConfig, state: SearchState, cand: Candidate) -> tuple[DemoScores | None, DemoScores | None]:
     """(train, test) scores of a candidate; the train pass is rerun with debug_fn on the worst-scored states.
     A program that fails on the demonstrations gets its failure recorded and (None, None)."""
-    from bird.components.demo_fitness import worst_rows
-
     assert cand.code is not None
     demos = state.demos
     try:
@@ -149,11 +153,8 @@ def score_candidate(cfg: BirdConfig, state: Any, cand: Candidate) -> tuple[DemoS
     return train, test
 
 
-def expand_negatives(cfg: BirdConfig, state: Any, pool: Any, run: Any) -> None:
+def expand_negatives(cfg: BirdConfig, state: SearchState, pool: Executor, run: RunDir) -> None:
     """GRACE's DataExpandRL: train the global best with final.learner and add its rollouts to the negatives."""
-    from bird.learners.rollouts import load_rollouts
-    from bird.stages.train import make_job
-
     best = state.global_best
     if best is None:
         return

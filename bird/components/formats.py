@@ -1,5 +1,5 @@
-"""Feedback formats (registry family feedback_format) beyond Eureka's: misscored demonstrations (GRACE), process +
-trajectory feedback after a passed screen and preference feedback after a failed one (CARD)."""
+"""Feedback formats (registry family feedback_format): Eureka's per-component curves, misscored demonstrations
+(GRACE), process + trajectory feedback after a passed screen and preference feedback after a failed one (CARD)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,45 @@ from typing import Any
 import numpy as np
 
 from bird.components.demo_views import state_dict
+from bird.components.fitness import subsample
 from bird.config.schema import BirdConfig
+from bird.learners.rollouts import load_rollouts
 from bird.prompts import templates
 from bird.registry import register
-from bird.stages.feedback import subsample
 from bird.state import SearchState
 from bird.types import Candidate, TrainResult
 
 __all__: list[str] = []
+
+
+def _line(name: str, values: list[float]) -> str:
+    vals = [v for v in values if not math.isnan(v)]
+    if not vals:
+        return f"{name}: no completed episodes"
+    shown = ", ".join(f"{v:.2f}" for v in values)
+    return f"{name}: [{shown}], Max: {max(vals):.2f}, Mean: {sum(vals) / len(vals):.2f}, Min: {min(vals):.2f}"
+
+
+@register("feedback_format", "eureka")
+def _eureka(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult | None) -> tuple[str, dict]:
+    """Per-component curves with Max/Mean/Min, plus task_score (when shown) and episode length."""
+    curve = res.curve if res is not None else ()
+    if not curve:
+        return "The reward was not used to train a policy.", {}
+    idx = subsample(len(curve), cfg.feedback.curve_points)
+    pts = [curve[i] for i in idx]
+    stats: dict = {"components": {}, "episode_length": [c.episode_length for c in pts]}
+    for name in sorted({k for c in pts for k in c.components}):
+        stats["components"][name] = [c.components.get(name, float("nan")) for c in pts]
+    if cfg.feedback.show_score:
+        stats["task_score"] = [c.score for c in pts]
+    lines = [_line(n, v) for n, v in stats["components"].items()]
+    if "task_score" in stats:
+        lines.append(_line("task_score", stats["task_score"]))
+    lines.append(_line("episode_length", stats["episode_length"]))
+    every = pts[1].env_steps - pts[0].env_steps if len(pts) > 1 else pts[0].env_steps
+    text = templates(cfg.generate.prompt)["policy_feedback"].format(epoch_freq=every, feedback_lines="\n".join(lines))
+    return text, stats
 
 
 @register("feedback_format", "misscored_demos")
@@ -60,8 +91,6 @@ def _render_traj(title: str, traj: dict[str, Any]) -> str:
 
 
 def _best_worst(cfg: BirdConfig, state: SearchState, res: TrainResult) -> dict[str, Any]:
-    from bird.learners.rollouts import load_rollouts
-
     if not res.rollouts_path:
         return {}
     data = load_rollouts(res.rollouts_path)
@@ -114,5 +143,3 @@ def _preference(cfg: BirdConfig, state: SearchState, cand: Candidate, res: Train
         n_success=verdict.get("n_success", 0), n_below=verdict.get("n_below", 0),
         accuracy=100 * (verdict.get("rate") or 0.0), trajectories="\n".join(blocks))
     return text, stats
-
-

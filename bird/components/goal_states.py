@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from bird.components.demo_views import state_dict
 from bird.config.schema import BirdConfig
 from bird.envs.base import TaskSpec
-from bird.llm.base import LLMError, Message, Request
+from bird.llm.base import Generator, LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
+from bird.prompts import obs_fields_context, templates
 from bird.registry import register
 
 __all__ = ["goal_request", "read_goal_indexes"]
@@ -32,12 +34,12 @@ def _other(cfg: BirdConfig) -> int:
 
 
 @register("positive_states", "all")
-def _all(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Any) -> Labels:
+def _all(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
     return np.ones(states.shape[:2], dtype=int), []
 
 
 @register("positive_states", "last_state")
-def _last_state(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Any) -> Labels:
+def _last_state(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
     label = np.full(states.shape[:2], _other(cfg), dtype=int)
     label[:, -1] = 1
     return label, []
@@ -45,9 +47,6 @@ def _last_state(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: 
 
 def goal_request(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, episode: int, seed: int) -> Request:
     """P0.1 for one expert trajectory (states (T, obs_dim)): one row every demos.stride states and the last."""
-    from bird.components.demo_views import state_dict
-    from bird.prompts import obs_fields_context, templates
-
     t = templates(cfg.generate.prompt)
     keep = [i for i in range(len(states)) if i % cfg.demos.stride == 0 or i == len(states) - 1]
     rows = [{"index": i + 1, "state": state_dict(spec, states[i])} for i in keep]
@@ -80,7 +79,7 @@ def read_goal_indexes(text: str, n_states: int) -> tuple[list[int] | None, str]:
 
 
 @register("positive_states", "goal_identified")
-def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Any) -> Labels:
+def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
     n, t = states.shape[:2]
     label = np.full((n, t), _other(cfg), dtype=int)
     requests = [goal_request(cfg, spec, states[e], e, cfg.demos.seed) for e in range(n)]

@@ -115,18 +115,6 @@ def _island_lineage(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
     return max(ranked, key=lambda c: (reports[c.id].fitness, -c.index)).id
 
 
-@register("parent", "archive_island_cohort")
-def _island_cohort(cfg: BirdConfig, state: SearchState, rng: random.Random, temperature: float) -> str | None:
-    """An island drawn with weight ∝ its mean fitness (shifted_weights), then a member ∝ its fitness; None while
-    every island is empty."""
-    islands = [i for i, m in enumerate(state.islands) if m]
-    if not islands:
-        return None
-    means = [fmean(_fitness(state, c) for c in state.islands[i]) for i in islands]
-    island = state.islands[rng.choices(islands, weights=shifted_weights(means), k=1)[0]]
-    return rng.choices(island, weights=shifted_weights([_fitness(state, c) for c in island]), k=1)[0]
-
-
 def _cohort_mate(cfg: BirdConfig, state: SearchState, first: str, rng: random.Random,
                  temperature: float) -> str | None:
     """A second parent from the first parent's island (∝ fitness); None when the island has no other member."""
@@ -137,7 +125,16 @@ def _cohort_mate(cfg: BirdConfig, state: SearchState, first: str, rng: random.Ra
     return rng.choices(others, weights=shifted_weights([_fitness(state, c) for c in others]), k=1)[0]
 
 
-_island_cohort.mate = _cohort_mate  # type: ignore[attr-defined]
+@register("parent", "archive_island_cohort", mate=_cohort_mate)
+def _island_cohort(cfg: BirdConfig, state: SearchState, rng: random.Random, temperature: float) -> str | None:
+    """An island drawn with weight ∝ its mean fitness (shifted_weights), then a member ∝ its fitness; None while
+    every island is empty."""
+    islands = [i for i, m in enumerate(state.islands) if m]
+    if not islands:
+        return None
+    means = [fmean(_fitness(state, c) for c in state.islands[i]) for i in islands]
+    island = state.islands[rng.choices(islands, weights=shifted_weights(means), k=1)[0]]
+    return rng.choices(island, weights=shifted_weights([_fitness(state, c) for c in island]), k=1)[0]
 
 
 @register("returned", "archive_best")

@@ -15,6 +15,9 @@ import numpy as np
 
 from bird.components.demo_views import state_dict
 from bird.config.schema import BirdConfig
+from bird.envs.frames import RenderingUnavailable, render_episode
+from bird.envs.registry import make_adapter
+from bird.learners.rollouts import ROLLOUT_SEED_BASE, load_rollouts
 from bird.llm.base import LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.prompts import templates
@@ -52,10 +55,6 @@ def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray])
     reset seed (raises RenderingUnavailable)."""
     import imageio.v3 as iio
 
-    from bird.envs.frames import render_episode
-    from bird.envs.registry import make_adapter
-    from bird.learners.rollouts import ROLLOUT_SEED_BASE
-
     adapter, out = make_adapter(cfg.env), []
     for ep in range(len(data["length"])):
         actions = data["actions"][data["episode"] == ep]
@@ -80,8 +79,6 @@ def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray],
               folder: Path) -> tuple[str, dict, list[bytes]]:
     mode, fallback = cfg.judge.mode, None
     if mode == "vlm":
-        from bird.envs.frames import RenderingUnavailable
-
         try:
             keyframes = _keyframes(cfg, state, data)
             save_keyframes(folder / "keyframes", keyframes)
@@ -127,10 +124,8 @@ def _render(kind: str, verdict: dict[str, Any], error: str | None, stats: dict[s
     return "\n".join(lines)
 
 
-@register("feedback_format", "judge")
+@register("feedback_format", "judge", needs_judge=True, needs={"train.collect_episodes": 1})
 def _judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult | None) -> tuple[str, dict]:
-    from bird.learners.rollouts import load_rollouts
-
     if res is None or not res.rollouts_path:
         return "The reward was not used to train a policy.", {}
     data = load_rollouts(res.rollouts_path)
@@ -156,7 +151,3 @@ def _judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResul
            "components": {n: [s["min"], s["mean"], s["max"]] for n, s in stats.items() if n != "reward"},
            **{k: v for k, v in ctx.items() if k in ("fallback",)}}
     return _render(kind, verdict, error, stats), out
-
-
-_judge.needs_judge = True  # type: ignore[attr-defined]
-_judge.needs = {"train.collect_episodes": 1}  # type: ignore[attr-defined]

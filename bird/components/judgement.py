@@ -22,6 +22,9 @@ import numpy as np
 from bird.components.demo_views import state_dict
 from bird.components.judge import component_stats, save_keyframes
 from bird.config.schema import BirdConfig
+from bird.envs.frames import RenderingUnavailable, render_episode
+from bird.envs.registry import make_adapter
+from bird.learners.rollouts import ROLLOUT_SEED_BASE, load_rollouts
 from bird.llm.base import LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.prompts import templates
@@ -96,10 +99,6 @@ def _keyframe_images(cfg: BirdConfig, state: SearchState, data: dict[str, np.nda
     folder/keyframes/<k>_rollout<ep>_step<t>.png (what the VLM was shown)."""
     import imageio.v3 as iio
 
-    from bird.envs.frames import render_episode
-    from bird.envs.registry import make_adapter
-    from bird.learners.rollouts import ROLLOUT_SEED_BASE
-
     actions = data["actions"][data["episode"] == ep]
     every = max(1, len(actions) // max(cfg.feedback.judge_keyframes - 1, 1))
     steps = iter(actions)
@@ -118,8 +117,6 @@ def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], 
     ctx: dict[str, Any] = {"length": length}
     images: list[bytes] = []
     if cfg.judge.mode == "vlm":
-        from bird.envs.frames import RenderingUnavailable
-
         try:
             images = _keyframe_images(cfg, state, data, ep, folder)
         except RenderingUnavailable as exc:
@@ -184,8 +181,6 @@ def judge_candidate(cfg: BirdConfig, state: SearchState, cand: Candidate, res: T
     """Judge every collected rollout judge.repeats times; returns (and keeps in state.judgements) the judgement:
     score (mean over subtasks of the mean over valid calls; None when no call gave a valid answer), per subtask the
     normalised mean and each call's score, behaviour and rationale, and every call's prompt and answer."""
-    from bird.learners.rollouts import load_rollouts
-
     scale = get("score_scale", cfg.judge.score_scale)
     subtasks = subtasks_of(state)
     if not res.rollouts_path:

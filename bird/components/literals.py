@@ -14,6 +14,7 @@ import numpy as np
 
 from bird.envs.base import ObsField, ObsIndex
 from bird.registry import register
+from bird.reward.factory import ProgramLimits, open_program
 
 __all__ = ["Literals", "find_literals", "substitute", "ThetaProgram", "THETA_FIELD"]
 
@@ -104,13 +105,11 @@ class ThetaProgram:
 
     def __init__(self, code: str, literals: Literals, obs_index: ObsIndex, obs: np.ndarray, actions: np.ndarray,
                  next_obs: np.ndarray, call_timeout_s: float = 30.0, memory_mb: int = 2048) -> None:
-        from bird.reward.sandbox import SandboxedReward
-
         n = len(literals)
         extended = ObsIndex((*obs_index.fields, ObsField(THETA_FIELD, obs_index.dim, n, "other", "parameters")),
                             obs_index.dim + n)
         self.obs, self.actions, self.next_obs = obs, actions, next_obs
-        self.program = SandboxedReward(_parametrised(code, literals), extended, call_timeout_s, memory_mb)
+        self.program = open_program(_parametrised(code, literals), extended, ProgramLimits(call_timeout_s, memory_mb))
 
     def __call__(self, thetas: np.ndarray) -> np.ndarray:
         g, rows = len(thetas), len(self.obs)

@@ -11,11 +11,12 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from bird.components.context import initial_user_message
 from bird.components.thought import DEFAULT_PARENT, current_thought, thought_prompt
 from bird.config.schema import BirdConfig
 from bird.llm.base import Message, Request
-from bird.prompts import initial_user_message, obs_fields_context, templates
-from bird.registry import get, register
+from bird.prompts import obs_fields_context, templates
+from bird.registry import declared, get, register
 from bird.state import SearchState
 
 __all__ = ["SamplePlan", "Operator", "operator_request", "draw_mate", "render_reward"]
@@ -65,8 +66,9 @@ def draw_mate(cfg: BirdConfig, state: SearchState, parent_rule: str, first: str,
     """A second parent other than `first`: the parent rule's own `mate` when it has one (an island cohort draws
     from the first parent's island), else repeated draws of the rule [ours: up to 8]."""
     fn = get("parent", parent_rule)
-    if hasattr(fn, "mate"):
-        return fn.mate(cfg, state, first, rng, temperature)
+    mate = declared("parent", parent_rule).mate
+    if mate is not None:
+        return mate(cfg, state, first, rng, temperature)
     for _ in range(8):
         other = fn(cfg, state, rng, temperature)
         if other is not None and other != first:

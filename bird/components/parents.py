@@ -12,7 +12,12 @@ from bird.state import SearchState
 __all__: list[str] = []
 
 
-@register("parent", "softmax_fitness")
+def _softmax_mate(cfg: BirdConfig, state: SearchState, first: str, rng: random.Random, temperature: float) -> str | None:
+    """A second parent: the same softmax over the pool without the first parent."""
+    return _draw(state, rng, temperature, exclude=first)
+
+
+@register("parent", "softmax_fitness", mate=_softmax_mate)
 def _softmax_fitness(cfg: BirdConfig, state: SearchState, rng: random.Random, temperature: float) -> str | None:
     """p(r) = exp(f(r)/T) / Σ exp(f(r')/T) over the population (every ranked candidate if there is none)."""
     return _draw(state, rng, temperature, exclude=None)
@@ -26,11 +31,3 @@ def _draw(state: SearchState, rng: random.Random, temperature: float, exclude: s
     top = max(fits)
     weights = [math.exp(f - top) for f in fits]
     return rng.choices(pool, weights=weights, k=1)[0]
-
-
-def _softmax_mate(cfg: BirdConfig, state: SearchState, first: str, rng: random.Random, temperature: float) -> str | None:
-    """A second parent: the same softmax over the pool without the first parent."""
-    return _draw(state, rng, temperature, exclude=first)
-
-
-_softmax_fitness.mate = _softmax_mate  # type: ignore[attr-defined]

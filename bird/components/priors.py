@@ -22,11 +22,8 @@ def _none(plan_list: list[str]) -> np.ndarray | None:
     return None
 
 
-@register("obs_augment", "subtask_onehot")
+@register("obs_augment", "subtask_onehot", needs={"reward.contract": ("progress_program",)},
+          substitute=ONEHOT_SUBSTITUTE)
 def _onehot(plan_list: list[str]) -> np.ndarray:
     """(K, K) identity: row k is appended when Ψ(s) = k."""
     return np.eye(len(plan_list), dtype=np.float32)
-
-
-_onehot.needs = {"reward.contract": ("progress_program",)}  # type: ignore[attr-defined]
-_onehot.substitute = ONEHOT_SUBSTITUTE  # type: ignore[attr-defined]

@@ -10,8 +10,12 @@ from typing import Any
 import numpy as np
 
 from bird.config.schema import BirdConfig
+from bird.envs.demos import load_demos
+from bird.envs.registry import make_adapter
 from bird.registry import register
-from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.reward.factory import open_program
+from bird.reward.sandbox import RewardProgramError
+from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
 __all__ = ["expert_progress"]
@@ -33,11 +37,8 @@ def expert_progress(phi: np.ndarray, psi: np.ndarray, k: int, episode: np.ndarra
             "psi_max": int(psi.max())}
 
 
-def _expert_rows(cfg: BirdConfig, state: Any) -> tuple[np.ndarray, np.ndarray] | None:
+def _expert_rows(cfg: BirdConfig, state: SearchState) -> tuple[np.ndarray, np.ndarray] | None:
     """(next_obs (N, D), episode (N,)) of scripted-expert episodes, or None when the suite has no scripted expert."""
-    from bird.envs.demos import load_demos
-    from bird.envs.registry import make_adapter
-
     if not hasattr(make_adapter(cfg.env), "expert_policy"):
         return None
     d = load_demos(cfg.env.id, cfg.verify.progress_expert_episodes, cfg.demos.seed, "expert")
@@ -47,12 +48,11 @@ def _expert_rows(cfg: BirdConfig, state: Any) -> tuple[np.ndarray, np.ndarray] |
 
 
 @register("screen", "progress_expert")
-def _progress_expert(cand: Candidate, cfg: BirdConfig, state: Any) -> tuple[Failure | None, dict[str, Any]]:
+def _progress_expert(cand: Candidate, cfg: BirdConfig, state: SearchState) -> tuple[Failure | None, dict[str, Any]]:
     batch = state.smoke_batch
     rows = _expert_rows(cfg, state)
     try:
-        with SandboxedReward(cand.code or "", state.spec.obs_index, max(cfg.verify.call_timeout_s, 30.0),
-                             cfg.verify.memory_mb, contract="progress_program") as program:
+        with open_program(cand.code or "", state.spec, cfg.verify, contract="progress_program", bulk=True) as program:
             _, smoke = program(batch["obs"], batch["actions"], batch["next_obs"])
             k = len(program.plan_list)
             verdict: dict[str, Any] = {"plan_list": program.plan_list, "K": k}

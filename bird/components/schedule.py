@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bird.config.schema import BirdConfig
+from bird.config.schema import BudgetConfig
 from bird.registry import register
 
 __all__ = ["apportion", "remaining_trainings"]
@@ -53,7 +53,7 @@ def _ramp(k: int, t: int, values: Sequence[int]) -> list[int]:
     return _taper(k, t, values)[::-1]
 
 
-@register("schedule", "explicit")
+@register("schedule", "explicit", reads_values=True)
 def _explicit(k: int, t: int, values: Sequence[int]) -> list[int]:
     if len(values) < t:
         raise ValueError(f"generate.schedule=explicit needs a count for each of the {t} iterations, "
@@ -61,10 +61,9 @@ def _explicit(k: int, t: int, values: Sequence[int]) -> list[int]:
     return [int(v) for v in values[:t]]
 
 
-_explicit.reads_values = True  # type: ignore[attr-defined]
 
 
-def remaining_trainings(cfg: BirdConfig, done: int) -> int | None:
+def remaining_trainings(budget: BudgetConfig, done: int) -> int | None:
     """Policy trainings left under budget.max_policy_trainings after `done` (None = no cap)."""
-    cap = cfg.budget.max_policy_trainings
+    cap = budget.max_policy_trainings
     return None if cap is None else max(0, cap - done)

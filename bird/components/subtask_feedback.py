@@ -9,6 +9,7 @@ from typing import Any
 
 from bird.components.judge import component_stats
 from bird.config.schema import BirdConfig
+from bird.learners.rollouts import load_rollouts
 from bird.registry import register
 from bird.state import SearchState
 from bird.types import Candidate, TrainResult
@@ -16,20 +17,19 @@ from bird.types import Candidate, TrainResult
 __all__: list[str] = []
 
 
-@register("fitness", "judge_score")
+@register("fitness", "judge_score", needs_judgement=True)
 def _judge_score(ev: Any) -> float | None:
     """The judge's mean normalised score over subtasks (None when the judge gave no valid answer)."""
     return ev.judgement.get("score") if ev.judgement else None
 
 
-_judge_score.needs_judgement = True  # type: ignore[attr-defined]
 
 
 def _fmt(score: float | None) -> str:
     return "no valid judgement" if score is None or math.isnan(score) else f"{score:.2f}"
 
 
-@register("feedback_format", "subtask_judge")
+@register("feedback_format", "subtask_judge", needs_judgement=True)
 def _subtask_judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult | None) -> tuple[str, dict]:
     """Per subtask: the mean judge score and every judgement's behaviour and rationale; the overall judge score; the
     reward components per step over the judged rollouts; the task score only when feedback.show_score."""
@@ -49,8 +49,6 @@ def _subtask_judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: Tr
     lines.append(f"Judge score (mean over subtasks): {_fmt(judgement['score'])}")
     stats: dict[str, Any] = {"judge_score": judgement["score"], "subtasks": subtasks}
     if res.rollouts_path:
-        from bird.learners.rollouts import load_rollouts
-
         data = load_rollouts(res.rollouts_path)
         keep = data["episode"] < cfg.judge.rollouts
         comps = component_stats({k: v[keep] for k, v in data.items() if k == "reward" or k.startswith("comp/")})
@@ -61,6 +59,3 @@ def _subtask_judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: Tr
         stats["task_score"] = [c.score for c in res.curve]
         lines.append("task_score at each checkpoint: " + ", ".join(f"{c.score:.2f}" for c in res.curve))
     return "\n".join(lines), stats
-
-
-_subtask_judge.needs_judgement = True  # type: ignore[attr-defined]

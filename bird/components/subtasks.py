@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from bird.config.schema import BirdConfig
-from bird.llm.base import LLMError, Message, Request
+from bird.llm.base import Generator, LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
+from bird.state import SearchState
 
 __all__ = ["subtask_problems", "render_subtasks", "co_evolve_subtasks"]
 
@@ -64,7 +65,7 @@ def render_subtasks(subtasks: list[dict[str, str]]) -> str:
                      for i, s in enumerate(subtasks, start=1))
 
 
-def _ask(cfg: BirdConfig, state: Any, generator: Any, request: Request) -> tuple[list[dict] | None, list[dict]]:
+def _ask(cfg: BirdConfig, state: SearchState, generator: Generator, request: Request) -> tuple[list[dict] | None, list[dict]]:
     """Ask (1 + decompose.retries times) until the answer is a valid list; returns (list or None, attempts)."""
     attempts: list[dict[str, Any]] = []
     for attempt in range(cfg.decompose.retries + 1):
@@ -85,7 +86,7 @@ def _ask(cfg: BirdConfig, state: Any, generator: Any, request: Request) -> tuple
 
 
 @register("decompose", "subtask_list")
-def _subtask_list(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any]:
+def _subtask_list(cfg: BirdConfig, state: SearchState, generator: Generator) -> dict[str, Any]:
     """One request for the list; the record (with the prompt and every attempt) goes to decomposition.json."""
     t = templates(cfg.generate.prompt)
     count = str(cfg.decompose.n_subtasks) if cfg.decompose.n_subtasks else "2 to 5"
@@ -102,7 +103,7 @@ def _subtask_list(cfg: BirdConfig, state: Any, generator: Any) -> dict[str, Any]
             "prompt": request.messages_json(), "attempts": attempts}
 
 
-def co_evolve_subtasks(cfg: BirdConfig, state: Any, generator: Any, run_root: Path) -> dict[str, Any] | None:
+def co_evolve_subtasks(cfg: BirdConfig, state: SearchState, generator: Generator, run_root: Path) -> dict[str, Any] | None:
     """decompose.co_evolve: after an iteration (not the last), revise the list from the feedback shown for the
     iteration's selected candidate; append the revision (or why the old list was kept) to subtasks.jsonl."""
     best = state.iteration_best

@@ -8,9 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from bird.components.demo_views import state_dict
+from bird.components.fitness import NATIVE_SIGNAL
 from bird.config.schema import BirdConfig
+from bird.learners.rollouts import load_rollouts
 from bird.registry import register
-from bird.reward.sandbox import RewardProgramError, SandboxedReward
+from bird.reward.factory import open_program
+from bird.reward.sandbox import RewardProgramError
+from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
 __all__ = ["TrajectoryStore", "add_rollouts", "tpe_rule"]
@@ -52,13 +57,10 @@ class TrajectoryStore:
         return out
 
 
-def add_rollouts(state: Any, cid: str, path: str, success_score: float) -> None:
+def add_rollouts(state: SearchState, cid: str, path: str, success_score: float) -> None:
     """Append a trained candidate's collected rollouts; an episode succeeded when its score >= success_score, on a
     suite whose benchmark score is a success flag (Meta-World). Elsewhere no episode is a success, so the TPE store is
     one-sided and the screen passes every reward (BIRD Table 8 note a)."""
-    from bird.learners.rollouts import load_rollouts
-    from bird.stages.feedback import NATIVE_SIGNAL
-
     data = load_rollouts(path)
     if state.trajectories is None:
         state.trajectories = TrajectoryStore()
@@ -82,9 +84,7 @@ def tpe_rule(success_scores: np.ndarray, failure_scores: np.ndarray, threshold: 
             "n_below": n_s - above, "threshold": threshold}
 
 
-def _episode_view(cfg: BirdConfig, state: Any, store: TrajectoryStore, reward: np.ndarray, ep: int) -> dict[str, Any]:
-    from bird.components.demo_views import state_dict
-
+def _episode_view(cfg: BirdConfig, state: SearchState, store: TrajectoryStore, reward: np.ndarray, ep: int) -> dict[str, Any]:
     idx = np.flatnonzero(store.episode == ep)
     stride = cfg.feedback.trajectory_stride
     rows = [{"step": k + 1, "reward": round(float(reward[i]), 2), "state": state_dict(state.spec, store.next_obs[i])}
@@ -95,15 +95,13 @@ def _episode_view(cfg: BirdConfig, state: Any, store: TrajectoryStore, reward: n
 
 
 @register("screen", "tpe")
-def _tpe(cand: Candidate, cfg: BirdConfig, state: Any) -> tuple[Failure | None, dict[str, Any]]:
+def _tpe(cand: Candidate, cfg: BirdConfig, state: SearchState) -> tuple[Failure | None, dict[str, Any]]:
     """Re-score the stored trajectories with the candidate's reward (undiscounted mean per step) and apply tpe_rule."""
     store: TrajectoryStore | None = state.trajectories
     if store is None or len(store) == 0:
         return None, tpe_rule(np.zeros(0), np.zeros(0), cfg.verify.tpe_threshold)
     try:
-        with SandboxedReward(cand.code or "", state.spec.obs_index, max(cfg.verify.call_timeout_s, 30.0),
-                             cfg.verify.memory_mb, contract=cfg.reward.contract, language=cfg.reward.language or "numpy",
-                             action_dim=state.spec.action_dim) as program:
+        with open_program(cand.code or "", state.spec, cfg.verify, cfg.reward, bulk=True) as program:
             reward, _ = program(store.obs, store.actions, store.next_obs, dones=store.dones, reset=True)
     except RewardProgramError as exc:
         return exc.failure, {"pass": False, "error": exc.failure.reason}

@@ -62,7 +62,7 @@ def _derive(cfg: BirdConfig) -> None:
 
     if cfg.reward.language is None:
         learners = {cfg.train.learner, cfg.final.learner or cfg.train.learner} & set(registry.names("learner"))
-        jax = any(getattr(registry.get("learner", name), "language", None) == "jax" for name in learners)
+        jax = any(registry.get("learner", name).language == "jax" for name in learners)
         cfg.reward.language = "jax" if jax else "numpy"
 
 

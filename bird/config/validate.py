@@ -7,10 +7,12 @@ from pathlib import Path
 
 import bird.methods
 from bird import registry
+from bird.config.needs import needs_judgement
 from bird.config.schema import BirdConfig
+from bird.config.validate_search import check_search
 from bird.types import FailureKind
 
-__all__ = ["validate", "REGISTRY_KEYS", "METHODS_DIR", "template_sets"]
+__all__ = ["validate", "METHODS_DIR", "template_sets"]
 
 # methods/<name>/: a method's home (README.md with its fidelity table, prompt templates *.txt, variant folders)
 METHODS_DIR = Path(bird.methods.__file__).resolve().parent
@@ -23,49 +25,6 @@ def template_sets() -> list[str]:
     variants = [d for h in homes for d in h.iterdir() if d.is_dir() and any(d.glob("*.txt"))]
     return sorted(d.relative_to(METHODS_DIR).as_posix() for d in homes + variants)
 
-
-# config key -> registry family whose names are its allowed values
-REGISTRY_KEYS: dict[str, str] = {
-    "generate.env_representation": "env_representation",
-    "generate.field_view": "field_view",
-    "generate.parent": "parent",
-    "generate.history": "history",
-    "train.learner": "learner",
-    "feedback.fitness": "fitness",
-    "feedback.aggregate": "aggregate",
-    "feedback.format": "feedback_format",
-    "select.rule": "select",
-    "select.returned": "returned",
-    "llm.backend": "llm",
-    "generate.mutation_view": "mutation_view",
-    "reward.contract": "contract",
-    "reward.form": "reward_form",
-    "train.obs_augment": "obs_augment",
-    "decompose.kind": "decompose",
-    "demos.positive_states": "positive_states",
-    "generate.design_thought": "design_thought",
-    "generate.schedule": "schedule",
-    "train.checkpoint_selection": "checkpoint_selection",
-    "train.early_stop": "early_stop",
-    "generate.prompt_mode": "prompt_mode",
-    "feedback.summarisation": "summarisation",
-    "judge.score_scale": "score_scale",
-    "train.executor": "executor",
-    "tracker.backend": "tracker",
-}
-
-# config key -> registry family, for keys that may also be null
-OPTIONAL_REGISTRY_KEYS: dict[str, str] = {
-    "feedback.screened_format": "feedback_format",
-    "final.learner": "learner",
-}
-
-# config list key -> registry family of its items
-LIST_REGISTRY_KEYS: dict[str, str] = {
-    "verify.checks": "check",
-    "verify.screens": "screen",
-    "feedback.report_metrics": "fitness",
-}
 
 _ENUMS: dict[str, tuple[str, ...]] = {
     "train.reward_source": ("candidate", "reference"),
@@ -156,18 +115,19 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
 
 
 def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
-    for key, family in REGISTRY_KEYS.items():
+    for key, family in registry.config_keys("keys").items():
         value = _get(cfg, key)
         allowed = registry.names(family)
         if value not in allowed:
             problems.append(f"{key}={value!r}: not a registered {family}; allowed: {allowed}")
-    for key, family in OPTIONAL_REGISTRY_KEYS.items():
+    for key, family in registry.config_keys("optional_keys").items():
         value = _get(cfg, key)
         if value is not None and value not in registry.names(family):
             problems.append(f"{key}={value!r}: not a registered {family}; allowed: {registry.names(family)} or null")
-    for key, family in LIST_REGISTRY_KEYS.items():
+    for key, family in registry.config_keys("list_keys").items():
         allowed = registry.names(family)
-        for item in _get(cfg, key):  # type: ignore[attr-defined]
+        items: list[str] = list(_get(cfg, key))  # type: ignore[call-overload]
+        for item in items:
             if item not in allowed:
                 problems.append(f"{key}: {item!r} is not a registered {family}; allowed: {allowed}")
     kinds = [str(k) for k in FailureKind]
@@ -187,12 +147,12 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
 
 
 def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
-    """Components that need another key set a certain way declare it (attribute `needs`)."""
+    """Components that need another key set a certain way declare it when they register (Component.needs)."""
     for key in ("reward.form", "train.obs_augment", "feedback.format"):
-        family = REGISTRY_KEYS[key]
+        family = registry.config_keys()[key]
         if _get(cfg, key) not in registry.names(family):
             continue
-        for need, allowed in getattr(registry.get(family, _get(cfg, key)), "needs", {}).items():
+        for need, allowed in registry.declared(family, _get(cfg, key)).needs.items():
             value = _get(cfg, need)
             ok = value in allowed if isinstance(allowed, tuple) else value >= allowed  # type: ignore[operator]
             if not ok:
@@ -201,15 +161,14 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
                                 f"got {value!r}")
     suite = cfg.env.id.partition("/")[0]
     for name in dict.fromkeys([cfg.feedback.fitness, *cfg.feedback.report_metrics]):
-        resolve = getattr(registry.get("fitness", name), "resolve", None) if name in registry.names("fitness") else None
+        resolve = registry.declared("fitness", name).resolve if name in registry.names("fitness") else None
         try:
             _ = resolve(suite) if resolve else None
         except ValueError as exc:
             problems.append(str(exc))
     _check_learner_needs(cfg, problems)
-    if cfg.demos.enabled and suite in registry.names("suite") and not getattr(registry.get("suite", suite),
-                                                                             "scripted_expert", False):
-        with_expert = [s for s in registry.names("suite") if getattr(registry.get("suite", s), "scripted_expert", False)]
+    if cfg.demos.enabled and suite in registry.names("suite") and not registry.get("suite", suite).scripted_expert:
+        with_expert = [s for s in registry.names("suite") if registry.get("suite", s).scripted_expert]
         problems.append(f"demos.enabled=true: this configuration learns from scripted-expert demonstrations, and suite "
                         f"{suite!r} has no scripted expert policy to record them; suites with one: {with_expert}")
     _check_executor(cfg, problems)
@@ -237,7 +196,7 @@ def _check_schedule(cfg: BirdConfig, problems: list[str]) -> None:
     if cfg.generate.schedule not in registry.names("schedule"):
         return
     fn = registry.get("schedule", cfg.generate.schedule)
-    if cfg.generate.schedule_values and not getattr(fn, "reads_values", False):
+    if cfg.generate.schedule_values and not registry.declared("schedule", cfg.generate.schedule).reads_values:
         problems.append(f"generate.schedule_values={list(cfg.generate.schedule_values)} is only read by "
                         f"generate.schedule=explicit, not {cfg.generate.schedule!r}")
     try:
@@ -251,8 +210,6 @@ def _check_schedule(cfg: BirdConfig, problems: list[str]) -> None:
 
 def _check_judge_keys(cfg: BirdConfig, problems: list[str]) -> None:
     """Judge-score settings that would change nothing: no configured component asks for judge scores."""
-    from bird.components.roles import needs_judgement
-
     try:
         judged = needs_judgement(cfg)
     except ValueError:  # an unregistered name, reported by _check_names
@@ -261,6 +218,8 @@ def _check_judge_keys(cfg: BirdConfig, problems: list[str]) -> None:
         if not judged and _get(cfg, key) != default:
             problems.append(f"{key}={_get(cfg, key)} has no effect: nothing scores with the judge (feedback.fitness="
                             "judge_score, feedback.format=subtask_judge or generate.behavioural_analysis)")
+
+
 def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
     """An executor that needs an optional package (attribute `needs_module`) names how to install it."""
     import importlib.util
@@ -268,7 +227,7 @@ def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
     if cfg.train.resources.num_cpus <= 0 or cfg.train.resources.num_gpus < 0:
         problems.append(f"train.resources: num_cpus must be > 0 and num_gpus >= 0, got {cfg.train.resources}")
     if cfg.train.executor in registry.names("executor"):
-        module, hint = getattr(registry.get("executor", cfg.train.executor), "needs_module", (None, ""))
+        module, hint = registry.declared("executor", cfg.train.executor).needs_module or (None, "")
         if module and importlib.util.find_spec(module) is None:
             problems.append(f"train.executor={cfg.train.executor!r} needs the {module!r} package: {hint}")
 
@@ -277,7 +236,7 @@ def _check_suite_provides(cfg: BirdConfig, suite: str, problems: list[str]) -> N
     """Fail fast when a method needs what the suite lacks (a suite lists what it offers in attribute `provides`)."""
     if suite not in registry.names("suite"):
         return
-    provides = getattr(registry.get("suite", suite), "provides", None)
+    provides = registry.get("suite", suite).provides
     if provides is None:
         return
     reps = provides["representations"]
@@ -290,18 +249,18 @@ def _check_suite_provides(cfg: BirdConfig, suite: str, problems: list[str]) -> N
 
 
 def _check_learner_needs(cfg: BirdConfig, problems: list[str]) -> None:
-    """A learner's declared needs (attribute `needs`: key -> allowed values) and the env suite's backends."""
+    """A learner's declared needs (Learner.needs: key -> allowed values) and the env suite's backends."""
     for key in ("train.learner", "final.learner"):
         name = _get(cfg, key)
         if name is None or name not in registry.names("learner"):
             continue
-        for need, allowed in getattr(registry.get("learner", name), "needs", {}).items():
+        for need, allowed in registry.get("learner", name).needs.items():
             if _get(cfg, need) not in allowed:
                 problems.append(f"{key}={name!r} needs {need} in {list(allowed)}, got {_get(cfg, need)!r}")
     suite = cfg.env.id.partition("/")[0]
     _check_suite_provides(cfg, suite, problems)
     if suite in registry.names("suite") and cfg.env.backend is not None:
-        backends = getattr(registry.get("suite", suite), "backends", ())
+        backends = registry.get("suite", suite).backends
         if cfg.env.backend not in backends:
             problems.append(f"env.backend={cfg.env.backend!r}: suite {suite!r} "
                             + (f"has backends {list(backends)}" if backends else "has one simulator (leave it unset)"))
@@ -309,8 +268,6 @@ def _check_learner_needs(cfg: BirdConfig, problems: list[str]) -> None:
 
 def validate(cfg: BirdConfig) -> list[str]:
     """Return every problem found in `cfg` (empty when valid)."""
-    from bird.config.validate_search import check_search
-
     problems: list[str] = []
     _check_numbers(cfg, problems)
     _check_names(cfg, problems)

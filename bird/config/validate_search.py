@@ -8,19 +8,6 @@ from bird.config.schema import BirdConfig
 
 __all__ = ["check_search"]
 
-# config key -> registry family whose names are its allowed values
-SEARCH_REGISTRY_KEYS: dict[str, str] = {
-    "generate.sampling": "sampling",
-    "generate.repair": "repair",
-    "islands.admission": "admission",
-    "crossover.operator": "crossover",
-    "crossover.parent": "parent",
-    "alignment.method": "alignment",
-    "alignment.labeller": "segment_labeller",
-    "alignment.tunable": "tunable",
-}
-
-
 def _numbers(cfg: BirdConfig, problems: list[str]) -> None:
     for key, value in (("generate.crossover_rate", cfg.generate.crossover_rate),
                        ("islands.migration_rate", cfg.islands.migration_rate),
@@ -55,11 +42,6 @@ def _numbers(cfg: BirdConfig, problems: list[str]) -> None:
 
 def check_search(cfg: BirdConfig, problems: list[str]) -> None:
     """Append every problem with the search keys to `problems`."""
-    for key, family in SEARCH_REGISTRY_KEYS.items():
-        section, name = key.split(".")
-        value = getattr(getattr(cfg, section), name)
-        if value not in registry.names(family):
-            problems.append(f"{key}={value!r}: not a registered {family}; allowed: {registry.names(family)}")
     operators = registry.names("operator")
     for action, count in cfg.tree.actions.items():
         if action not in operators:

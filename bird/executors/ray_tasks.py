@@ -12,7 +12,7 @@ import ray
 from ray import exceptions as ray_errors
 
 from bird.config.schema import RayConfig, ResourcesConfig
-from bird.executors import OnProgress, assemble, call_learner, failed_result, prepare
+from bird.executors.jobs import OnProgress, assemble, call_learner, failed_result, prepare
 from bird.learners.job import TrainJob
 from bird.types import TrainResult
 

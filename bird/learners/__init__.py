@@ -1,44 +1,54 @@
-"""Learners (registry family `learner`). Each is a function (TrainJob, progress) -> TrainResult, imported lazily."""
+"""Learners (registry family `learner`): each a Learner whose `fn` trains (TrainJob, progress) -> TrainResult, or a
+list of jobs in one call when `batched`. Heavy libraries are imported lazily, inside `fn`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from bird.learners import checkpoints  # noqa: F401  (registers checkpoint_selection and early_stop)
-from bird.registry import register
+from bird.registry import Component, register
+from bird.types import TrainResult
 
-__all__: list[str] = []
+__all__ = ["Learner"]
 
 
-@register("learner", "sb3_ppo")
-def sb3_ppo(job: Any, progress: Any = None) -> Any:
+@dataclass(frozen=True)
+class Learner(Component):
+    """A learner and its capabilities.
+
+    :param trains: False for a learner that trains no policy (its jobs never go to an executor).
+    :param batched: `fn` takes every job of a stage in one call (a list) and returns a list of results.
+    :param language: the reward language its jobs carry: "numpy" (source code) or "jax" (exported programs).
+    :param needs: config key -> allowed values, checked when the config loads (Component).
+    """
+
+    trains: bool = True
+    batched: bool = False
+    language: str = "numpy"
+
+
+def _sb3_ppo(job: Any, progress: Any = None) -> TrainResult:
     from bird.learners.sb3_ppo import train_ppo
 
     return train_ppo(job, progress)
 
 
-@register("learner", "jax_ppo")
-def jax_ppo(jobs: Any, progress: Any = None) -> Any:
+def _jax_ppo(jobs: Any, progress: Any = None) -> list[TrainResult]:
     """PPO in JAX on Brax: a list of jobs (the iteration's candidates × seeds) trained in one program."""
     from bird.learners.jax_ppo import train_jax_ppo
 
     return train_jax_ppo(jobs, progress)
 
 
-jax_ppo.batched = True  # type: ignore[attr-defined]  # called once with every job of a stage
-jax_ppo.language = "jax"  # type: ignore[attr-defined]  # jobs carry exported programs (bird/learners/programs.py)
-jax_ppo.needs = {  # type: ignore[attr-defined]  # what the JAX path supports (checked when the config loads)
-    "reward.language": ("jax",), "reward.contract": ("compute_reward",), "reward.form": ("direct",),
-    "train.obs_augment": ("none",),
-}
-
-
-@register("learner", "none")
-def no_learner(job: Any, progress: Any = None) -> Any:
-    """No RL training: the candidate is judged without a policy (e.g. demo fitness). Never sent to the pool."""
-    from bird.types import TrainResult
-
+def _no_learner(job: Any, progress: Any = None) -> TrainResult:
+    """No RL training: the candidate is judged without a policy (e.g. demo fitness). Never sent to an executor."""
     return TrainResult(job.candidate_id, job.seed, (), 0, 0.0)
 
 
-no_learner.trains = False  # type: ignore[attr-defined]
+register("learner", "sb3_ppo")(Learner(_sb3_ppo))
+register("learner", "jax_ppo")(Learner(
+    _jax_ppo, batched=True, language="jax",  # jobs carry exported programs (bird/learners/programs.py)
+    needs={"reward.language": ("jax",), "reward.contract": ("compute_reward",), "reward.form": ("direct",),
+           "train.obs_augment": ("none",)}))
+register("learner", "none")(Learner(_no_learner, trains=False))

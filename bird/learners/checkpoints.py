@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bird.config.schema import TrainConfig
-from bird.registry import get, register
+from bird.registry import declared, get, register
 from bird.types import Checkpoint
 
 __all__ = ["CheckpointKeeper", "needs_eval_own_return"]
@@ -32,16 +32,15 @@ def _finite(values: Sequence[float]) -> list[tuple[int, float]]:
     return [(i, v) for i, v in enumerate(values) if not math.isnan(v)]
 
 
-@register("checkpoint_selection", "final")
+@register("checkpoint_selection", "final", always_last=True)
 def _final(own_returns: Sequence[float]) -> tuple[int, str]:
     """The last checkpoint (the policy as training left it)."""
     return len(own_returns) - 1, "final: the last checkpoint"
 
 
-_final.always_last = True  # type: ignore[attr-defined]
 
 
-@register("checkpoint_selection", "best_own_return")
+@register("checkpoint_selection", "best_own_return", needs_eval_own_return=True)
 def _best_own_return(own_returns: Sequence[float]) -> tuple[int, str]:
     """argmax of the own-reward return on the greedy evaluation episodes; the first checkpoint wins ties."""
     finite = _finite(own_returns)
@@ -51,7 +50,6 @@ def _best_own_return(own_returns: Sequence[float]) -> tuple[int, str]:
     return best[0], f"best_own_return: highest own-reward eval return {best[1]:.6g} (first on ties)"
 
 
-_best_own_return.needs_eval_own_return = True  # type: ignore[attr-defined]
 
 
 @register("early_stop", "none")
@@ -59,7 +57,7 @@ def _never(own_returns: Sequence[float], train: TrainConfig) -> str | None:
     return None
 
 
-@register("early_stop", "plateau")
+@register("early_stop", "plateau", needs_eval_own_return=True)
 def _plateau(own_returns: Sequence[float], train: TrainConfig) -> str | None:
     """Stop once at least train.early_stop_min_checkpoints exist and the best own return of the last
     train.early_stop_patience checkpoints beats the best before them by no more than min_delta × the range so far."""
@@ -74,12 +72,11 @@ def _plateau(own_returns: Sequence[float], train: TrainConfig) -> str | None:
     return f"plateau: best own return of the last {p} checkpoints {recent:.6g} <= {before:.6g} + {margin:.3g}"
 
 
-_plateau.needs_eval_own_return = True  # type: ignore[attr-defined]
 
 
 def needs_eval_own_return(train: TrainConfig) -> bool:
     """True when the configured rules read Checkpoint.eval_own_return (the learner must compute it)."""
-    return any(getattr(get(family, name), "needs_eval_own_return", False)
+    return any(declared(family, name).needs_eval_own_return
                for family, name in (("checkpoint_selection", train.checkpoint_selection), ("early_stop", train.early_stop)))
 
 
@@ -89,6 +86,7 @@ class CheckpointKeeper:
     def __init__(self, train: TrainConfig) -> None:
         self.train = train
         self.rule = get("checkpoint_selection", train.checkpoint_selection)
+        self.always_last = declared("checkpoint_selection", train.checkpoint_selection).always_last
         self.stopper = get("early_stop", train.early_stop)
         self.curve: list[Checkpoint] = []
         self._snapshot: tuple[int, Any] | None = None
@@ -103,7 +101,7 @@ class CheckpointKeeper:
         `final` rule, whose pick is always the live policy)."""
         self.curve.append(ckpt)
         index, _ = self.rule(self.own_returns)
-        if index == len(self.curve) - 1 and not getattr(self.rule, "always_last", False):
+        if index == len(self.curve) - 1 and not self.always_last:
             self._snapshot = (index, snapshot())
 
     def should_stop(self) -> bool:

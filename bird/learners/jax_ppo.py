@@ -199,7 +199,7 @@ class _Run:
 
 def train_jax_ppo(jobs: list[TrainJob], progress: Progress | None = None) -> list[TrainResult]:
     """Train every job; jobs that share a task and budget are trained together in one program."""
-    from bird.learners.jax_cache import enable_compilation_cache
+    from bird.jax_cache import enable_compilation_cache
 
     enable_compilation_cache()
     groups: dict[str, list[int]] = {}

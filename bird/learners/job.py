@@ -1,17 +1,50 @@
-"""A training job (picklable, sent to a worker process) and the checkpoint schedule derived from it."""
+"""A training job (picklable, sent to a worker process), its checkpoint schedule, and how the loop builds one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from bird.config.schema import EnvConfig, TrainConfig
-from bird.learners.video import VideoSpec
+from bird.config.schema import BirdConfig, EnvConfig, TrainConfig
+from bird.registry import get
 
-__all__ = ["TrainJob", "EVAL_SEED_BASE", "ROLLOUT_SEED_BASE"]
+__all__ = ["TrainJob", "VideoSpec", "EVAL_SEED_BASE", "ROLLOUT_SEED_BASE", "make_job", "learner_trains", "video_spec"]
 
 EVAL_SEED_BASE = 1_000_000  # eval seeds are the same for every candidate and checkpoint (paired comparisons)
 ROLLOUT_SEED_BASE = 2_000_000  # never the eval seeds nor the training seeds
+
+
+@dataclass(frozen=True)
+class VideoSpec:
+    """What to film (picklable: it travels to the worker inside a TrainJob)."""
+
+    episodes: int = 1
+    width: int = 320
+    height: int = 240
+    frame_skip: int = 2
+    shadows: bool = False
+    caption: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)  # method, env, task text, candidate id: copied into each JSON
+
+
+def video_spec(cfg: BirdConfig, phase: str, iteration: int = 0, candidate_id: str | None = None) -> VideoSpec | None:
+    """The VideoSpec for a training of `phase` ("final" or "candidate"), or None when video.record says no.
+
+    none: nothing; returned: the final retrain's seeds; all_candidates: those and every trained candidate of each
+    `video.every`-th iteration (and of the last).
+    """
+    v = cfg.video
+    wanted = {"none": (), "returned": ("final",), "all_candidates": ("final", "candidate")}[v.record]
+    if phase not in wanted:
+        return None
+    if phase == "candidate":
+        last = min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations)
+        if iteration % v.every and iteration != last:
+            return None
+    meta = {"method": cfg.method, "env": cfg.env.id, "description": cfg.env.description, "phase": phase,
+            "candidate_id": candidate_id, "search_seed": cfg.seed}
+    return VideoSpec(v.episodes, v.width, v.height, v.frame_skip, v.shadows, v.caption, meta)
 
 
 @dataclass(frozen=True)
@@ -50,3 +83,21 @@ class TrainJob:
     def checkpoint_steps(self) -> list[int]:
         """Env-step thresholds of the in-training checkpoints (the last one is taken after training)."""
         return [self.env_steps * k // self.n_checkpoints for k in range(1, self.n_checkpoints)]
+
+
+def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: int, out_dir: Path,
+             collect_episodes: int = 0, video: VideoSpec | None = None) -> TrainJob:
+    """The job of one training of candidate `cid` (code None: the reference reward) under `cfg`."""
+    return TrainJob(
+        candidate_id=cid, code=code, env=cfg.env, train=cfg.train, seed=seed, env_steps=env_steps,
+        n_envs=cfg.budget.n_envs, n_checkpoints=cfg.budget.n_checkpoints, eval_episodes=cfg.budget.eval_episodes,
+        call_timeout_s=cfg.verify.call_timeout_s, memory_mb=cfg.verify.memory_mb, out_dir=str(out_dir),
+        save_policy=cfg.run.save_policies, contract=cfg.reward.contract, collect_episodes=collect_episodes,
+        reward_form=cfg.reward.form, success_bonus=cfg.reward.success_bonus, video=video,
+        language=cfg.reward.language or "numpy",
+    )
+
+
+def learner_trains(name: str) -> bool:
+    """False for a learner that trains no policy (`none`): its jobs never go to an executor."""
+    return bool(get("learner", name).trains)

@@ -15,12 +15,12 @@ __all__ = ["export_jobs"]
 def _export(job: TrainJob) -> object:
     """The job's program as an ExportedReward, or the Failure that stopped it."""
     from bird.envs.registry import make_adapter
-    from bird.reward.sandbox import RewardProgramError, SandboxedReward
+    from bird.reward.factory import open_program
+    from bird.reward.sandbox import RewardProgramError
 
     spec = make_adapter(job.env).spec
     try:
-        with SandboxedReward(job.code or "", spec.obs_index, max(job.call_timeout_s, 30.0), job.memory_mb,
-                             contract=job.contract, language="jax", action_dim=spec.action_dim) as program:
+        with open_program(job.code or "", spec, job, job, language="jax", bulk=True) as program:
             return program.export()
     except RewardProgramError as exc:
         return exc.failure

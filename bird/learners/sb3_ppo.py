@@ -17,15 +17,16 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from bird.envs.registry import make_adapter
+from bird.files import write_json
 from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
 from bird.learners.curves import write_curve
 from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder, label_transitions
 from bird.learners.rollouts import collect_rollouts, save_rollouts
+from bird.reward.factory import open_program
 from bird.reward.isolation import harden_host
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
-from bird.rundir import write_json
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
 __all__ = ["train_ppo"]
@@ -151,8 +152,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     try:
         if job.code is not None:
             adapter_spec = make_adapter(job.env).spec
-            reward = SandboxedReward(job.code, adapter_spec.obs_index, job.call_timeout_s, job.memory_mb,
-                                     contract=job.contract, language=job.language, action_dim=adapter_spec.action_dim)
+            reward = open_program(job.code, adapter_spec, job, job)
         prior = _prior(job, reward)
         adapter, recorder, vecnorm, model = _build(job, prior)
     except RewardProgramError as exc:

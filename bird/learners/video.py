@@ -10,57 +10,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["VideoSpec", "video_spec", "film_policy", "read_clips"]
+from bird.files import write_json
+from bird.learners.job import EVAL_SEED_BASE, VideoSpec
 
-
-@dataclass(frozen=True)
-class VideoSpec:
-    """What to film (picklable: it travels to the worker inside a TrainJob)."""
-
-    episodes: int = 1
-    width: int = 320
-    height: int = 240
-    frame_skip: int = 2
-    shadows: bool = False
-    caption: bool = False
-    meta: dict[str, Any] = field(default_factory=dict)  # method, env, task text, candidate id: copied into each JSON
-
-
-def video_spec(cfg: Any, phase: str, iteration: int = 0, candidate_id: str | None = None) -> VideoSpec | None:
-    """The VideoSpec for a training of `phase` ("final" or "candidate"), or None when video.record says no.
-
-    none: nothing; returned: the final retrain's seeds; all_candidates: those and every trained candidate of each
-    `video.every`-th iteration (and of the last).
-    """
-    v = cfg.video
-    wanted = {"none": (), "returned": ("final",), "all_candidates": ("final", "candidate")}[v.record]
-    if phase not in wanted:
-        return None
-    if phase == "candidate":
-        last = min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations)
-        if iteration % v.every and iteration != last:
-            return None
-    meta = {"method": cfg.method, "env": cfg.env.id, "description": cfg.env.description, "phase": phase,
-            "candidate_id": candidate_id, "search_seed": cfg.seed}
-    return VideoSpec(v.episodes, v.width, v.height, v.frame_skip, v.shadows, v.caption, meta)
+__all__ = ["film_policy", "read_clips", "summarise_clips"]
 
 
 def _fps(adapter: Any, frame_skip: int) -> int:
     """Real-time playback: one frame per `frame_skip` control steps of dt seconds (clamped to 1..60)."""
     dt = float(adapter.spec.extra.get("dt") or 0.0)
     return int(min(60, max(1, round(1.0 / (dt * frame_skip))))) if dt > 0 else 30
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    from bird.rundir import write_json
-
-    write_json(path, data)
 
 
 def film_policy(adapter: Any, act: Callable[[np.ndarray], np.ndarray], spec: VideoSpec, seed: int,
@@ -70,7 +34,6 @@ def film_policy(adapter: Any, act: Callable[[np.ndarray], np.ndarray], spec: Vid
     Returns the MP4 paths written. Never raises for a rendering problem: it is recorded in the JSON instead.
     """
     from bird.envs.frames import RenderingUnavailable, caption_frames, gl_backend, record_episode, write_video
-    from bird.learners.evaluate import EVAL_SEED_BASE
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -89,16 +52,16 @@ def film_policy(adapter: Any, act: Callable[[np.ndarray], np.ndarray], spec: Vid
             frames, outcome = record_episode(adapter, episode_seed, policy, every=spec.frame_skip,
                                              shadows=spec.shadows, width=spec.width, height=spec.height)
         except RenderingUnavailable as exc:
-            _write_json(out / f"episode{k}.json", {**base, "status": "unavailable", "reason": str(exc)})
+            write_json(out / f"episode{k}.json", {**base, "status": "unavailable", "reason": str(exc)})
             break  # the next episode would fail the same way
         except Exception as exc:  # noqa: BLE001 - a clip that cannot be made is recorded; the run goes on
-            _write_json(out / f"episode{k}.json", {**base, "status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:500]})
+            write_json(out / f"episode{k}.json", {**base, "status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:500]})
             continue
         if spec.caption:
             score = "n/a" if outcome["score"] is None else f"{outcome['score']:.3f}"
             frames = caption_frames(frames, f"{base['description']}  |  score {score}")
         path = write_video(frames, out / f"episode{k}.mp4", fps=fps)
-        _write_json(out / f"episode{k}.json", {
+        write_json(out / f"episode{k}.json", {
             **base, "status": "recorded", "video": path.name, "score": outcome["score"],
             "quantity": outcome["quantity"], "steps": outcome["steps"], "frames": len(frames), "fps": fps,
             "frame_skip": spec.frame_skip, "width": spec.width, "height": spec.height, "gl_backend": backend,

@@ -60,7 +60,7 @@ def explain(language: str = "numpy") -> tuple[str, bool]:
 def _check(path: Path, overrides: list[str]) -> int:
     from bird.config.load import ConfigError, compose
     from bird.envs.registry import make_adapter
-    from bird.stages.verify import random_transitions, verify_code
+    from bird.reward.checks import random_transitions, verify_code
 
     try:
         code = path.read_text()

@@ -10,8 +10,8 @@ from typing import Any
 
 from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.registry import register
+from bird.reward.extract import extract_code
 from bird.reward.static import CONTRACT_ENTRIES
-from bird.stages.extract import extract_code
 
 __all__ = ["Contract"]
 

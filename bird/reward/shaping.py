@@ -49,23 +49,20 @@ def _progress(comps: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, dic
     return comps["potential_prev"], comps["potential"], kept
 
 
-@register("reward_form", "potential_shaping")
+@register("reward_form", "potential_shaping", needs={"reward.contract": PROGRESS_CONTRACT})
 def _potential(reward: np.ndarray, comps: dict[str, np.ndarray], tr: Transitions) -> tuple[np.ndarray, dict]:
     phi, phi_next, kept = _progress(comps)
     r, parts = potential_shaping(phi, phi_next, tr)
     return r, {**parts, **kept}
 
 
-@register("reward_form", "raw_progress")
+@register("reward_form", "raw_progress", needs={"reward.contract": PROGRESS_CONTRACT})
 def _raw_progress(reward: np.ndarray, comps: dict[str, np.ndarray], tr: Transitions) -> tuple[np.ndarray, dict]:
     _, phi_next, kept = _progress(comps)
     return phi_next.copy(), kept
 
 
-@register("reward_form", "reference")
+@register("reward_form", "reference", needs={"reward.contract": PROGRESS_CONTRACT})
 def _reference(reward: np.ndarray, comps: dict[str, np.ndarray], tr: Transitions) -> tuple[np.ndarray, dict]:
     _, _, kept = _progress(comps)
     return tr.ref_rewards.astype(np.float64), kept
-
-
-_potential.needs = _raw_progress.needs = _reference.needs = {"reward.contract": PROGRESS_CONTRACT}  # type: ignore[attr-defined]

@@ -7,12 +7,18 @@ import random
 from dataclasses import replace
 from typing import Any
 
+from bird.components.context import context_blocks, initial_user_message
 from bird.components.crossover import crossover_children
 from bird.components.operators import SamplePlan, operator_request
+from bird.components.schedule import remaining_trainings
+from bird.components.screens import screen
+from bird.components.thought import record_thoughts
 from bird.config.schema import BirdConfig
+from bird.learners.job import learner_trains
 from bird.llm.base import BudgetExhausted, Generator, LLMError, Message, Request, Response
-from bird.prompts import initial_user_message, obs_fields_context, templates
+from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
+from bird.reward.checks import verify_code
 from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
@@ -143,8 +149,6 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int, plan: 
 
 def _context_blocks(cfg: BirdConfig, state: SearchState, parent: str | None, context: dict[str, Any]) -> list[str]:
     """Subtask list, behavioural analysis, parent thought, thought instruction (bird/components/context.py)."""
-    from bird.components.context import context_blocks
-
     pieces, shown = context_blocks(cfg, state, parent)
     context.update(shown)
     return pieces
@@ -185,8 +189,6 @@ def _fill(cfg: BirdConfig, cand: Candidate, answer: Response | LLMError) -> None
 def _check(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> None:
     """Run verify's checks now (when a check failure triggers a resample), and its screens too when a screened
     candidate is to be re-asked; the verify stage reuses the result."""
-    from bird.stages.verify import screen, verify_code
-
     if not set(cfg.generate.resample_on) - {str(k) for k in _GENERATE_KINDS}:
         return
     for cand in cands:
@@ -243,11 +245,8 @@ def _resample(cfg: BirdConfig, state: SearchState, generator: Generator, cands: 
 
 
 def _iteration_k(cfg: BirdConfig, state: SearchState) -> int:
-    from bird.components.schedule import remaining_trainings
-    from bird.stages.train import learner_trains
-
     k = state.plan.candidates_at(state.iteration)
-    left = remaining_trainings(cfg, state.policy_trainings) if learner_trains(cfg.train.learner) else None
+    left = remaining_trainings(cfg.budget, state.policy_trainings) if learner_trains(cfg.train.learner) else None
     if left is not None and left < k:
         k = left
         if left == 0:
@@ -264,8 +263,6 @@ def _llm_samples(cfg: BirdConfig, state: SearchState, generator: Generator, k: i
         if isinstance(answer, BudgetExhausted):
             state.stop_reason = str(answer)
     _resample(cfg, state, generator, cands)
-    from bird.components.thought import record_thoughts
-
     record_thoughts(cfg, state, cands)
     if cfg.llm.abort_on_error and any(c.failure and c.failure.kind == FailureKind.LLM_ERROR for c in cands):
         raise LLMError("llm.abort_on_error: a request failed after all retries")

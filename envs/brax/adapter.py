@@ -27,7 +27,7 @@ BASELINES_PATH = Path(__file__).with_name("random_baselines.json")
 @cache
 def brax_env(brax_name: str, backend: str) -> Any:
     """The (unwrapped) brax env; building one parses the model, so each process builds it once."""
-    from bird.learners.jax_cache import enable_compilation_cache
+    from bird.jax_cache import enable_compilation_cache
 
     enable_compilation_cache()
     with warnings.catch_warnings():

@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("ray")
 
 from bird.executors import make_executor  # noqa: E402
+from bird.learners.job import make_job  # noqa: E402
 from bird.loop import search  # noqa: E402
-from bird.stages.train import make_job  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_TITLE = b"ray::_train_stream"  # Ray names a worker process after the task it is running

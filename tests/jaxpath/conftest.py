@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before jaxlib loads: see bird/learners/jax_cache.py
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before jaxlib loads: see bird/jax_cache.py
 try:
     import brax  # noqa: F401
 
@@ -36,7 +36,7 @@ if HAVE_JAX:
     if "BIRD_JAX_CACHE" not in os.environ:
         os.environ["BIRD_JAX_CACHE"] = tempfile.mkdtemp(prefix="bird-jax-cache-")
         atexit.register(shutil.rmtree, os.environ["BIRD_JAX_CACHE"], True)
-    from bird.learners.jax_cache import enable_compilation_cache
+    from bird.jax_cache import enable_compilation_cache
 
     enable_compilation_cache()  # before this process compiles anything, so its programs go to the cache too
 
@@ -51,8 +51,8 @@ def jax_cfg(compose_cfg):
 @pytest.fixture(scope="session")
 def make_jobs(jax_cfg, tmp_path_factory):
     """make_jobs([(code or None, seed), ...], env_steps) -> jobs with exported programs (as the pool sends them)."""
+    from bird.learners.job import make_job
     from bird.learners.programs import export_jobs
-    from bird.stages.train import make_job
 
     def _make(specs, env_steps=None, **changes):
         out = tmp_path_factory.mktemp("jax_jobs")

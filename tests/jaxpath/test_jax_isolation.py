@@ -8,7 +8,7 @@ import types
 
 from jax_programs import FORWARD, UPRIGHT
 
-from bird.pool import TrainPool
+from bird.executors.local import TrainPool
 
 _KEEP: list = []
 
@@ -30,7 +30,7 @@ def run_program_in_process(code: str) -> None:
 
 
 def test_trainer_receives_exported_bytes_and_never_runs_program_python(jax_cfg, tmp_path):
-    from bird.stages.train import make_job
+    from bird.learners.job import make_job
 
     jobs = [make_job(jax_cfg, f"c{i}", code, i, 192, tmp_path / f"c{i}") for i, code in enumerate((FORWARD, UPRIGHT))]
     pool = TrainPool(1)

@@ -9,8 +9,8 @@ from bird.components.literals import ThetaProgram, find_literals, substitute
 from bird.components.trajectories import TrajectoryStore
 from bird.config.schema import EnvConfig
 from bird.envs.registry import make_adapter
+from bird.reward.checks import random_transitions
 from bird.reward.sandbox import SandboxedReward
-from bird.stages.verify import random_transitions
 
 CODE = '''import numpy as np
 SCALE = 0.5  # module level: evaluated once, not a parameter

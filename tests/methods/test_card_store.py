@@ -58,7 +58,7 @@ def rollouts(tmp_path_factory):
 def _state(cfg, adapter, paths):
     from bird.components.trajectories import add_rollouts
     from bird.loop import make_plan
-    from bird.stages.verify import random_transitions
+    from bird.reward.checks import random_transitions
     from bird.state import SearchState
 
     state = SearchState(adapter.spec, make_plan(cfg), 0, random_transitions(adapter, cfg.verify.smoke_steps, 0))
@@ -82,8 +82,8 @@ def test_stored_rollouts_are_labelled_by_their_episode_score(rollouts):
 
 @pytest.mark.slow
 def test_a_misranking_reward_is_screened_and_not_trained_while_a_ranking_one_trains(rollouts, tmp_path):
+    from bird.executors.local import TrainPool
     from bird.loop import _iteration
-    from bird.pool import TrainPool
     from bird.progress import ProgressDisplay
     from bird.rundir import RunDir
 

@@ -8,9 +8,9 @@ import pytest
 from bird.components.crossover import CrossoverError, crossover_share, module_insert
 from bird.config.schema import EnvConfig
 from bird.envs.registry import make_adapter
+from bird.reward.checks import random_transitions
 from bird.reward.sandbox import SandboxedReward
 from bird.reward.static import check_source
-from bird.stages.verify import random_transitions
 
 PARENT_A = '''import numpy as np
 
@@ -84,8 +84,9 @@ def test_a_parent_the_operator_cannot_read_raises_a_crossover_error(bad, match):
 
 def test_crossover_share_rescales_n_to_the_plans_k(compose_cfg):
     cfg = compose_cfg("method=rstar")  # n = 2 of K = 8
-    assert [crossover_share(cfg, k) for k in (1, 2, 4, 8)] == [0, 1, 1, 2]
-    assert crossover_share(compose_cfg("method=eureka"), 8) == 0
+    assert [crossover_share(cfg.crossover, cfg.generate.n_candidates, k) for k in (1, 2, 4, 8)] == [0, 1, 1, 2]
+    eureka = compose_cfg("method=eureka")
+    assert crossover_share(eureka.crossover, eureka.generate.n_candidates, 8) == 0
 
 
 def _xo_state(cfg, hopper, programs):

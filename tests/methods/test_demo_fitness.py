@@ -72,8 +72,8 @@ def test_airl_needs_both_classes():
 
 
 def test_fitness_components_read_the_demo_scores_of_the_evidence():
+    from bird.components.fitness import Evidence
     from bird.registry import get
-    from bird.stages.feedback import Evidence
 
     eps = Episodes(np.zeros((4, 1)), np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([1, 1, -1, 0]),
                    ["expert", "random"])

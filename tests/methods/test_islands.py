@@ -6,7 +6,7 @@ import random
 import pytest
 
 from bird.components.islands import admit, migrate
-from bird.registry import get
+from bird.registry import declared, get
 from bird.state import Plan, SearchState
 from bird.types import Candidate, Report
 
@@ -82,8 +82,9 @@ def test_island_cohort_draws_from_non_empty_islands_and_mates_within_the_island(
     draws = [parent(cfg, state, rng, 1.0) for _ in range(600)]
     assert set(draws) == {"a", "b", "c"}
     assert draws.count("c") > draws.count("a") + draws.count("b")  # island 2's mean (5) beats island 0's (1.5)
-    assert {parent.mate(cfg, state, "a", rng, 1.0) for _ in range(20)} == {"b"}
-    assert parent.mate(cfg, state, "c", rng, 1.0) is None  # alone on its island
+    mate = declared("parent", "archive_island_cohort").mate
+    assert {mate(cfg, state, "a", rng, 1.0) for _ in range(20)} == {"b"}
+    assert mate(cfg, state, "c", rng, 1.0) is None  # alone on its island
     assert parent(cfg, _state([[], []], {}), rng, 1.0) is None
 
 

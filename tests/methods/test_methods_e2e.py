@@ -59,8 +59,8 @@ def test_diff_against_eureka_names_the_design_choices(method, keys):
 def test_invalid_code_is_resampled_blind(compose_cfg):
     from bird.envs.registry import make_adapter
     from bird.llm.base import Generator, Request, Response
+    from bird.reward.checks import random_transitions
     from bird.stages.generate import generate
-    from bird.stages.verify import random_transitions
     from bird.state import Plan, SearchState
 
     class FlakyGenerator(Generator):

@@ -13,10 +13,10 @@ from bird.components.self_verify import parse_rating
 from bird.config.load import ConfigError
 from bird.envs.registry import make_adapter
 from bird.llm.offline import LABEL, OfflineSynthesiser
-from bird.llm.offline.synth import parent_terms
+from bird.llm.offline.proposals import parent_terms
 from bird.registry import get
+from bird.reward.extract import extract_code
 from bird.reward.static import check_source
-from bird.stages.extract import extract_code
 from bird.stages.feedback import feedback
 from bird.stages.generate import build_request
 from bird.state import Plan, SearchState

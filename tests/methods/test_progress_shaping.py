@@ -124,7 +124,7 @@ def test_expert_progress_counts_drops_and_the_last_subtask():
 @pytest.fixture(scope="module")
 def drawer_state(compose_cfg):
     from bird.envs.registry import make_adapter
-    from bird.stages.verify import random_transitions
+    from bird.reward.checks import random_transitions
     from bird.state import Plan, SearchState
 
     cfg = compose_cfg("method=prm4rl", "env=metaworld/drawer_open")

@@ -13,7 +13,7 @@ import pytest
 
 from bird.analysis.__main__ import main as analysis_main
 from bird.envs.frames import RenderingUnavailable, gl_backend
-from bird.learners.video import video_spec
+from bird.learners.job import video_spec
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bird.llm.offline.synth import _pick, _position_pairs, _words
+from bird.llm.offline.proposals import pick_field, position_pairs, task_mentions
 
 __all__ = ["answer_subtasks", "answer_revision", "answer_judge_score", "answer_summary"]
 
@@ -30,15 +30,15 @@ _ABS = re.compile(r"abs\(\s*(\w+)\s*\)\s*<\s*([\d.]+)")
 def _subtasks(ctx: dict[str, Any]) -> list[dict[str, str]]:
     fields, task = ctx["obs_fields"], ctx["task"]
     out = []
-    for a, b in _position_pairs(fields) if _words(task, "reach") else []:
+    for a, b in position_pairs(fields) if task_mentions(task, "reach") else []:
         out.append({"name": f"bring {a} to {b}", "description": f"Move so that {a} reaches {b}.",
                     "done_when": f"norm({a} - {b}) < {REACHED}"})
-    vel = _pick(fields, "velocity", "x")
-    if vel and _words(task, "progress"):
+    vel = pick_field(fields, "velocity", "x")
+    if vel and task_mentions(task, "progress"):
         out.append({"name": "move forward", "description": f"Move in +x: keep {vel['name']} high.",
                     "done_when": f"mean({vel['name']}) > {SPEED}"})
-    angle = _pick(fields, "angle")
-    if angle and (_words(task, "balance") or _words(task, "progress")):
+    angle = pick_field(fields, "angle")
+    if angle and (task_mentions(task, "balance") or task_mentions(task, "progress")):
         out.append({"name": "stay upright", "description": f"Keep {angle['name']} near zero without falling.",
                     "done_when": f"abs({angle['name']}) < {UPRIGHT}"})
     return out or [{"name": "achieve the task", "description": task, "done_when": "the task is achieved"}]

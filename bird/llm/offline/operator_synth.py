@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 from bird.llm.offline.mutation import mutate, optional_terms
-from bird.llm.offline.synth import parent_terms, propose
+from bird.llm.offline.proposals import parent_terms, propose
 from bird.llm.offline.terms import Term, render_program
 from bird.llm.offline.thought_synth import design_thought
 

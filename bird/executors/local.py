@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from bird.executors import assemble, call_learner, failed_result, prepare
+from bird.executors.jobs import assemble, call_learner, failed_result, prepare
 from bird.learners.job import TrainJob
 from bird.types import TrainResult
 
@@ -70,7 +70,7 @@ class TrainPool:
                 self._on_progress(*msg)
 
     def run(self, learner: str, jobs: list[TrainJob]) -> list[TrainResult]:
-        """Results in job order (groups and exported programs: bird.executors.prepare)."""
+        """Results in job order (groups and exported programs: bird.executors.jobs.prepare)."""
         groups, failed = prepare(learner, jobs)
         futures = [self._executor.submit(_run, learner, group) for group in groups]
         done: list[TrainResult] = []

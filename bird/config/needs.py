@@ -1,17 +1,14 @@
 """What a configuration needs beyond generation: judge scores of each trained candidate (`needs_judgement`), and a
 judge, the evaluator role of judge.* (`needs_judge`), built only when some configured component makes judge calls.
-Components declare it by attribute (`needs_judgement` / `needs_judge` on the registered object); flags are listed."""
+Components declare it when they register (bird/registry.py Component); flags are listed here."""
 
 from __future__ import annotations
 
+from bird import registry
 from bird.config.schema import BirdConfig
-from bird.registry import get
 
-__all__ = ["needs_judge", "needs_judgement", "collect_episodes"]
+__all__ = ["needs_judge", "needs_judgement", "collect_episodes", "configured"]
 
-# config key -> registry family, for components that may declare `needs_judge` / `needs_judgement`
-_COMPONENT_KEYS = {"feedback.format": "feedback_format", "feedback.fitness": "fitness",
-                   "feedback.summarisation": "summarisation"}
 # flags whose passes need judge scores / call the judge
 _JUDGEMENT_FLAGS = ("generate.behavioural_analysis",)
 _JUDGE_FLAGS = ("feedback.thought_alignment", "feedback.self_verify")
@@ -23,18 +20,26 @@ def _get(cfg: object, dotted: str) -> object:
     return cfg
 
 
-def _declared(cfg: BirdConfig, attr: str) -> bool:
-    return any(getattr(get(family, _get(cfg, key)), attr, False) for key, family in _COMPONENT_KEYS.items())
+def configured(cfg: BirdConfig) -> list[registry.Component]:
+    """The declarations of every component the config names (single, optional and list keys of every family)."""
+    out = []
+    for kind in ("keys", "optional_keys", "list_keys"):
+        for key, family in registry.config_keys(kind).items():
+            value = _get(cfg, key)
+            values = [] if value is None else [value] if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+            out += [registry.declared(family, v) for v in values]
+    return out
 
 
 def needs_judgement(cfg: BirdConfig) -> bool:
     """True when judge scores per subtask are computed for every trained candidate."""
-    return _declared(cfg, "needs_judgement") or any(bool(_get(cfg, f)) for f in _JUDGEMENT_FLAGS)
+    return any(c.needs_judgement for c in configured(cfg)) or any(bool(_get(cfg, f)) for f in _JUDGEMENT_FLAGS)
 
 
 def needs_judge(cfg: BirdConfig) -> bool:
     """True when any configured component or flag makes judge calls."""
-    return needs_judgement(cfg) or _declared(cfg, "needs_judge") or any(bool(_get(cfg, f)) for f in _JUDGE_FLAGS)
+    return (needs_judgement(cfg) or any(c.needs_judge for c in configured(cfg))
+            or any(bool(_get(cfg, f)) for f in _JUDGE_FLAGS))
 
 
 def collect_episodes(cfg: BirdConfig) -> int:

@@ -1,0 +1,68 @@
+"""result.json: what a finished search reports (docs/rundir.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bird.components.fitness import aggregate_score, resolve_fitness
+from bird.config.load import config_hash
+from bird.config.needs import configured
+from bird.config.schema import BirdConfig
+from bird.llm.base import Generator
+from bird.rundir import SCHEMA_VERSION
+from bird.state import SearchState
+
+__all__ = ["build_result", "substitutes", "why_nothing_returned"]
+
+
+def substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
+    """The config's substitutes, those the components it names declare (Component.substitute), and run-time ones."""
+    judge = state.judge.describe() if state.judge is not None else {}
+    model = f"{judge['model']} ({judge['label']})" if judge.get("label") else judge.get("model", "no judge")
+    out = [s.replace("{judge_model}", model) for s in cfg.substitutes]  # the judge the run actually used
+    out += [c.substitute for c in configured(cfg) if c.substitute]
+    out += state.substitutes
+    return list(dict.fromkeys(out))
+
+
+def why_nothing_returned(state: SearchState) -> str | None:
+    """Why the search has no returned candidate (None when it has one): each candidate's failure and attempts."""
+    if state.returned is not None:
+        return None
+    failed = [f"{c.id}: {c.failure.kind} after {c.attempts} attempt(s): {c.failure.reason}"
+              for c in state.candidates.values() if c.failure is not None]
+    reason = "; ".join(failed[:10]) or "no candidate was generated"
+    return f"no candidate could be returned ({reason})" + (f"; {state.stop_reason}" if state.stop_reason else "")
+
+
+def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scores: list[float], wall: float,
+                 resumes: list[dict[str, Any]]) -> dict[str, Any]:
+    """result.json's content for a completed search (videos are added by the caller)."""
+    totals = generator.totals()
+    cand = state.candidates.get(state.returned or "")
+    cands = list(state.candidates.values())
+    return {
+        "schema_version": SCHEMA_VERSION, "status": "completed",
+        "method": cfg.method, "env": cfg.env.id, "suite": state.spec.suite, "task": state.spec.task,
+        "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
+        "generator": generator.describe(), "substitutes": substitutes(cfg, state),
+        "plan": state.plan.__dict__, "score_definition": state.spec.score_definition,
+        "fitness_source": resolve_fitness(cfg.feedback.fitness, state.spec.suite),
+        "returned": None if cand is None else {
+            "candidate_id": cand.id, "code_path": f"candidates/{cand.id}/reward.py" if cand.code else None,
+            "in_loop_score": aggregate_score(cfg.feedback.aggregate, state.results.get(cand.id))},
+        "returned_score": float(np.mean(scores)) if scores else None,
+        "no_return_reason": why_nothing_returned(state),
+        "returned_score_per_seed": scores,
+        "iterations": state.iterations_log,
+        "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
+        "failures": {k: sum(1 for c in cands if c.failure and c.failure.kind == k)
+                     for k in sorted({str(c.failure.kind) for c in cands if c.failure})},
+        "stop_reason": state.stop_reason, "policy_trainings": state.policy_trainings,
+        "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
+        "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
+        "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
+        "resumes": resumes,
+    }
