@@ -127,7 +127,7 @@ def test_island_cohort_parents_among_equals_are_drawn_uniformly(cfg):
     draws = [get("parent", "archive_island_cohort")(c, state, rng, 1.0) for _ in range(3000)]
     shares = _shares(draws)  # island 1/3 each, then a member: a, b 1/6 each; c, d 1/3 each
     assert shares["c"] == pytest.approx(1 / 3, abs=0.04) and shares["a"] == pytest.approx(1 / 6, abs=0.04)
-    mates = Counter(get("parent", "archive_island_cohort").mate(c, state, "a", rng, 1.0) for _ in range(50))
+    mates = Counter(draw_mate(c, state, "archive_island_cohort", "a", rng, 1.0) for _ in range(50))
     assert set(mates) == {"b"}
 
 
