@@ -63,11 +63,26 @@ def _files(run: Path, with_media: bool) -> tuple[list[str], list[str]]:
             keep.append(rel)
         elif tracker_or_state or rel.endswith(_NEVER):
             left.append(rel)
-        elif rel.endswith(TEXT_SUFFIXES) or (with_media and rel.endswith(MEDIA_SUFFIXES)):
+        elif rel.endswith(TEXT_SUFFIXES) or (with_media and rel.endswith(MEDIA_SUFFIXES) and _no_pickle(path)):
             keep.append(rel)
         else:
             left.append(rel)
     return keep, left
+
+
+def _no_pickle(path: Path) -> bool:
+    """An .npz whose every array loads without pickle (object arrays need it); other media are not pickles."""
+    if path.suffix != ".npz":
+        return True
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            for name in data.files:
+                data[name]
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def _cache_for(run: Path, cache_dir: Path | None) -> ResponseCache:
