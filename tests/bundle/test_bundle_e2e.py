@@ -115,7 +115,8 @@ def test_pack_verify_replay_offline_without_key_gives_identical_results(recorded
                 assert a.exists() == b.exists(), (cell["id"], cid, name)
                 if name != "candidate.json" and a.exists():
                     assert a.read_bytes() == b.read_bytes(), (cell["id"], cid, name)
-    print(f"\nbundle {bundle.stat().st_size} bytes, replay {replay_s:.1f} s")
+    answers = sum(c["transcript"]["answers"] for c in cells)
+    print(f"\nbundle {bundle.stat().st_size} bytes ({answers} answers), replay {replay_s:.1f} s")
 
 
 def _sweep_dir(cell: dict) -> str:
