@@ -81,6 +81,10 @@ def _excluded(rel: str) -> bool:
 
 
 def _drop(data: Any, keys: set[str]) -> Any:
+    """`data` without `keys` (dotted: nested; the "*" keys at every depth, in lists too)."""
+    anywhere = keys & _EXECUTION_KEYS["*"]
+    if isinstance(data, list):
+        return [_drop(x, anywhere) for x in data]
     if not isinstance(data, dict):
         return data
     out = {}
@@ -88,7 +92,7 @@ def _drop(data: Any, keys: set[str]) -> Any:
         if k in keys:
             continue
         nested = {key.split(".", 1)[1] for key in keys if key.startswith(k + ".")}
-        out[k] = _drop(v, nested | (keys & _EXECUTION_KEYS["*"])) if isinstance(v, dict) else v
+        out[k] = _drop(v, nested | anywhere)
     return out
 
 
