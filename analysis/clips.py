@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .artefacts import inside
+
 __all__ = ["pick_clips"]
 
 
@@ -17,8 +19,8 @@ def _first_clip(run_dir: str) -> dict | None:
     except (OSError, ValueError):
         return None
     for clip in videos.get("clips") or []:
-        path = Path(run_dir) / clip.get("video", "")
-        if clip.get("video") and path.is_file():
+        path = Path(run_dir) / str(clip.get("video", ""))
+        if clip.get("video") and path.is_file() and inside(Path(run_dir), path):
             return {**clip, "path": str(path)}
     return None
 

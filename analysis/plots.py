@@ -28,8 +28,8 @@ def _plural(n: int, word: str) -> str:
 
 def _suptitle(fig: Figure, text: str) -> None:
     """A figure title wrapped to the figure's width."""
-    width = int(fig.get_figwidth() * 14)
-    fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=9)
+    width = int(fig.get_figwidth() * 12.5)
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=10)
 
 
 def _range(counts: list[int] | np.ndarray) -> str:
@@ -154,14 +154,14 @@ def plot_curves(iterations: pd.DataFrame, x: str = "iteration", n_resamples: int
                           [g.loc[g["iteration"] == i, "env_steps_cum"].mean() for i in its], dtype=float)
             _band(ax, xs, per_it, f"C{k % 10}", m, n_resamples, random_state)
             n_seeds.append(g["seed"].nunique())
-        ax.set_title(f"{b}/{t} ({_range(n_seeds)} seeds)", fontsize=8)
+        ax.set_title(f"{b}/{t} ({_range(n_seeds)} seeds)", fontsize=9)
         ax.set_xlabel("iteration" if x == "iteration" else "cumulative env steps")
         if x == "iteration":
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("incumbent score")
     for ax in axes[len(tasks):]:
         ax.set_axis_off()
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=8)
     _suptitle(fig, f"Per-task curves, n = {_plural(len(tasks), 'task')}: in-loop score of the reward that would be "
                    "returned after each iteration;\nmean over seeds, 95% BCa bands over seeds")
     return fig, []
@@ -193,7 +193,7 @@ def plot_epic(epic: pd.DataFrame, n_resamples: int = 2_000, random_state: int = 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("EPIC distance to reference")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     ax.set_title(f"EPIC over iterations ({_n_label(n_tasks, seeds)})\n95% BCa over seeds, tasks fixed",
                  fontsize=9)
     return fig, notes
@@ -218,7 +218,7 @@ def plot_paired(runs: pd.DataFrame, method_a: str, method_b: str, n_resamples: i
     ax.errorbar(x_all, iv.estimate, yerr=[[iv.estimate - iv.low], [iv.high - iv.estimate]], fmt="s",
                 color="black", capsize=4)
     ax.axhline(0, color="grey", lw=1)
-    ax.set_xticks([*range(len(keys)), x_all], [*keys, "mean"], rotation=40, ha="right", fontsize=7)
+    ax.set_xticks([*range(len(keys)), x_all], [*keys, "mean"], rotation=40, ha="right", fontsize=8)
     ax.set_ylabel(f"{method_a} − {method_b}")
     seeds = [v.size for v in by_task.values()]
     ax.set_title(f"Paired differences ({_n_label(len(keys), seeds, 'pairs')})\nmean {iv.estimate:+.3f}, "
@@ -244,7 +244,7 @@ def plot_profiles(runs: pd.DataFrame) -> Result:
         ax.set_xlabel("score τ")
         ax.set_ylabel("fraction of runs > τ")
         seeds = [v.size for t in table.values() for v in t.values()]
-        ax.set_title(f"{b} ({_n_label(len(set().union(*table.values())), seeds)})", fontsize=8)
-        ax.legend(fontsize=7)
+        ax.set_title(f"{b} ({_n_label(len(set().union(*table.values())), seeds)})", fontsize=9)
+        ax.legend(fontsize=8)
     _suptitle(fig, "Performance profiles (no intervals)")
     return fig, []

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import html
 import os
-import shutil
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,11 +11,14 @@ from pathlib import Path
 import pandas as pd
 
 from . import plots
+from .artefacts import copy_clips, copy_run_files
 from .bootstrap import interval
 from .bradley_terry import BTIntervals, bradley_terry_intervals
 from .clips import pick_clips
 from .metrics import aggregate_iqm, aggregate_optimality_gap
+from .page import CAPTIONS, not_drawn_reason, render_page
 from .rundir import RunCollection, read_runs
+from .task_table import per_task_table
 from .tidy import score_table, shared_tasks
 
 __all__ = ["Leaderboard", "build_leaderboard", "write_leaderboard"]
@@ -25,13 +26,16 @@ __all__ = ["Leaderboard", "build_leaderboard", "write_leaderboard"]
 
 @dataclass
 class Leaderboard:
-    """Tables (benchmark name or "pooled" -> DataFrame), figures (file stem -> Figure or None), and notes."""
+    """Overview tables (benchmark name or "pooled" -> DataFrame), figures (file stem -> Figure or None), notes, the
+    per-task table (analysis/task_table.py) and the runs behind it (RunCollection.runs)."""
 
     tables: dict[str, pd.DataFrame]
     figures: dict[str, object]
     notes: list[str] = field(default_factory=list)
     header: list[str] = field(default_factory=list)
     clips: pd.DataFrame = field(default_factory=pd.DataFrame)  # one clip per method × task (analysis/clips.py)
+    tasks: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per benchmark × task × method
+    runs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _fmt_iv(est: float, lo: float, hi: float) -> str:
@@ -134,8 +138,9 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     if len(benches) > 1:
         tables["pooled"] = _table(runs, "pooled", fits.get("pooled"), n_resamples, random_state, notes)
     clips = pick_clips(runs)
+    tasks = per_task_table(runs, n_resamples, random_state)
     if not figures:
-        return Leaderboard(tables, {}, notes, header, clips)
+        return Leaderboard(tables, {}, notes, header, clips, tasks, runs)
     figs: dict[str, object] = {}
 
     def add(name: str, result: plots.Result) -> None:
@@ -153,7 +158,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     else:
         add("paired", plots.plot_paired(runs, *pair, n_resamples=n_resamples, random_state=random_state))
     add("profiles", plots.plot_profiles(runs))
-    return Leaderboard(tables, figs, notes, header, clips)
+    return Leaderboard(tables, figs, notes, header, clips, tasks, runs)
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -163,86 +168,61 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-_CAPTIONS = {
-    "method_comparison": "Method comparison per benchmark (dots: runs; ticks: mean; bars: 95% BCa)",
-    "bradley_terry": "Bradley–Terry ratings (Elo) per benchmark and pooled",
-    "curves_iteration": "Per-task curves over iterations",
-    "curves_env_steps": "Per-task curves over cumulative env steps",
-    "epic": "EPIC distance to the reference reward over iterations",
-    "paired": "Paired differences (task, seed)",
-    "profiles": "Performance profiles",
-}
+def _task_md(tasks: pd.DataFrame) -> list[str]:
+    if tasks.empty:
+        return []
+    rows = pd.DataFrame({
+        "task": tasks["benchmark"] + "/" + tasks["task"], "method": tasks["method"], "seeds": tasks["n_seeds"],
+        "mean [95% BCa]": [f"{t.mean:.3f} [{t.low:.3f}, {t.high:.3f}]" if t.n_seeds else "n/a"
+                           for t in tasks.itertuples()]})
+    return ["## Per task", "", _md_table(rows), ""]
 
 
-def _clips_section(clips: pd.DataFrame, out: Path) -> tuple[list[str], list[str]]:
-    """Copy each method × task clip into out/clips/ and lay them out as a task × method grid (HTML) / list (md)."""
+def _clips_md(clips: pd.DataFrame, files: dict[tuple[str, str, str], str]) -> list[str]:
     if clips.empty:
-        return [], []
-    (out / "clips").mkdir(exist_ok=True)
+        return []
     md = ["## Clips", "", "One clip per method × task: the first evaluation episode of the returned policy (final "
           "retrain) of the run with the median returned score.", ""]
-    body = ["<h2>Clips</h2>", "<p>One clip per method × task: the first evaluation episode of the returned policy "
-            "(final retrain) of the run with the median returned score.</p>"]
-    for bench, g in clips.groupby("benchmark", sort=True):
-        methods = sorted(g["method"].unique())
-        body += [f"<h3>{html.escape(str(bench))}</h3>", "<table><tr><th>task</th>",
-                 *[f"<th>{html.escape(m)}</th>" for m in methods], "</tr>"]
-        for task, tg in g.groupby("task", sort=True):
-            body.append(f"<tr><td>{html.escape(str(task))}</td>")
-            for m in methods:
-                row = tg[tg["method"] == m]
-                if row.empty:
-                    body.append("<td>–</td>")
-                    continue
-                r = row.iloc[0]
-                name = f"{bench}-{task}-{m}.mp4".replace("/", "_")
-                shutil.copy2(r["path"], out / "clips" / name)
-                score = "n/a" if pd.isna(r["returned_score"]) else f"{r['returned_score']:.3f}"
-                clip = "n/a" if r["clip_score"] is None or pd.isna(r["clip_score"]) else f"{r['clip_score']:.3f}"
-                caption = (f"returned score {score} (seed {r['seed']}, median of {r['n_runs']} runs); "
-                           f"this episode {clip}")
-                body.append(f'<td><figure><video src="clips/{html.escape(name)}" controls muted loop playsinline '
-                            f'preload="metadata" title="{html.escape(str(r["description"]))}"></video>'
-                            f"<figcaption>{html.escape(caption)}</figcaption></figure></td>")
-                md.append(f"- {bench}/{task}, {m}: [clips/{name}](clips/{name}) — {caption}")
-            body.append("</tr>")
-        body.append("</table>")
-    return md + [""], body
+    for r in clips.sort_values(["benchmark", "task", "method"]).itertuples():
+        path = files[(r.benchmark, r.task, r.method)]
+        score = "n/a" if pd.isna(r.returned_score) else f"{r.returned_score:.3f}"
+        clip = "n/a" if r.clip_score is None or pd.isna(r.clip_score) else f"{r.clip_score:.3f}"
+        md.append(f"- {r.benchmark}/{r.task}, {r.method}: [{path}]({path}) — returned score {score} (seed {r.seed}, "
+                  f"median of {r.n_runs} runs); this episode {clip}")
+    return [*md, ""]
 
 
-def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 110) -> Path:
-    """Write leaderboard.md, leaderboard.html and one PNG per drawable figure into `out_dir`; returns the .md."""
+def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 200, bundle: str | None = None) -> Path:
+    """Write leaderboard.md, leaderboard.html, one PNG per drawable figure, the clips (clips/) and each run's result,
+    config and returned reward (runs/) into `out_dir`; returns the .md path.
+
+    Args:
+        dpi: of the PNGs; the page shows each figure 100 CSS px per inch wide, so 200 is sharp on high-DPI screens.
+        bundle: the bundle (file name or path) the runs came from, named in the page's re-run box.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     md = ["# bird leaderboard", "", *[f"- {h}" for h in lb.header], ""]
-    body = ["<h1>bird leaderboard</h1>", "<ul>", *[f"<li>{html.escape(h)}</li>" for h in lb.header], "</ul>"]
     for name, df in lb.tables.items():
         md += [f"## {name}", "", _md_table(df), ""]
-        body += [f"<h2>{html.escape(name)}</h2>", df.to_html(index=False, escape=True, border=0)]
     md += ["Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed.", ""]
+    md += _task_md(lb.tasks)
     md += ["## Figures", ""]
-    body += ["<h2>Figures</h2>"]
+    saved: dict[str, tuple[str, int] | None] = {}
     for name, fig in lb.figures.items():
-        caption = _CAPTIONS.get(name, name)
+        caption = CAPTIONS.get(name, name)
         if fig is None:
-            reason = "; ".join(n.split(": ", 1)[1] for n in lb.notes if n.startswith(name + ": ")) or "no data"
-            md += [f"### {caption}", "", f"_Not drawn: {reason}_", ""]
-            body += [f"<h3>{html.escape(caption)}</h3>", f"<p><em>Not drawn: {html.escape(reason)}</em></p>"]
+            md += [f"### {caption}", "", f"_Not drawn: {not_drawn_reason(name, lb.notes)}_", ""]
+            saved[name] = None
             continue
         fig.savefig(out / f"{name}.png", dpi=dpi)
         md += [f"### {caption}", "", f"![{caption}]({name}.png)", ""]
-        body += [f"<h3>{html.escape(caption)}</h3>", f'<img src="{name}.png" alt="{html.escape(caption)}">']
-    clip_md, clip_html = _clips_section(lb.clips, out)
-    md += clip_md
-    body += clip_html
+        saved[name] = (f"{name}.png", round(fig.get_figwidth() * 100))
+    clip_files = copy_clips(lb.clips, out)
+    md += _clips_md(lb.clips, clip_files)
     if lb.notes:
         md += ["## Notes", "", *[f"- {n}" for n in lb.notes], ""]
-        body += ["<h2>Notes</h2>", "<ul>", *[f"<li>{html.escape(n)}</li>" for n in lb.notes], "</ul>"]
     (out / "leaderboard.md").write_text("\n".join(md))
-    style = "body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}" \
-            "td,th{padding:2px 8px;border-bottom:1px solid #ddd}img{max-width:100%}" \
-            "figure{margin:0}video{width:240px;display:block}figcaption{font-size:12px;color:#444}"
-    (out / "leaderboard.html").write_text(
-        f"<!doctype html><html><head><meta charset='utf-8'><title>bird leaderboard</title><style>{style}</style>"
-        f"</head><body>{''.join(body)}</body></html>\n")
+    run_files = copy_run_files(lb.runs, out) if len(lb.runs) else {}
+    (out / "leaderboard.html").write_text(render_page(lb, saved, clip_files, run_files, bundle))
     return out / "leaderboard.md"

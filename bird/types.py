@@ -22,6 +22,7 @@ class FailureKind(StrEnum):
     """Why a candidate did not produce a usable result. Skipped != failed != screened != timed out."""
 
     LLM_ERROR = "llm_error"  # the generator could not answer (retries exhausted)
+    TRUNCATED = "truncated"  # the provider cut the answer at its output limit (max_tokens): nothing of it is compiled
     PARSE_ERROR = "parse_error"  # no code could be extracted from the answer
     COMPILE_ERROR = "compile_error"  # the code is not valid Python
     REJECTED = "rejected"  # static checks refused the program (imports, files, leaks, ...)
@@ -62,7 +63,7 @@ class Candidate:
     co_parents: tuple[str, ...] = ()  # further parents (crossover), after parent_id
     llm: dict[str, Any] = field(default_factory=dict)  # model, tokens, cost, latency, cached
     attempts: int = 1  # answers requested for this candidate (1 + blind resamples)
-    resampled: list[dict[str, str]] = field(default_factory=list)  # the failure of each answer that was re-asked
+    resampled: list[dict[str, Any]] = field(default_factory=list)  # the failure of each answer that was re-asked
     request: Any = field(default=None, repr=False, compare=False)  # the Request it answers (not saved)
     verified: VerifyResult | None = field(default=None, repr=False, compare=False)  # checks already run
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 from run_kills import copy_at_event, killed_copy_of, killed_late
@@ -20,6 +21,25 @@ def compose_cfg():
         return compose([*SMOKE, *overrides])
 
     return _compose
+
+
+# no network from the browser: no background services, no updates, no sync, no QUIC, no GPU process
+CHROMIUM_FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+                  "--disable-quic", "--disable-gpu", "--autoplay-policy=no-user-gesture-required"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's chromium driven by Playwright (the browser tests of the rating page and the leaderboard page)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.skip("no chromium (make test installs Debian's chromium when run as root)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        root = os.geteuid() == 0  # chromium's sandbox refuses to run as root
+        browser = pw.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS + (["--no-sandbox"] if root else []))
+        yield browser
+        browser.close()
 
 
 # The env each method's shared smoke search runs on (methods that need demonstrations, a Pythonic class abstraction or

@@ -38,6 +38,14 @@ def test_unregistered_component_name_is_rejected():
         compose(["select.rule=nosuch"])
 
 
+def test_the_truncation_re_ask_limits_are_checked():
+    with pytest.raises(ConfigError) as err:
+        compose(["generate.truncation_retries=-1", "generate.max_tokens=4096", "generate.truncation_max_tokens=2048"])
+    assert "generate.truncation_retries=-1: must be >= 0" in str(err.value)
+    assert "generate.truncation_max_tokens=2048: must be >= generate.max_tokens=4096 or null" in str(err.value)
+    assert compose(["generate.truncation_max_tokens=8192"]).generate.truncation_max_tokens == 8192
+
+
 def test_every_problem_is_reported_at_once():
     with pytest.raises(ConfigError) as err:
         compose(["loop.iterations=0", "budget.env_steps=0", "llm.cache=sometimes"])

@@ -140,7 +140,7 @@ class Scripted(Generator):
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
-        return Response(answer, self.model)
+        return answer if isinstance(answer, Response) else Response(answer, self.model)
 
 
 def _judged_state(compose_cfg, tmp_path, answers, *overrides):
@@ -229,6 +229,18 @@ def test_subtask_list_schema_names_the_problem(answer, problem):
     assert any(problem in p for p in subtask_problems(answer))
     assert subtask_problems({"subtasks": [{"name": "a", "description": "d", "done_when": "w"}]}) == []
     assert "decompose.n_subtasks=2" in subtask_problems({"subtasks": [{"name": "a", "description": "d", "done_when": "w"}]}, 2)[0]
+
+
+def test_a_subtask_list_cut_at_the_output_limit_is_named_as_cut(compose_cfg):
+    cfg = compose_cfg("method=rda", ENV, "decompose.retries=1")
+    state = SearchState(make_adapter(cfg.env).spec, Plan(1, 2, 10, 10, 1, 1), 0, {})
+    whole = '{"subtasks": [{"name": "a", "description": "d", "done_when": "w"}]}'
+    cut = Response('```json\n{"subtasks": [{"name": "balance", "descri', "m", finish_reason="length")
+    record = get("decompose", "subtask_list")(cfg, state, JournalGenerator(Scripted([cut, whole]), None))
+    first = record["attempts"][0]["problems"]
+    assert first[0] == f"the answer was cut off at the output limit (max_tokens={cfg.generate.max_tokens})"
+    assert "the object is never closed: the answer looks cut off" in first[1]
+    assert record["valid"] and record["attempts"][1]["problems"] == []
 
 
 def test_co_evolution_keeps_the_list_when_the_revision_is_invalid_and_records_why(compose_cfg, tmp_path):

@@ -54,7 +54,7 @@ def test_offline_programs_pass_in_the_sandbox(compose_cfg, task, env):
         for sample in range(SAMPLES if contract == "compute_reward" else 1):
             request = Request("reward", (Message("user", "write a reward"),), context, sample_index=sample, seed=0)
             text = OfflineSynthesiser("offline").complete(request).text
-            code = get("contract", contract).extract(text)
+            code = get("contract", contract).extract(text).code
             assert code is not None, text[:500]
             assert check_source(code, CONTRACT_ENTRIES[contract], contract=contract) is None, (contract, code)
             with SandboxedReward(code, spec.obs_index, 10.0, contract=contract) as program:

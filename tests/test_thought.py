@@ -45,6 +45,19 @@ def test_extract_braced_reads_the_thought_outside_code_only():
     assert extract_braced("```python\nx = {1}\n```\n{late idea}") == "late idea"
 
 
+@pytest.mark.parametrize("text, thought", [
+    ("{A sum of {forward} speed and an alive bonus}\n```python\nx = 1\n```", "A sum of {forward} speed and an alive bonus"),
+    ("The term r_{t} and \\frac{a}{b} are maths. {Reward forward speed, penalise torque}", "Reward forward speed, penalise torque"),
+    ("Use `d = {'a': 1}` here.\n{{Reward the height, with a bonus}}", "Reward the height, with a bonus"),
+    ('Weights {"forward": 1.0, "ctrl": 0.1}\n{Forward speed dominates the reward}', "Forward speed dominates the reward"),
+    ("~~~python\nr = {'x': 1}\n~~~\n{Distance shaping toward the goal}", "Distance shaping toward the goal"),
+    ("```python\nx = {1,\n```\n{ unclosed and never", None),
+    ("No braces at all.", None),
+])
+def test_extract_braced_reads_the_thought_as_models_write_it(text, thought):
+    assert extract_braced(text) == thought
+
+
 def test_the_prompt_asks_for_a_thought_only_when_design_thought_is_on(compose_cfg):
     off = compose_cfg("env=mujoco/inverted_pendulum")
     on = compose_cfg("env=mujoco/inverted_pendulum", "generate.design_thought=inline_brace")
@@ -78,7 +91,7 @@ def test_offline_answer_states_a_thought_that_describes_its_own_terms(compose_cf
     request = build_request(cfg, state, 0)
     text = OfflineSynthesiser("offline").complete(request).text
     thought = extract_braced(text)
-    code = Contract("compute_reward", "compute_reward").extract(text)
+    code = Contract("compute_reward", "compute_reward").extract(text).code
     assert thought is not None and thought.startswith("A weighted sum of") and code is not None
     names = [n for n in ("upright", "alive", "action_cost", "smoothness") if f"'{n}'" in code]
     assert names and all(n in thought for n in names)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System packages the test suite needs, installed only when missing (Debian/Ubuntu, as root):
 #   - offscreen GL for MuJoCo videos: Mesa's EGL (software rendering works without a GPU), OSMesa as the fallback;
-#   - Debian's chromium for the rating-page browser test (Playwright's own browser download is not used).
+#   - Debian's chromium for the browser tests of the rating and leaderboard pages (Playwright's own browser download is not used).
 # As a non-root user it installs nothing and says what is missing; the tests that need it then skip with a reason.
 set -uo pipefail
 

@@ -19,6 +19,7 @@ from bird.llm.base import Generator, LLMError, Message, Request
 from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
 from bird.reward.checks import verify_code
+from bird.reward.contracts import read_answer
 from bird.reward.factory import open_program
 from bird.reward.sandbox import RewardProgramError
 from bird.state import SearchState
@@ -77,9 +78,10 @@ def author_critics(cfg: BirdConfig, state: SearchState, generator: Generator) ->
             record["failure"] = f"llm_error: {answer}"[:500]
         else:
             record["response"] = answer.text
-            record["code"] = contract.extract(answer.text)
-            if record["code"] is None:
-                record["failure"] = "parse_error: no program in the answer"
+            reading = read_answer(contract, answer, req.max_tokens)
+            record["code"] = reading.code
+            if reading.failure is not None:
+                record["failure"] = f"{reading.failure.kind}: {reading.failure.reason}"[:500]
             else:
                 result = verify_code(record["code"], cfg, state.smoke_batch, state.spec)
                 record["ok"] = result.ok

@@ -163,6 +163,8 @@ def _tag_graph(cfg: BirdConfig, state: SearchState, generator: Generator) -> dic
             problems = graph_problems(graph)
         except AnswerParseError as exc:
             graph, problems = None, [str(exc)]
+        if problems and answer.truncated:
+            problems.insert(0, f"the answer was cut off at the output limit (max_tokens={req.max_tokens})")
         attempts.append({"response": answer.text, "problems": problems, "llm": answer.to_json()})
         if not problems:
             return {"kind": "tag_graph", "valid": True, "graph": graph, "n_examples": req.context["n_examples"],

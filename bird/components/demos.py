@@ -4,6 +4,7 @@ train/test split, scoring a candidate's reward on them in the sandbox, and learn
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -117,7 +118,8 @@ def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Generator | None =
     pos = _episodes(expert.next_obs, label, "expert")
     neg = _episodes(negative.next_obs, np.full(negative.next_obs.shape[:2], -1), d.negative_kind)
     (pos_tr, pos_te), (neg_tr, neg_te) = _split(pos, _n_train(cfg, d.n_expert)), _split(neg, _n_train(cfg, d.n_negative))
-    test = pos_te.extend(neg_te) if pos_te is not None and neg_te is not None else None
+    held_out = [e for e in (pos_te, neg_te) if e is not None]  # a kind with nothing held out adds nothing
+    test = reduce(Episodes.extend, held_out) if held_out else None
     meta = {"env": cfg.env.id, "n_expert": d.n_expert, "n_negative": d.n_negative, "seed": d.seed,
             "negative_kind": d.negative_kind, "positive_states": d.positive_states, "stride": d.stride, "n_shown": d.n_shown,
             "max_train": d.max_train, "expert_success_rate": expert.success_rate,

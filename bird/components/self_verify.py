@@ -19,7 +19,8 @@ __all__ = ["self_verify", "parse_rating"]
 _DEFAULT = ("Here is a reward function you wrote and the feedback from training a policy with it.\n"
             "```python\n{code}```\n{feedback}\n\nRate how well this reward will lead a policy to accomplish the task, "
             "from -1 (not at all) to 1 (fully). End your answer with a line 'Rating: <number>'.")
-_RATING = re.compile(r"rating\s*[:=]\s*([-+]?\d*\.?\d+)", re.IGNORECASE)
+# "Rating: 0.8", "**Rating:** -0.5", "Final rating = **+.7**", "rating: [0.3]", "Rating (-1 to 1): 0.6"
+_RATING = re.compile(r"rating(?:\s*\([^)\n]{0,40}\))?[\s*_`]{0,4}[:=][\s*_`\[(]{0,6}([-+]?\d*\.?\d+)", re.IGNORECASE)
 
 
 def parse_rating(text: str) -> float | None:

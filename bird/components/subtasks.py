@@ -79,6 +79,8 @@ def _ask(cfg: BirdConfig, state: SearchState, generator: Generator, request: Req
             problems = subtask_problems(parsed, cfg.decompose.n_subtasks)
         except AnswerParseError as exc:
             parsed, problems = None, [str(exc)]
+        if problems and answer.truncated:
+            problems.insert(0, f"the answer was cut off at the output limit (max_tokens={req.max_tokens})")
         attempts.append({"response": answer.text, "problems": problems, "llm": answer.to_json()})
         if not problems:
             return _clean(parsed), attempts

@@ -19,6 +19,7 @@ from typing import Any
 
 from bird.config.schema import BirdConfig
 from bird.llm.base import LLMError, Message, Request
+from bird.llm.blocks import outside_blocks
 from bird.prompts import templates
 from bird.registry import get, register
 from bird.state import SearchState
@@ -37,17 +38,35 @@ DEFAULT_ALIGN_USER = (
     "sentences, starting from the stated idea: name its reward components, the observations each is computed from, "
     "their weights or temperatures and how they are combined, and any special idea the code uses. "
     "Answer with the description only.")
-_FENCED = re.compile(r"```.*?(```|$)", re.DOTALL)
-_BRACED = re.compile(r"\{(.*?)\}", re.DOTALL)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_DICT_LIKE = re.compile(r"""\s*["'][^"']*["']\s*:""")  # {"key": ...}: data, not a sentence
 _MAX_CHARS = 2000
 
 
+def _braced_spans(text: str) -> list[str]:
+    """Contents of the outermost brace-balanced {...} spans of `text`, in order (an unclosed one is dropped)."""
+    spans, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "{":
+            depth, start = depth + 1, (i if depth == 0 else start)
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start + 1 : i])
+    return spans
+
+
 def extract_braced(text: str) -> str | None:
-    """The first {...} outside code blocks (braces inside the code are never a thought), stripped; None if none."""
-    outside = _FENCED.sub(" ", text or "")
-    match = _BRACED.search(outside)
-    thought = match.group(1).strip() if match else ""
-    return thought[:_MAX_CHARS] or None
+    """The first {...} of the prose that reads as a sentence (two words or more, not a {"key": value} pair; nested
+    braces kept, doubled braces undone), outside fenced blocks and `inline code`; None if there is none."""
+    prose = _INLINE_CODE.sub(" ", outside_blocks(text or ""))
+    for span in _braced_spans(prose):
+        thought = span.strip()
+        while thought.startswith("{") and thought.endswith("}"):
+            thought = thought[1:-1].strip()
+        if len(thought.split()) >= 2 and not _DICT_LIKE.match(thought):
+            return thought[:_MAX_CHARS]
+    return None
 
 
 @dataclass(frozen=True)

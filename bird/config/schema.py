@@ -70,6 +70,11 @@ class GenerateConfig:
     temperature: float = 1.0
     # max tokens per answer
     max_tokens: int = 4096
+    # re-asks of an answer the provider cut at max_tokens (failure kind truncated), with a note asking for a shorter
+    # answer; 0 = record the failure [ours: no published method handles a cut answer]
+    truncation_retries: int = 1
+    # max_tokens of such a re-ask (None = generate.max_tokens); a higher value where the model and budget allow
+    truncation_max_tokens: int | None = None
     # blind resamples of the same prompt for an answer that fails as `resample_on` says (0 = record the failure)
     parse_retries: int = 0
     # failure kinds that trigger a blind resample (verify-check kinds make generate run the checks itself)

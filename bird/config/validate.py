@@ -84,11 +84,18 @@ def _get(cfg: object, dotted: str) -> object:
     return cfg
 
 
+def _check_truncation(cfg: BirdConfig, problems: list[str]) -> None:
+    limit = cfg.generate.truncation_max_tokens
+    if limit is not None and limit < cfg.generate.max_tokens:
+        problems.append(f"generate.truncation_max_tokens={limit}: must be >= generate.max_tokens="
+                        f"{cfg.generate.max_tokens} or null")
+
+
 def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
     for key in _POSITIVE_INTS:
         if _get(cfg, key) < 1:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 1")
-    for key in ("generate.parse_retries", "train.workers", "train.timeout_s", "llm.max_retries",
+    for key in ("generate.parse_retries", "generate.truncation_retries", "train.workers", "train.timeout_s", "llm.max_retries",
                 "train.collect_episodes", "demos.rl_every", "decompose.n_examples", "decompose.retries"):
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
@@ -270,6 +277,7 @@ def validate(cfg: BirdConfig) -> list[str]:
     """Return every problem found in `cfg` (empty when valid)."""
     problems: list[str] = []
     _check_numbers(cfg, problems)
+    _check_truncation(cfg, problems)
     _check_names(cfg, problems)
     _check_couplings(cfg, problems)
     _check_flags(cfg, problems)

@@ -50,5 +50,6 @@ register("learner", "sb3_ppo")(Learner(_sb3_ppo))
 register("learner", "jax_ppo")(Learner(
     _jax_ppo, batched=True, language="jax",  # jobs carry exported programs (bird/learners/programs.py)
     needs={"reward.language": ("jax",), "reward.contract": ("compute_reward",), "reward.form": ("direct",),
-           "train.obs_augment": ("none",)}))
+           "train.obs_augment": ("none",),
+           "train.early_stop": ("none",)}))  # a group of trainings runs as one program: none can stop alone
 register("learner", "none")(Learner(_no_learner, trains=False))

@@ -11,17 +11,20 @@ A learner's loop::
     keeper = CheckpointKeeper(job.train)
     for each evaluation:  ckpt = evaluate();  keeper.offer(ckpt, snapshot_fn)  (snapshot_fn() -> parameters)
                           if keeper.should_stop(): stop training
-    index, params, record = keeper.choose();  if params is not None: restore(params)
+    index, record = keeper.ship(out_dir, restore)  (restore(params) puts the pick's parameters back; checkpoint.json)
     TrainResult(..., shipped=index, checkpoint_choice=record)
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bird.config.schema import TrainConfig
+from bird.files import write_json
 from bird.registry import declared, get, register
 from bird.types import Checkpoint
 
@@ -122,3 +125,14 @@ class CheckpointKeeper:
                   "reason": reason, "eval_own_returns": self.own_returns, "early_stop": self.train.early_stop,
                   "stopped_early": self.stop_reason, "n_checkpoints": len(self.curve)}
         return index, params, record
+
+    def ship(self, out_dir: str | os.PathLike, restore: Callable[[Any], None]) -> tuple[int, dict[str, Any]]:
+        """choose(), restore(params) when the pick is not the live policy, and write out_dir/checkpoint.json.
+
+        Returns (index of the shipped checkpoint, the record)."""
+        index, params, record = self.choose()
+        if params is not None:
+            restore(params)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        write_json(Path(out_dir) / "checkpoint.json", record)
+        return index, record

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
 from bird.learners.curves import write_curve
 from bird.learners.job import EVAL_SEED_BASE, TrainJob
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
@@ -88,6 +89,9 @@ class _Run:
         slots, self.failures = _load_programs(jobs)
         self.live = [i for i in range(len(jobs)) if i not in self.failures]
         self.curves: dict[int, list[Checkpoint]] = {i: [] for i in range(len(jobs))}
+        self.keepers = {i: CheckpointKeeper(job.train) for i, job in enumerate(jobs)}  # train.checkpoint_selection
+        self.shipped: dict[int, tuple[int, dict[str, Any]]] = {}
+        self.label = any(needs_eval_own_return(job.train) for job in jobs)
         self.updates, self.slot_jobs = 0, []
         self.timing: dict[str, float] = {}
         if not self.live:
@@ -112,6 +116,11 @@ class _Run:
         own_sum, ref_sum, eps = (np.asarray(x, dtype=np.float64) for x in (w.own_sum, w.ref_sum, w.episodes))
         sums, steps, finite = np.asarray(self.sums.sums), float(self.sums.steps), np.asarray(self.sums.finite)
         steps_done = update * self.settings.steps_per_update
+        eval_own = np.full(len(self.slot_jobs), np.nan)
+        if self.label:  # the candidate's own return on the same greedy episodes
+            from bird.learners.jax_rollouts import eval_own_returns
+
+            eval_own = eval_own_returns(self.program, self.state, self.eval_keys, self.rewards, self.sums)
         for slot, i in enumerate(self.live):
             if i in self.failures:
                 continue
@@ -125,7 +134,8 @@ class _Run:
             self.curves[i].append(Checkpoint(
                 steps_done, float(np.mean((q[slot] - self.random_q) / self.scale)), float(q[slot].mean()),
                 float(own), float(ref), float(length[slot].mean()),
-                {n: float(sums[slot, c] / max(steps, 1.0)) for c, n in enumerate(names)}))
+                {n: float(sums[slot, c] / max(steps, 1.0)) for c, n in enumerate(names)}, float(eval_own[slot])))
+            self.keepers[i].offer(self.curves[i][-1], lambda s=slot: self._policy(s))
             if self.progress:
                 self.progress(self.jobs[i].candidate_id, steps_done, self.jobs[i].env_steps, self.curves[i][-1].score)
         self.state, self.sums = self.program.reset_window(self.state), self.rewards.reset(self.sums)
@@ -157,6 +167,25 @@ class _Run:
             rate = (self.settings.n_updates - 1) * self.settings.steps_per_update * len(self.slot_jobs)
             self.timing["steady_env_steps_per_s"] = round(rate / max(time.monotonic() - steady, 1e-9), 1)
 
+    def _policy(self, slot: int) -> Any:
+        """A host copy of one slot's greedy policy: (observation normaliser, policy network parameters)."""
+        import jax
+
+        return jax.device_get(jax.tree.map(lambda x: x[slot], (self.state.normalizer, self.state.params.policy)))
+
+    def _restore(self, slot: int, policy: Any) -> None:
+        import jax
+
+        normalizer, params = jax.tree.map(lambda x, y: x.at[slot].set(y),
+                                          (self.state.normalizer, self.state.params.policy), policy)
+        self.state = self.state.replace(normalizer=normalizer, params=self.state.params.replace(policy=params))
+
+    def _ship(self) -> None:
+        """Put each trained job's chosen checkpoint back into its slot (train.checkpoint_selection)."""
+        for slot, i in enumerate(self.live):
+            if i not in self.failures:
+                self.shipped[i] = self.keepers[i].ship(self.jobs[i].out_dir, lambda p, s=slot: self._restore(s, p))
+
     def _outputs(self) -> tuple[dict[int, str], dict[int, str]]:
         """rollouts.npz (train.collect_episodes) and policy.msgpack (run.save_policies) of the jobs that trained."""
         import flax.serialization
@@ -181,6 +210,8 @@ class _Run:
     def results(self) -> list[TrainResult]:
         for job in self.jobs:
             Path(job.out_dir).mkdir(parents=True, exist_ok=True)
+        if self.live:
+            self._ship()
         rollouts, policies = self._outputs() if self.live else ({}, {})
         wall = time.monotonic() - self.start
         out = []
@@ -192,8 +223,9 @@ class _Run:
                  "slots": len(self.slot_jobs), "program": job.program.digest if job.program is not None else None},
                 indent=1) + "\n")
             steps = self.updates * self.settings.steps_per_update if i in self.live else 0
+            shipped, choice = self.shipped.get(i, (-1, {}))
             out.append(TrainResult(job.candidate_id, job.seed, tuple(curve), steps, wall, self.failures.get(i),
-                                   policies.get(i), rollouts.get(i)))
+                                   policies.get(i), rollouts.get(i), shipped, choice))
         return out
 
 

@@ -1,9 +1,12 @@
-"""Deterministic episodes of the trained JAX policies, saved as rollouts.npz in the format of
-bird/learners/rollouts.py (the trajectory store's input), labelled with each candidate's exported reward."""
+"""Deterministic episodes of the trained JAX policies: saved as rollouts.npz in the format of
+bird/learners/rollouts.py (the trajectory store's input), labelled with each candidate's exported reward, and
+summed under it at a checkpoint (the own-reward return that train.checkpoint_selection reads)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -11,7 +14,7 @@ import numpy as np
 from bird.learners.job import ROLLOUT_SEED_BASE
 from bird.learners.rollouts import save_rollouts
 
-__all__ = ["collect_rollouts_jax"]
+__all__ = ["collect_rollouts_jax", "eval_own_returns"]
 
 
 def _record(program: Any, ts: Any, reset_keys: Any) -> dict[str, Any]:
@@ -41,6 +44,26 @@ def _record(program: Any, ts: Any, reset_keys: Any) -> dict[str, Any]:
     return {**rows, "quantity": episode_quantity(kind, first, last, length), "length": length}
 
 
+@functools.lru_cache(maxsize=8)
+def _recorder(program: Any) -> Any:
+    """_record vmapped over the training slots and jitted, once per compiled program."""
+    import jax
+
+    return jax.jit(jax.vmap(lambda ts, k: _record(program, ts, k)))
+
+
+def eval_own_returns(program: Any, state: Any, reset_keys: Any, rewards: Any, sums: Any) -> np.ndarray:
+    """(K,) each slot's own-reward return on its greedy episodes from `reset_keys` (K, E), mean over the episodes.
+
+    :param rewards: the slots' RewardStep (bird/learners/jax_rewards.py); its component sums are left untouched.
+    """
+    rec = _recorder(program)(state, reset_keys)  # (K, T, E, ·)
+    roll = SimpleNamespace(obs=rec["obs"], action=rec["actions"], next_obs=rec["next_obs"], ref_reward=rec["ref"])
+    reward, _ = rewards(roll, sums)
+    own = np.asarray((reward * rec["active"]).sum(axis=1), dtype=np.float64)  # rows after an episode's done: 0
+    return own.mean(axis=1)
+
+
 def collect_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live: int, jobs: list[Any],
                          exported: list[Any], random_q: float, scale: float) -> dict[int, str]:
     """Write rollouts.npz for the jobs of the first n_live slots (slot_jobs[s] = the job of slot s); returns
@@ -51,7 +74,7 @@ def collect_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live:
     n = jobs[0].collect_episodes
     seeds = np.asarray([[ROLLOUT_SEED_BASE + 1000 * jobs[i].seed + k for k in range(n)] for i in slot_jobs])
     keys = jax.vmap(jax.vmap(jax.random.PRNGKey))(seeds)
-    rec = jax.device_get(jax.jit(jax.vmap(lambda ts, k: _record(program, ts, k)))(state, keys))
+    rec = jax.device_get(_recorder(program)(state, keys))
     paths = {}
     for slot, i in enumerate(slot_jobs[:n_live]):
         active = rec["active"][slot] > 0  # (T, E)

@@ -17,7 +17,6 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from bird.envs.registry import make_adapter
-from bird.files import write_json
 from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
 from bird.learners.curves import write_curve
 from bird.learners.evaluate import Evaluator
@@ -185,11 +184,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         if cb.failure is None and not cb.stopped:
             cb.curve.append(evaluate())
         if cb.failure is None:
-            shipped, params, choice = keeper.choose()
-            if params is not None:
-                _restore(model, vecnorm, params)
-            Path(job.out_dir).mkdir(parents=True, exist_ok=True)
-            write_json(Path(job.out_dir) / "checkpoint.json", choice)
+            shipped, choice = keeper.ship(job.out_dir, lambda params: _restore(model, vecnorm, params))
         if cb.failure is None and job.video is not None:  # films the shipped policy
             from bird.learners.video import film_policy
 

@@ -10,9 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Message", "Request", "Response", "LLMError", "BudgetExhausted", "Generator"]
+__all__ = ["Message", "Request", "Response", "LLMError", "BudgetExhausted", "Generator", "TRUNCATION_STOPS"]
 
 Role = Literal["system", "user", "assistant"]
+#: Stop reasons that mean the output limit cut the answer: OpenAI (and compatible servers) `length`, Anthropic
+#: `max_tokens` and `model_context_window_exceeded`.
+TRUNCATION_STOPS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,11 @@ class Response:
     attempts: int = 1
     # what this answer cost when it was generated; differs from cost_usd (0) on a cache hit. None = cost_usd
     uncached_cost_usd: float | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The provider stopped the answer at the output limit (it is incomplete)."""
+        return self.finish_reason in TRUNCATION_STOPS
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,14 +1,18 @@
-"""Reading structured answers: `parse_json_answer` finds and decodes the JSON object in an LLM's reply."""
+"""Reading structured answers: `parse_json_answer` finds and decodes the JSON object in an LLM's reply (judge
+scores, subtask lists, graphs, goal states): fenced blocks are read as bird/llm/blocks.py finds them."""
 
 from __future__ import annotations
 
+import ast
 import json
-import re
 from typing import Any
+
+from bird.llm.blocks import fenced_blocks, outside_blocks
 
 __all__ = ["AnswerParseError", "parse_json_answer"]
 
-_FENCE = re.compile(r"```[ \t]*(?:json[c5]?)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_JSON_TAGS = frozenset({"json", "jsonc", "json5", ""})
+_MAX_STARTS = 50  # `{` positions tried in prose before giving up
 
 
 class AnswerParseError(ValueError):
@@ -16,47 +20,78 @@ class AnswerParseError(ValueError):
 
 
 def parse_json_answer(text: str) -> dict[str, Any]:
-    """The JSON object in `text`: a ```json fenced block if there is one, else the first balanced {...}.
+    """The JSON object in `text`: the first ```json (or untagged) fenced block holding one, else the first
+    brace-balanced {...} of the prose that decodes to one. A Python dict literal (single quotes, True/None) is read
+    too, safely (ast.literal_eval).
 
-    Raises AnswerParseError for an empty answer, no object, broken JSON (with line/column), or a non-object.
+    Raises AnswerParseError for an empty answer, no object, broken JSON (with line/column; an object never closed is
+    named as cut off), or a non-object.
     """
     if not text or not text.strip():
         raise AnswerParseError("empty answer: expected a JSON object")
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] or [_first_object(text)]
+    blocks = [b.text for b in fenced_blocks(text) if b.tag in _JSON_TAGS]
     errors: list[str] = []
-    for raw in candidates:
-        if raw is None:
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.append(f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; near {_near(raw, exc.pos)!r}")
-            continue
+    for raw in blocks:
+        value, error = _decode(raw)
         if isinstance(value, dict):
             return value
-        errors.append(f"expected a JSON object, got {type(value).__name__}")
+        errors.append(error or f"expected a JSON object, got {type(value).__name__}")
+    prose = outside_blocks(text)  # braces inside code blocks are never the object
+    for raw in _objects(prose):
+        value, error = _decode(raw)
+        if isinstance(value, dict):
+            return value
+        errors.append(error)
     if not errors:
         raise AnswerParseError(f"no JSON object in answer; it starts {_near(text, 0)!r}")
     raise AnswerParseError(errors[0])
 
 
-def _first_object(text: str) -> str | None:
-    """The first brace-balanced {...} span (braces inside strings ignored), or the unterminated tail."""
+def _decode(raw: str) -> tuple[Any, str]:
+    """(value, "") or (None, why)."""
+    try:
+        return json.loads(raw), ""
+    except RecursionError:
+        return None, "the JSON is nested too deeply to read"
+    except json.JSONDecodeError as exc:
+        error = f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; near {_near(raw, exc.pos)!r}"
+        start = raw.find("{")
+        if exc.pos >= len(raw.rstrip()) - 1 or (start >= 0 and not _balanced(raw, start).endswith("}")):
+            error += " (the object is never closed: the answer looks cut off)"
+    try:
+        value = ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None, error
+    return (value, "") if isinstance(value, dict) and all(isinstance(k, str) for k in value) else (None, error)
+
+
+def _objects(text: str) -> list[str]:
+    """Brace-balanced {...} spans of `text` from successive `{` (braces inside strings ignored); an unterminated
+    last one is kept so the error says where it broke."""
+    out: list[str] = []
     start = text.find("{")
-    if start < 0:
-        return None
-    depth, in_str, escape = 0, False, False
+    while start >= 0 and len(out) < _MAX_STARTS:
+        span = _balanced(text, start)
+        out.append(span)
+        if not span.endswith("}"):
+            break
+        start = text.find("{", start + 1)
+    return out
+
+
+def _balanced(text: str, start: int) -> str:
+    depth, quote, escape = 0, "", False
     for i in range(start, len(text)):
         ch = text[i]
-        if in_str:
+        if quote:
             if escape:
                 escape = False
             elif ch == "\\":
                 escape = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'" and depth > 0:
+            quote = ch
         elif ch == "{":
             depth += 1
         elif ch == "}":

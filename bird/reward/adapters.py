@@ -13,24 +13,32 @@ from typing import Any
 
 import numpy as np
 
+from bird.reward.fields import Fields
+
 __all__ = ["NumpyRunner", "numpy_runner"]
 
 MAX_COMPONENTS = 32
 
 
 def _as_batch(name: str, value: Any, batch: int) -> np.ndarray:
+    """One float64 value per transition. A single-number component is broadcast (a constant term, such as an alive
+    bonus); a single-number reward is refused: it is almost always a sum over the whole batch, and broadcast it would
+    give every transition the same reward without an error (docs/llm.md)."""
     arr = np.asarray(value, dtype=np.float64)
     if arr.size == 1 and batch > 1 and name != "reward":
         arr = np.full(batch, float(arr.reshape(-1)[0]))
     if arr.size == batch:
         arr = arr.reshape(batch)
     if arr.shape != (batch,):
-        raise ValueError(f"{name} has shape {arr.shape}, expected ({batch},)")
+        hint = (": one number for the whole batch; the program is called on a batch of transitions and must return "
+                "one reward per transition (reduce over the last axis only, e.g. np.sum(x, axis=-1))"
+                if name == "reward" and arr.size == 1 else "")
+        raise ValueError(f"{name} has shape {arr.shape}, expected ({batch},){hint}")
     return arr
 
 
-def _split(fields: list[list[Any]], x: np.ndarray) -> dict[str, np.ndarray]:
-    return {n: (x[:, s].copy() if k == 1 else x[:, s : s + k].copy()) for n, s, k in fields}
+def _split(fields: list[list[Any]], x: np.ndarray) -> Fields:
+    return Fields({n: (x[:, s].copy() if k == 1 else x[:, s : s + k].copy()) for n, s, k in fields})
 
 
 class _ClassAdapter:
@@ -54,7 +62,7 @@ class _ClassAdapter:
             inst = self.instances.get(env)
             if inst is None:
                 inst = self.instances[env] = self.cls(None)
-            state = {n: v[row] for n, v in cols.items()}
+            state = Fields({n: v[row] for n, v in cols.items()})
             reward[row] = float(inst.reward_fn(state))
             if row in debug_rows:
                 self.debug[str(row)] = str(inst.debug_fn(state))[:600] if hasattr(inst, "debug_fn") else ""
@@ -93,8 +101,8 @@ class _ProgressAdapter:
         b = len(obs)
         out = np.empty((3, b))
         for row in range(b):
-            s = {n: v[row] for n, v in cur.items()}
-            s2 = {n: v[row] for n, v in new.items()}
+            s = Fields({n: v[row] for n, v in cur.items()})
+            s2 = Fields({n: v[row] for n, v in new.items()})
             out[:, row] = (self.potential(s), self.potential(s2), self.subtask(s2))
         return out[1].copy(), {"potential_prev": out[0], "potential": out[1], "subtask": out[2]}
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from bird.reward.fields import Fields
+
 __all__ = ["ExportedReward", "ExportError", "JaxProgram", "load", "columns", "PLATFORMS", "setup_worker"]
 
 PLATFORMS = ("cpu", "cuda")  # lowered for both, so a CPU sandbox serves a GPU trainer
@@ -94,7 +96,7 @@ class JaxProgram:
         self.fields, self.names = [(str(n), int(s), int(k)) for n, s, k in fields], []
 
         def split(x: Any) -> dict[str, Any]:
-            return {n: x[:, s] if k == 1 else x[:, s:s + k] for n, s, k in self.fields}
+            return Fields({n: x[:, s] if k == 1 else x[:, s:s + k] for n, s, k in self.fields})
 
         def flat(obs: Any, act: Any, nxt: Any) -> Any:
             import jax.numpy as jnp

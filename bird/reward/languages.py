@@ -65,13 +65,23 @@ class Language:
 _NUMPY_HIDDEN = {
     **dict.fromkeys(["load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile",
                      "fromregex", "memmap", "DataSource", "tofile"], _FILES),
-    **dict.fromkeys(["lib", "core", "ctypeslib", "f2py", "distutils", "ma", "rec", "char", "strings", "typing",
+    **dict.fromkeys(["lib", "core", "ctypeslib", "f2py", "distutils", "ma", "rec", "char", "strings",
                      "dtypes", "test", "testing"], _INTERNALS),
     **dict.fromkeys(["show_config", "show_runtime", "get_include", "info", "seterr", "seterrcall", "geterrcall",
                      "setbufsize", "getbufsize", "set_printoptions", "printoptions", "set_default_printstyle",
                      "get_bit_generator", "set_bit_generator"], _CONFIG),
 }
 _NUMPY_RULE = ModuleRule(_NUMPY_HIDDEN)
+# numpy.typing: the four type aliases of annotations (`import numpy.typing as npt`; npt.NDArray[np.float64])
+_NUMPY_TYPING = ModuleRule(only=frozenset({"ArrayLike", "DTypeLike", "NDArray", "NBitBase"}))
+# functools: the pure helpers. Not update_wrapper/wraps (they read and write attributes named by strings, as the
+# refused getattr/setattr do), singledispatch (it evaluates annotations), namedtuple (it runs generated source), RLock.
+_BY_NAME = "reads and writes attributes named by strings (as getattr/setattr do)"
+_FUNCTOOLS = ModuleRule({"update_wrapper": _BY_NAME, "wraps": _BY_NAME,
+                         "singledispatch": "evaluates type annotations (dynamic code)",
+                         "singledispatchmethod": "evaluates type annotations (dynamic code)",
+                         "namedtuple": "runs generated source code (dynamic code)"},
+                        only=frozenset({"partial", "reduce", "lru_cache", "cache", "cmp_to_key"}))
 _TYPING_ONLY = frozenset({
     "Any", "Callable", "ClassVar", "DefaultDict", "Deque", "Dict", "Final", "FrozenSet", "Generator", "Hashable",
     "Iterable", "Iterator", "List", "Literal", "Mapping", "MutableMapping", "MutableSequence", "NamedTuple",
@@ -83,12 +93,14 @@ NUMPY = Language(
     modules={
         "math": ModuleRule(),
         "typing": ModuleRule(only=_TYPING_ONLY),  # not get_type_hints/ForwardRef: they eval strings
+        "functools": _FUNCTOOLS,
         "numpy": _NUMPY_RULE,
         **{f"numpy.{sub}": _NUMPY_RULE for sub in ("linalg", "fft", "random", "polynomial", "emath", "exceptions")},
+        "numpy.typing": _NUMPY_TYPING,
     },
     bound={"np": "numpy", "numpy": "numpy", "math": "math"},
     preload=("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "numpy.polynomial", "numpy.exceptions", "math",
-             "typing"),
+             "typing", "functools", "numpy.typing"),
     runner="bird.reward.adapters:numpy_runner",
     env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
 )

@@ -70,12 +70,19 @@ def build_proxies(modules: dict[str, ModuleRule]) -> dict[str, ModuleProxy]:
     return proxies
 
 
+_FUTURE = ModuleProxy("__future__")
+_FUTURE.__dict__.update(dict.fromkeys(["annotations", "division", "absolute_import", "print_function", "generator_stop",
+                                       "unicode_literals", "with_statement", "generators", "nested_scopes"], True))
+
+
 def make_import(proxies: dict[str, ModuleProxy], modules: dict[str, ModuleRule]) -> Callable[..., Any]:
     """The program's __import__: allowed dotted names only, every from-imported name checked, proxies returned."""
 
     def safe_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
         if level != 0:
             raise ImportError("relative imports are not allowed")
+        if name == "__future__":  # `from __future__ import annotations`: a compiler switch, also run as an import
+            return _FUTURE
         if type(fromlist) is list and not fromlist and name in sys.modules:
             return None  # C code's PyImport_Import (numpy's lazy internals): it reads sys.modules, not this value
         if name not in proxies:

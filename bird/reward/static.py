@@ -4,7 +4,7 @@ Rejected, each with a line number and a reason: imports outside the language's m
 `from X import a, b` name), private and dunder attributes and names, frame/code/traceback/generator internals,
 `format`/`format_map` with attribute or index fields (or a template that is not a literal), numpy's file, ctypes,
 testing and configuration API, assignments to module attributes (monkeypatching), dynamic code and introspection
-builtins, global state, and reads of the success flag or reference-reward terms.
+builtins, `global` state, and reads of the success flag or reference-reward terms from `info` (writes are fine).
 """
 
 from __future__ import annotations
@@ -28,15 +28,21 @@ PROGRESS_NAMES = ("plan_list", "determine_subtask", "progress")
 ENTRY_ARGS = ("obs", "action", "next_obs", "info")
 ALLOWED_IMPORTS = frozenset(get_language("numpy").modules)
 
+# why a well-known module is refused ("import of 'os' would give access to processes")
 _IMPORT_REASONS = {
     "files": {"io", "pathlib", "shutil", "tempfile", "glob", "pickle", "shelve", "fileinput", "zipfile", "tarfile",
               "mmap", "linecache", "marshal"},
     "the network": {"socket", "urllib", "http", "requests", "ssl", "ftplib", "smtplib", "asyncio", "httpx", "aiohttp",
                     "select", "selectors"},
-    "processes": {"os", "sys", "subprocess", "multiprocessing", "signal", "pty", "threading", "concurrent", "ctypes",
-                  "posix", "resource", "gc", "inspect", "importlib", "builtins", "operator", "functools", "code",
-                  "codeop", "runpy", "types", "string"},
+    "processes": {"os", "subprocess", "multiprocessing", "signal", "pty", "threading", "concurrent", "posix",
+                  "resource"},
+    "the interpreter's internals": {"sys", "ctypes", "gc", "inspect", "builtins", "types"},
+    "dynamic code": {"importlib", "code", "codeop", "runpy"},
+    "attributes by name (as getattr does)": {"operator", "string"},
 }
+# `from __future__ import X`: compiler switches, harmless (the worker's import hook answers them too)
+_FUTURE_FEATURES = frozenset({"annotations", "division", "absolute_import", "print_function", "generator_stop",
+                              "unicode_literals", "with_statement", "generators", "nested_scopes"})
 _BUILTIN_REASONS = {
     "open": "reads or writes files",
     "exec": "runs dynamic code",
@@ -126,7 +132,7 @@ def _module_failure(dotted: str, line: int, language: Language) -> Failure | Non
         return _reject(line, f"import of {dotted!r}: {why}")
     for what, mods in _IMPORT_REASONS.items():
         if root in mods:
-            return _reject(line, f"import of {root!r} would give access to {what}")
+            return _reject(line, f"import of {root!r} would give access to {what} (allowed: {sorted(language.modules)})")
     return _reject(line, f"import of {dotted!r} is not allowed (allowed: {sorted(language.modules)})")
 
 
@@ -140,6 +146,9 @@ def _import_failure(node: ast.Import | ast.ImportFrom, ctx: _Context) -> Failure
     if node.level:
         return _reject(line, "relative imports are not allowed")
     module = node.module or ""
+    if module == "__future__":
+        bad = [a.name for a in node.names if a.name not in _FUTURE_FEATURES]
+        return _reject(line, f"'from __future__ import {bad[0]}' is not a known feature") if bad else None
     if (f := _module_failure(module, line, ctx.language)) is not None:
         return f
     for alias in node.names:
@@ -234,7 +243,7 @@ def _node_failure(node: ast.AST, ctx: _Context) -> Failure | None:  # noqa: C901
             if (f := _attribute_failure(attr, line)) is not None:
                 return f
     elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "info":
-        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        if isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             return _info_key_failure(node.slice.value, line)
     elif (
         isinstance(node, ast.Call)
@@ -246,8 +255,9 @@ def _node_failure(node: ast.AST, ctx: _Context) -> Failure | None:  # noqa: C901
         and isinstance(node.args[0].value, str)
     ):
         return _info_key_failure(node.args[0].value, line)
-    elif isinstance(node, (ast.Global, ast.Nonlocal)):
-        return _reject(line, "global/nonlocal state is not allowed")
+    elif isinstance(node, ast.Global):
+        return _reject(line, "global state is not allowed (a reward is a function of its transitions; `nonlocal` "
+                             "in a nested helper is fine)")
     return None
 
 
@@ -260,7 +270,11 @@ def _entry_failure(tree: ast.Module, entry: str, n_args: int) -> Failure | None:
     required = len(positional) - len(args.defaults)
     if required > n_args or (len(positional) < n_args and args.vararg is None):
         names = ", ".join(ENTRY_ARGS[:n_args])
-        return Failure(FailureKind.BAD_SIGNATURE, f"{entry} must accept ({names}); got {len(positional)} positional args")
+        got = ", ".join(a.arg for a in positional)
+        hint = "; remove `self`: it is a top-level function, not a method" if positional and positional[0].arg in (
+            "self", "cls") else ""
+        return Failure(FailureKind.BAD_SIGNATURE, f"{entry} must accept ({names}); got {len(positional)} positional "
+                                                  f"args ({got}){hint}")
     return None
 
 
@@ -308,6 +322,8 @@ def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_AR
         tree = ast.parse(code)
     except SyntaxError as exc:
         return Failure(FailureKind.COMPILE_ERROR, f"line {exc.lineno}: {exc.msg}")
+    except (RecursionError, MemoryError, ValueError) as exc:  # nested too deeply for the parser; null bytes
+        return Failure(FailureKind.COMPILE_ERROR, f"the program cannot be parsed ({type(exc).__name__}: {exc})"[:300])
     ctx = _Context(tree, get_language(language))
     for node in ast.walk(tree):
         if (failure := _node_failure(node, ctx)) is not None:

@@ -19,12 +19,13 @@ from bird.llm.base import BudgetExhausted, Generator, LLMError, Message, Request
 from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
 from bird.reward.checks import verify_code
+from bird.reward.contracts import read_answer
 from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
 __all__ = ["generate", "build_request", "choose_parent"]
 
-_GENERATE_KINDS = {FailureKind.PARSE_ERROR, FailureKind.LLM_ERROR, FailureKind.SKIPPED}
+_GENERATE_KINDS = {FailureKind.PARSE_ERROR, FailureKind.TRUNCATED, FailureKind.LLM_ERROR, FailureKind.SKIPPED}
 
 
 # -- parent: which earlier candidate a sample builds on (chosen per sample; fn(cfg, state, rng, temperature)) -------------------------------
@@ -174,16 +175,63 @@ def _candidate(cfg: BirdConfig, state: SearchState, index: int, request: Request
                      messages=request.messages_json(), parent_id=parent, request=request)
 
 
-def _fill(cfg: BirdConfig, cand: Candidate, answer: Response | LLMError) -> None:
+def _known_codes(state: SearchState, cand: Candidate, request: Request) -> list[str]:
+    """Programs the prompt showed: the candidate's parents' code, and the failed code a repair shows."""
+    ids = [p for p in (cand.parent_id, *cand.co_parents) if p is not None]
+    codes = [state.candidates[p].code for p in ids if p in state.candidates]
+    return [c for c in (*codes, request.context.get("failed_code")) if c]
+
+
+def _fill(cfg: BirdConfig, state: SearchState, cand: Candidate, answer: Response | LLMError, request: Request) -> None:
+    """Read one answer to `request` into the candidate: its program, or the failure to record."""
     if isinstance(answer, LLMError):
         kind = FailureKind.SKIPPED if isinstance(answer, BudgetExhausted) else FailureKind.LLM_ERROR
         cand.failure = Failure(kind, str(answer)[:500])
+        if isinstance(answer, BudgetExhausted):
+            state.stop_reason = str(answer)
         return
     cand.response = answer.text
     cand.llm = answer.to_json()
-    cand.code = get("contract", cfg.reward.contract).extract(answer.text)
-    if cand.code is None:
-        cand.failure = Failure(FailureKind.PARSE_ERROR, f"no {cfg.reward.contract} program in the answer")
+    reading = read_answer(get("contract", cfg.reward.contract), answer, request.max_tokens,
+                          _known_codes(state, cand, request))
+    cand.code, cand.failure = reading.code, reading.failure
+    if reading.notes:
+        cand.llm["extraction"] = list(reading.notes)
+
+
+def _answer(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate],
+            requests: list[Request]) -> None:
+    """Ask, read each answer, and re-ask an answer cut at max_tokens (generate.truncation_retries times: the same
+    request with a note asking for a shorter answer, and generate.truncation_max_tokens)."""
+    for cand, request, answer in zip(cands, requests, generator.complete_many(requests), strict=True):
+        _fill(cfg, state, cand, answer, request)
+    asked = {c.id: r for c, r in zip(cands, requests, strict=True)}
+    for _ in range(cfg.generate.truncation_retries):
+        cut = [c for c in cands if c.failure is not None and c.failure.kind == FailureKind.TRUNCATED]
+        if not cut or state.stop_reason:
+            return
+        again = [_shorter(cfg, asked[c.id]) for c in cut]
+        for cand, request, answer in zip(cut, again, generator.complete_many(again), strict=True):
+            cand.resampled.append({**cand.failure.to_json(),  # type: ignore[union-attr]
+                                   "output_tokens": cand.llm.get("output_tokens"), "cost_usd": cand.llm.get("cost_usd")})
+            cand.failure, cand.code = None, None
+            cand.attempts += 1
+            _fill(cfg, state, cand, answer, request)
+            asked[cand.id] = request
+
+
+DEFAULT_TRUNCATED = ("Your previous answer to this was cut off at the output limit ({max_tokens} tokens) before it was "
+                     "complete. Answer again, more briefly: keep the explanation short and give the complete program "
+                     "in one ```python block.")
+
+
+def _shorter(cfg: BirdConfig, request: Request) -> Request:
+    """`request` again, with the note (template slot truncated_note) and the re-ask's max_tokens."""
+    note = templates(cfg.generate.prompt).get("truncated_note", DEFAULT_TRUNCATED)
+    note = note.strip().replace("{max_tokens}", str(request.max_tokens))
+    max_tokens = max(request.max_tokens, cfg.generate.truncation_max_tokens or 0)
+    return replace(request, messages=tuple(_append_to_last_user(list(request.messages), note)),
+                   max_tokens=max_tokens, context={**request.context, "truncated_note": note})
 
 
 def _check(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> None:
@@ -233,14 +281,12 @@ def _resample(cfg: BirdConfig, state: SearchState, generator: Generator, cands: 
         if not bad or state.stop_reason:
             break
         again = [repair(cfg, c, c.index + retry * k) for c in bad]
-        for cand, answer in zip(bad, generator.complete_many(again), strict=True):
+        for cand in bad:
             cand.resampled.append(cand.failure.to_json())  # type: ignore[union-attr]
             state.screens.pop(cand.id, None)
             cand.failure, cand.verified, cand.code = None, None, None
             cand.attempts += 1
-            _fill(cfg, cand, answer)
-            if isinstance(answer, BudgetExhausted):
-                state.stop_reason = str(answer)
+        _answer(cfg, state, generator, bad, again)
         _check(cfg, state, bad)
 
 
@@ -258,10 +304,7 @@ def _llm_samples(cfg: BirdConfig, state: SearchState, generator: Generator, k: i
     plans = get("sampling", cfg.generate.sampling)(cfg, state, k)
     requests = [build_request(cfg, state, i, plan) for i, plan in enumerate(plans)]
     cands = [_candidate(cfg, state, i, r, plan) for i, (r, plan) in enumerate(zip(requests, plans, strict=True))]
-    for cand, answer in zip(cands, generator.complete_many(requests), strict=True):
-        _fill(cfg, cand, answer)
-        if isinstance(answer, BudgetExhausted):
-            state.stop_reason = str(answer)
+    _answer(cfg, state, generator, cands, requests)
     _resample(cfg, state, generator, cands)
     record_thoughts(cfg, state, cands)
     if cfg.llm.abort_on_error and any(c.failure and c.failure.kind == FailureKind.LLM_ERROR for c in cands):

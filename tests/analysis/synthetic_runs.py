@@ -122,3 +122,34 @@ def corrupt(run: Path, kind: str) -> Path:
         first = sorted((run / "candidates").iterdir())[0]
         (first / "candidate.json").write_text("not json")
     return run
+
+
+def pattern_clip(path: Path, text: str, frames: int = 24, size: tuple[int, int] = (160, 240)) -> Path:
+    """A real H.264 MP4 (bird's own video writer) of a SYNTHETIC test pattern captioned `text`: a bar sweeping
+    across a gradient. Stands in for a filmed policy where a test needs a playable clip but no simulator."""
+    from bird.envs.frames import caption_frames, write_video
+
+    h, w = size
+    base = np.zeros((h, w, 3), dtype=np.uint8)
+    base[..., 2] = np.linspace(60, 200, w, dtype=np.uint8)[None, :]
+    base[..., 1] = np.linspace(40, 120, h, dtype=np.uint8)[:, None]
+    shots = []
+    for k in range(frames):
+        frame = base.copy()
+        x = k * (w - 16) // max(frames - 1, 1)
+        frame[h // 3:, x:x + 16] = (240, 200, 40)
+        shots.append(frame)
+    return write_video(caption_frames(shots, text), path, fps=12)
+
+
+def add_clip(run: Path, clip: Path, score: float | None = None) -> Path:
+    """Give a written run a final-retrain clip (a copy of `clip`), listed in result.json `videos` as the engine does."""
+    import shutil
+
+    (run / "final").mkdir(exist_ok=True)
+    shutil.copy2(clip, run / "final" / "episode0.mp4")
+    result = json.loads((run / "result.json").read_text())
+    result["videos"] = {"clips": [{"video": "final/episode0.mp4", "score": score,
+                                   "description": f"SYNTHETIC test pattern ({result['method']})"}]}
+    _dump(run / "result.json", result)
+    return run

@@ -33,6 +33,7 @@ def test_leaderboard_command_writes_markdown_html_and_every_figure(synthetic_swe
     md = (tmp_path / "leaderboard.md").read_text()
     assert "## mujoco" in md and "## metaworld" in md and "## pooled" in md
     assert "Skipped 3 run directories" in md and "SYNTHETIC" in md
+    assert "## Per task" in md and "| mujoco/hopper | eureka | 3 | 0." in md
     assert "Not drawn" not in md
     assert "<table" in (tmp_path / "leaderboard.html").read_text()
     assert "wrote" in capsys.readouterr().out

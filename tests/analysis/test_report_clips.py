@@ -1,6 +1,6 @@
-"""The leaderboard's clips section: one clip per method × task, copied next to the report and laid out as a
-task × method grid (HTML) and a list (Markdown), byte for byte on a hand-made table; and build_leaderboard picking
-the clips from the runs' result.json."""
+"""The leaderboard's clips: one clip per method × task, copied next to the report, listed in the Markdown (byte for
+byte on a hand-made table) and playing in its row of the page's per-task table; build_leaderboard picking the clips
+from the runs' result.json, and never a file outside the run directory."""
 
 from __future__ import annotations
 
@@ -53,25 +53,31 @@ def test_clips_are_copied_and_laid_out_per_benchmark_task_and_method(tmp_path):
         "returned score 0.250 (seed 2, median of 3 runs); this episode 0.125\n")
 
     def cell(name: str, title: str, caption: str) -> str:
-        return (f'<td><figure><video src="clips/{name}" controls muted loop playsinline preload="metadata" '
-                f'title="{title}"></video><figcaption>{caption}</figcaption></figure></td>')
+        return (f'<td class="clip"><video src="clips/{name}" title="{title}" controls muted loop playsinline '
+                f'preload="metadata"></video><div class="cap">{caption}</div></td>')
 
     html = (out / "leaderboard.html").read_text()
-    body = html[html.index("<h2>Clips</h2>"):html.index("</body>")]
-    assert body == (
-        f"<h2>Clips</h2><p>{intro}</p>"
-        "<h3>metaworld</h3><table><tr><th>task</th><th>grace&lt;1&gt;</th></tr>"
-        "<tr><td>push</td>" + cell("metaworld-push-grace&lt;1&gt;.mp4", "push",
-                                   "returned score 1.000 (seed 4, median of 5 runs); this episode 1.000") + "</tr>"
-        "</table>"
-        "<h3>mujoco</h3><table><tr><th>task</th><th>card</th><th>eureka</th></tr>"
-        "<tr><td>ant/v5</td><td>–</td>" + cell("mujoco-ant_v5-eureka.mp4", "walk",
-                                                "returned score 0.500 (seed 1, median of 2 runs); this episode n/a")
-        + "</tr><tr><td>hopper</td>"
-        + cell("mujoco-hopper-card.mp4", "", "returned score n/a (seed 0, median of 1 runs); this episode n/a")
-        + cell("mujoco-hopper-eureka.mp4", "hop &quot;high&quot; &amp; far",
-               "returned score 0.250 (seed 2, median of 3 runs); this episode 0.125")
-        + "</tr></table>")
+    assert "<video" not in html  # no per-task table, no clips on the page
+    keys = [(b, t, m) for b, t, m in zip(clips["benchmark"], clips["task"], clips["method"], strict=True)]
+    tasks = pd.DataFrame([{"benchmark": b, "task": t, "method": m, "n_runs": 1, "n_seeds": 1, "mean": 0.5, "low": 0.5,
+                           "high": 0.5, "degenerate": True, "min": 0.5, "max": 0.5}
+                          for b, t, m in [*keys, ("mujoco", "ant/v5", "card")]])
+    write_leaderboard(Leaderboard({}, {}, [], [], clips, tasks), out)
+    html = (out / "leaderboard.html").read_text()
+
+    def row(task: str, method: str) -> str:
+        start = html.index(f"<tr><td>{task}</td><td>{method}</td>")
+        return html[start:html.index("</tr>", start)]
+
+    assert cell("metaworld-push-grace&lt;1&gt;.mp4", "push",
+                "seed 4 (the median of 5 runs); this episode 1.000") in row("push", "grace&lt;1&gt;")
+    assert cell("mujoco-ant_v5-eureka.mp4", "walk", "seed 1 (the median of 2 runs); this episode n/a") \
+        in row("ant/v5", "eureka")
+    assert '<td class="clip">–</td>' in row("ant/v5", "card")
+    assert cell("mujoco-hopper-card.mp4", "", "seed 0 (the median of 1 run); this episode n/a") in row("hopper", "card")
+    assert cell("mujoco-hopper-eureka.mp4", "hop &quot;high&quot; &amp; far",
+                "seed 2 (the median of 3 runs); this episode 0.125") in row("hopper", "eureka")
+    assert html.count("<video") == 4
 
 
 def test_a_report_written_again_into_the_same_folder_replaces_its_clips(tmp_path):
@@ -89,7 +95,7 @@ def test_a_report_written_again_into_the_same_folder_replaces_its_clips(tmp_path
 def test_no_clips_no_section_and_no_folder(tmp_path):
     write_leaderboard(Leaderboard({}, {}, [], []), tmp_path)
     assert not (tmp_path / "clips").exists()
-    assert "Clips" not in (tmp_path / "leaderboard.md").read_text() + (tmp_path / "leaderboard.html").read_text()
+    assert "Clips" not in (tmp_path / "leaderboard.md").read_text() and "<video" not in (tmp_path / "leaderboard.html").read_text()
 
 
 def test_build_leaderboard_picks_the_median_runs_clip_with_and_without_figures(tmp_path):

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from synthetic_runs import corrupt, write_run
 
-from bird.analysis import build_leaderboard, read_runs, write_leaderboard
+from bird.analysis import build_leaderboard, read_runs, report, write_leaderboard
 from bird.analysis.report import Leaderboard, _default_pair, _md_table
 
 
@@ -144,8 +145,10 @@ def test_write_leaderboard_writes_tables_figures_reasons_and_notes(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["leaderboard.html", "leaderboard.md",
                                                                    "method_comparison.png"]
     html = (tmp_path / "out" / "leaderboard.html").read_text()
-    assert "<li>3 runs &amp; more</li>" in html and "x&lt;y" in html and "<h2>mujoco</h2>" in html
-    assert '<img src="method_comparison.png"' in html and "<em>Not drawn: no EPIC data; second reason</em>" in html
+    assert "<li>3 runs &amp; more</li>" in html and "x&lt;y" in html and '<h3 id="overview-mujoco">mujoco</h3>' in html
+    assert '<figure id="fig-method_comparison"><img src="method_comparison.png" width="200" alt="' in html
+    assert ('<p class="missing" id="fig-epic">EPIC distance to the reference reward over iterations: not drawn '
+            "(no EPIC data; second reason).</p>") in html
     assert "<h2>Notes</h2>" in html and html.startswith("<!doctype html>")
     plt.close(fig)
 
@@ -153,11 +156,6 @@ def test_write_leaderboard_writes_tables_figures_reasons_and_notes(tmp_path):
 def test_an_empty_leaderboard_writes_no_notes_section(tmp_path):
     md = write_leaderboard(Leaderboard({}, {}, [], []), tmp_path).read_text()
     assert "## Notes" not in md and "## Figures" in md
-
-
-TABLE_HTML = ('<table class="dataframe">\n  <thead>\n    <tr style="text-align: right;">\n      <th>method</th>\n'
-              '      <th>score</th>\n    </tr>\n  </thead>\n  <tbody>\n    <tr>\n      <td>x&lt;y</td>\n'
-              '      <td>0.5</td>\n    </tr>\n  </tbody>\n</table>')
 
 
 def test_write_leaderboard_output_is_exactly_as_specified(tmp_path):
@@ -172,15 +170,28 @@ def test_write_leaderboard_output_is_exactly_as_specified(tmp_path):
         "## Figures\n\n### EPIC distance to the reference reward over iterations\n\n_Not drawn: no EPIC data_\n\n"
         "## Notes\n\n- epic: no EPIC data\n- a: b: c\n")
     html = (tmp_path / "deep" / "out" / "leaderboard.html").read_text()
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
-             "td,th{padding:2px 8px;border-bottom:1px solid #ddd}img{max-width:100%}"
-             "figure{margin:0}video{width:240px;display:block}figcaption{font-size:12px;color:#444}")
+    assets = Path(report.__file__).parent
+    style, script = (assets / "leaderboard.css").read_text(), (assets / "leaderboard.js").read_text()
     assert html == (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>bird leaderboard</title><style>{style}</style>"
-        "</head><body><h1>bird leaderboard</h1><ul><li>2 runs</li></ul><h2>mujoco</h2>" + TABLE_HTML
-        + "<h2>Figures</h2><h3>EPIC distance to the reference reward over iterations</h3>"
-        "<p><em>Not drawn: no EPIC data</em></p><h2>Notes</h2><ul><li>epic: no EPIC data</li><li>a: b: c</li></ul>"
-        "</body></html>\n")
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>bird leaderboard</title>"
+        f"<style>{style}</style></head><body>"
+        '<main><h1>bird leaderboard</h1><ul class="summary"><li>2 runs</li></ul>'
+        '<nav><a href="#overview">Overview</a><a href="#tasks">Per task</a><a href="#figures">Figures</a>'
+        '<a href="#notes">Notes</a><a href="#rerun">Re-run</a></nav>'
+        '<section class="rerun" id="rerun"><h2>Re-run this comparison</h2><p>Built from run directories. Pack them '
+        "into a bundle to publish the comparison; anyone can then re-run every cell from it with no API key and no "
+        "network (the recorded LLM answers are replayed).</p><pre>python -m bird.bundle pack RUNS... --out NAME.bird\n"
+        "python -m bird.bundle replay NAME.bird --out DIR\npython -m bird.analysis leaderboard DIR --out OUT</pre>"
+        '</section><section id="overview"><h2>Overview</h2><p class="hint">Click a column heading to sort by it; '
+        "click again to reverse. Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set "
+        'fixed.</p><h3 id="overview-mujoco">mujoco</h3><table class="sortable"><thead><tr><th>method</th><th>score'
+        '</th></tr></thead><tbody><tr><td>x&lt;y</td><td class="num" data-sort="0.5">0.5</td></tr></tbody>'
+        "</table></section>"
+        '<section id="figures"><h2>Figures</h2><p class="missing" id="fig-epic">EPIC distance to the reference '
+        'reward over iterations: not drawn (no EPIC data).</p></section><section id="notes"><h2>Notes</h2><ul>'
+        "<li>epic: no EPIC data</li><li>a: b: c</li></ul></section></main>"
+        f"<script>{script}</script></body></html>\n")
 
 
 def test_a_figure_note_keeps_colons_after_the_first(tmp_path):
@@ -199,7 +210,8 @@ def test_figures_are_saved_at_the_requested_resolution(tmp_path):
     write_leaderboard(Leaderboard({}, {"profiles": fig}, [], []), tmp_path, dpi=40)
     assert Image.open(tmp_path / "profiles.png").size == (80, 40)
     write_leaderboard(Leaderboard({}, {"profiles": fig}, [], []), tmp_path / "default")
-    assert Image.open(tmp_path / "default" / "profiles.png").size == (220, 110)
+    assert Image.open(tmp_path / "default" / "profiles.png").size == (400, 200)
+    assert '<img src="profiles.png" width="200"' in (tmp_path / "default" / "leaderboard.html").read_text()
     plt.close(fig)
 
 

@@ -1,10 +1,12 @@
 """train.learner=jax_ppo: hyper-parameter resolution, K trainings in one program equal K separate runs, failures."""
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-from jax_programs import FORWARD, UPRIGHT
+from jax_programs import FORWARD, ONE, UPRIGHT
 
 from bird.config.schema import JaxPPOConfig
 from bird.learners.jax_settings import BRAX_DEFAULTS, resolve_settings
@@ -92,3 +94,28 @@ def test_a_job_with_python_source_is_refused(make_jobs):
     job = make_jobs([(FORWARD, 0)], env_steps=192)[0]
     (res,) = train_jax_ppo([replace(job, program=None, code=FORWARD)])
     assert res.failure is not None and res.failure.kind == FailureKind.TRAIN_ERROR and "exported" in res.failure.reason
+
+
+def _train_one(make_jobs, rule: str, env_steps: int, n_checkpoints: int):
+    from dataclasses import replace
+
+    from bird.learners.jax_ppo import train_jax_ppo
+
+    job = make_jobs([(ONE, 0)], env_steps=env_steps, n_checkpoints=n_checkpoints, save_policy=True)[0]
+    (res,) = train_jax_ppo([replace(job, train=replace(job.train, checkpoint_selection=rule))])
+    return res, Path(job.out_dir)
+
+
+def test_jax_ppo_ships_the_policy_of_the_checkpoint_with_the_best_greedy_own_return(make_jobs):
+    """A reward of 1 per step: the own return of the greedy episodes is their length, steps after a fall excluded
+    (some checkpoints' episodes end early, so a sum over the whole horizon would differ). The pick is not the last
+    checkpoint, and the shipped policy is byte for byte that of a training stopped at the pick."""
+    res, out = _train_one(make_jobs, "best_own_return", 256, 4)  # a checkpoint after each of 4 updates
+    own, length = [c.eval_own_return for c in res.curve], [c.episode_length for c in res.curve]
+    assert res.ok and own == pytest.approx(length) and min(length) < 1000  # 1000: the horizon
+    assert res.shipped == int(np.argmax(own)) < len(own) - 1  # the first of the best, not the live policy
+    assert res.checkpoint_choice["eval_own_returns"] == own
+    assert json.loads((out / "checkpoint.json").read_text())["index"] == res.shipped
+    stopped, stopped_out = _train_one(make_jobs, "final", res.curve[res.shipped].env_steps, 1)  # same seed, stopped there
+    assert stopped.shipped == 0 and math.isnan(stopped.curve[0].eval_own_return)  # "final" reads no own return
+    assert (out / "policy.msgpack").read_bytes() == (stopped_out / "policy.msgpack").read_bytes()

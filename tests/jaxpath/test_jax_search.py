@@ -50,3 +50,12 @@ def test_check_cli_traces_a_jax_program_for_a_brax_task(tmp_path):
     verdict = json.loads(out.stdout)
     assert out.returncode == 0 and verdict["valid"] and verdict["language"] == "jax"
     assert verdict["components"] == ["forward", "ctrl"]
+
+
+def test_early_stop_is_refused_with_jax_ppo_and_checkpoint_selection_is_not():
+    from bird.config.load import ConfigError, compose
+
+    with pytest.raises(ConfigError, match="train.early_stop"):
+        compose(["env=brax/hopper", "train.learner=jax_ppo", "train.early_stop=plateau"])
+    cfg = compose(["env=brax/hopper", "train.learner=jax_ppo", "train.checkpoint_selection=best_own_return"])
+    assert cfg.train.checkpoint_selection == "best_own_return"

@@ -13,7 +13,8 @@ from typing import Any
 
 __all__ = ["FakeLLMServer", "prompt_text"]
 
-Answerer = Callable[[dict[str, Any]], str]
+#: The reply text, or (text, stop reason) to end it otherwise than normally ("length" / "max_tokens": cut at the limit).
+Answerer = Callable[[dict[str, Any]], "str | tuple[str, str]"]
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -37,7 +38,7 @@ class FakeLLMServer:
     """A scripted LLM server.
 
     :param wire: "openai" (POST /v1/chat/completions) or "anthropic" (POST /v1/messages).
-    :param answer: the reply text, or a function of the request body returning it.
+    :param answer: the reply text, or a function of the request body returning it (or (text, stop reason)).
     :param faults: consumed one per request, in order, then every request succeeds. Items: "ok", "429" or
         "429:<retry-after>", "500", "503", "529", "400", "slow", "truncated", "empty", "garbage".
     :param delay_s: time each successful answer takes (for concurrency tests).
@@ -93,19 +94,20 @@ class FakeLLMServer:
             return self.faults.popleft() if self.faults else "ok"
 
     # wire formats
-    def _success(self, body: dict[str, Any], text: str | None) -> dict[str, Any]:
+    def _success(self, body: dict[str, Any], reply: str | tuple[str, str] | None) -> dict[str, Any]:
+        text, stop = reply if isinstance(reply, tuple) else (reply, "")
         n_in = len(prompt_text(body).split())
         n_out = len(text.split()) if text else 0
         model = body.get("model", "?")
         if self.wire == "openai":
             choices = [] if text is None else [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": stop or "stop"}
             ]
             return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model, "choices": choices,
                     "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}}
         content = [] if text is None else [{"type": "text", "text": text}]
         return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
-                "stop_reason": "end_turn", "stop_sequence": None,
+                "stop_reason": stop or "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": n_in, "output_tokens": n_out}}
 
     def _error(self, status: int, message: str) -> dict[str, Any]:

@@ -124,6 +124,16 @@ def test_backend_returns_empty_text_when_server_sends_no_choice(wire, with_key, 
     assert r.text == "" and r.finish_reason == "empty"  # the generate stage records a parse failure
 
 
+def test_backend_reads_the_providers_stop_reason_for_a_cut_answer(wire, with_key, tmp_path):
+    stop = {"openai": "length", "anthropic": "max_tokens"}[wire]  # each wire's word for the output limit
+    with FakeLLMServer(wire, lambda body: ("```python\ndef compute_reward(obs", stop)) as srv:
+        cut = _gen(wire, srv, tmp_path).complete(_req())
+    with FakeLLMServer(wire, "done") as srv:
+        whole = _gen(wire, srv, tmp_path).complete(_req())
+    assert (cut.finish_reason, cut.truncated) == (stop, True)
+    assert whole.finish_reason in ("stop", "end_turn") and not whole.truncated
+
+
 def test_complete_many_respects_max_concurrency(wire, with_key, tmp_path):
     with FakeLLMServer(wire, "ok", delay_s=0.15) as srv:
         gen = _gen(wire, srv, tmp_path, max_concurrency=3)

@@ -105,6 +105,18 @@ def test_replay_serves_recorded_answers_with_server_stopped_and_no_key(wire, wit
     assert r.text == "recorded" and r.cached
 
 
+def test_replay_keeps_the_stop_reason_so_a_cut_answer_is_cut_again(wire, with_key, tmp_path, monkeypatch):
+    stop = {"openai": "length", "anthropic": "max_tokens"}[wire]
+    with FakeLLMServer(wire, lambda body: ("half a progr", stop)) as srv:
+        url = srv.base_url
+        recorded = _gen(wire, srv, tmp_path, "record").complete(_req())
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    replayed = make_generator(llm_cfg(wire, None, tmp_path, cache="replay", base_url=url), no_budget()).complete(_req())
+    assert replayed.cached and replayed.text == recorded.text
+    assert replayed.finish_reason == recorded.finish_reason == stop and replayed.truncated
+
+
 def test_replay_miss_names_the_request_and_makes_no_call(wire, with_key, counting_server, tmp_path):
     gen = _gen(wire, counting_server, tmp_path, "replay")
     with pytest.raises(ReplayMissError, match=r"purpose=reward sample_index=3 seed=7 .*'write a reward'"):

@@ -92,3 +92,50 @@ def test_smoke_search_survives_faults_and_replays_identically_without_server(tmp
     strip = lambda r: {k: v for k, v in r.items() if k not in _RESULT_EXEC}  # noqa: E731
     assert strip(replayed) == strip(recorded)
     assert _candidates(tmp_path / "replay") == _candidates(tmp_path / "record")
+
+
+class _Shapes:
+    """Answers by arrival order (llm.max_concurrency=1): iteration 1 = a cut answer, a program, the cut one's re-ask;
+    iteration 2 = the new program followed by the parent's code quoted back, then an answer cut twice."""
+
+    CUT = ("I will reward forward motion.\n\n```python\nimport numpy as np\n\n\ndef compute_reward(obs, action, "
+           "next_obs, info):\n    forward = next_obs['rootx_v", "length")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> str | tuple[str, str]:
+        with self.lock:
+            self.n += 1
+            n = self.n
+        if n in (1, 5, 6):
+            return self.CUT
+        if n == 4:
+            parent = [m["content"] for m in body["messages"] if m["role"] == "assistant"][-1]
+            quoted = parent[parent.index("```python"):]
+            return PROGRAM.format(w=0.004, a=0.4) + "\nFor comparison, your previous function:\n\n" + quoted
+        return PROGRAM.format(w=round(0.001 * n, 4), a=round(0.1 * n, 2))
+
+
+def _program(answer: str) -> str:
+    return answer[answer.index("```python\n") + 10 : answer.index("```\n", answer.index("```python\n") + 10)]
+
+
+def test_a_search_trains_the_new_code_of_a_quoting_answer_and_records_a_cut_one(tmp_path):
+    pytest.importorskip("openai")
+    with FakeLLMServer("openai", _Shapes()) as srv:
+        result = _search(tmp_path / "run", ["llm=openai", f"llm.base_url={srv.base_url}", "llm.model=any",
+                                            "llm.cache=off", "llm.max_concurrency=1"])
+    assert result["status"] == "completed" and result["llm_calls"] == 6
+    assert result["failures"] == {"truncated": 1}
+    cands = _candidates(tmp_path / "run")
+    first = cands["it1-c0"]  # cut, re-asked once with the note, then trained
+    assert first["status"] == "trained" and first["attempts"] == 2 and first["resampled"][0]["kind"] == "truncated"
+    assert first["reward.py"] == _program(PROGRAM.format(w=0.003, a=0.3))
+    quoting = cands["it2-c0"]  # trained the new code, not the parent's quoted after it
+    assert quoting["status"] == "trained" and quoting["reward.py"] == _program(PROGRAM.format(w=0.004, a=0.4))
+    assert quoting["reward.py"] != cands[quoting["parent_id"]]["reward.py"]
+    cut = cands["it2-c1"]  # cut twice: recorded, never compiled
+    assert cut["failure"]["kind"] == "truncated" and cut["reward.py"] is None and cut["attempts"] == 2
+    assert not (tmp_path / "run" / "candidates" / "it2-c1" / "verify.json").exists()

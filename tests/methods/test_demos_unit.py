@@ -100,10 +100,20 @@ def test_the_demo_set_records_how_it_was_built_and_splits_by_max_train(compose_c
                           "negative_success_rate": 0.0}
 
 
-def test_no_test_split_when_one_kind_has_no_episode_left_for_it(compose_cfg):
-    _, demos = _load(compose_cfg, "demos.n_expert=1", "demos.test_fraction=0.5")  # 1 expert: it trains
-    assert demos.test is None and demos.train.source[0] == "expert"  # (the held-out random episode is unused)
+@pytest.mark.parametrize("single, held_out, label", [("n_expert", "random", -1), ("n_negative", "expert", 1)])
+def test_a_kind_with_no_held_out_episode_keeps_the_other_kinds_held_out_episodes(compose_cfg, single, held_out, label):
+    _, demos = _load(compose_cfg, f"demos.{single}=1", "demos.test_fraction=0.5")  # the single episode trains
+    assert demos.train.source == ["expert", "random"]
+    assert demos.test is not None and demos.test.source == [held_out]  # the other kind's held-out episode is kept
+    assert demos.test.episode.tolist() == [0] * T and (demos.test.label == label).all()
+    assert demos.describe()["test"] == {"episodes": 1, "positive_states": T * (label > 0),
+                                        "negative_states": T * (label < 0), "dropped_states": 0}
     assert "goal_states" not in demos.meta  # only goal_identified records goal states
+
+
+def test_no_test_split_when_no_kind_holds_an_episode_out(compose_cfg):
+    _, demos = _load(compose_cfg, "demos.n_expert=1", "demos.n_negative=1", "demos.test_fraction=0.5")
+    assert demos.test is None and demos.train.source == ["expert", "random"]
 
 
 GOOD = """

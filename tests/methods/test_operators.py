@@ -126,6 +126,15 @@ def test_critic_and_self_verify_requests_are_answered_from_the_request_alone(com
     assert parse_rating("I think it is fine.\nRating: 7") == 1.0 and parse_rating("no number") is None
 
 
+@pytest.mark.parametrize("text, rating", [
+    ("**Rating:** -0.5", -0.5), ("Final rating = **+.7**", 0.7), ("rating: [0.3]", 0.3),
+    ("Rating (from -1 to 1): 0.6", 0.6), ("Rating: 0.2 at first.\nOn reflection, Rating: -0.1", -0.1),
+    ("The rating is high.", None),
+])
+def test_parse_rating_reads_the_shapes_models_write(text, rating):
+    assert parse_rating(text) == rating
+
+
 def test_repair_with_trace_shows_the_failed_answer_and_its_error(rf_agent):
     cfg, state = rf_agent
     req = build_request(cfg, state, 0)

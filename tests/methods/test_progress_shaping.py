@@ -135,10 +135,9 @@ def drawer_state(compose_cfg):
 def _offline_program(state) -> str:
     from bird.llm.offline.plan_synth import answer_progress
     from bird.prompts import obs_fields_context
-    from bird.reward.contracts import Contract
 
     text = answer_progress({"obs_fields": obs_fields_context(state.spec)}, "test")
-    return Contract("progress_program", "progress").extract(text)
+    return get("contract", "progress_program").extract(text).code
 
 
 def test_progress_screen_passes_the_offline_program_and_screens_a_falling_phi(drawer_state):

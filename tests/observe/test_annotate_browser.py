@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -18,22 +17,6 @@ from bird.annotate.app import make_app  # noqa: E402
 from bird.annotate.study import Study, find_clips  # noqa: E402
 
 pytestmark = pytest.mark.slow
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# no network from the browser: no background services, no updates, no sync, no QUIC, no GPU process
-FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-         "--disable-quic", "--disable-gpu", "--autoplay-policy=no-user-gesture-required"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("no chromium (make test installs Debian's chromium when run as root)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        root = os.geteuid() == 0
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS + (["--no-sandbox"] if root else []))
-        yield b
-        b.close()
 
 
 def _rate(page, rule, by_keyboard: bool, shots: Path | None = None, reload_after: int | None = None) -> int:
@@ -70,7 +53,7 @@ def _rate(page, rule, by_keyboard: bool, shots: Path | None = None, reload_after
     return n
 
 
-def test_two_raters_rate_every_clip_in_chromium(browser, hopper_run, push_run, tmp_path, capsys):
+def test_two_raters_rate_every_clip_in_chromium(chromium, hopper_run, push_run, tmp_path, capsys):
     study = Study(tmp_path / "study.sqlite")
     clips = find_clips([hopper_run, push_run])
     assert study.add_clips(clips) == 3  # hopper: 2 filmed episodes, push: 1
@@ -78,7 +61,7 @@ def test_two_raters_rate_every_clip_in_chromium(browser, hopper_run, push_run, t
     shots = Path(os.environ.get("BIRD_SCREENSHOT_DIR", tmp_path))
     with serve(make_app(study)) as base:
         # bypass_csp: Playwright evaluates its wait conditions as strings, which the page's CSP forbids
-        page = browser.new_page(viewport={"width": 1280, "height": 800}, bypass_csp=True)
+        page = chromium.new_page(viewport={"width": 1280, "height": 800}, bypass_csp=True)
         page.goto(f"{base}/r/{raters[0].token}")  # no trailing slash: redirected
         assert _rate(page, lambda t: (4, 2) if "hopper" in t else (2, 3), by_keyboard=True, shots=shots) == 4
         assert "thank you" in page.locator("#done").inner_text()

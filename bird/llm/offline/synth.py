@@ -63,19 +63,23 @@ class OfflineSynthesiser(Generator):
         ctx = request.context
         special = self._special(request)
         if special is not None:
-            return Response(text=special, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            return Response(text=special, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
         if ctx.get("contract") == "reward_class" and "obs_fields" in ctx:
             text = answer_demo_request(ctx, request.purpose, self._rng(request), LABEL)
-            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
         if request.purpose == "self_verify":
             text = answer_operator(request.purpose, ctx, self._rng(request), LABEL) or ""
-            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
         if "obs_fields" not in ctx or "task" not in ctx:
             raise LLMError(f"offline synthesiser cannot answer a {request.purpose!r} request without obs_fields/task")
         rng = self._rng(request)
         text = answer_operator(request.purpose, ctx, rng, LABEL)
         if text is not None:
-            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+            return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
         parent = parent_terms(ctx.get("parent_code"))
         if request.purpose == "mutation" and parent and not ctx.get("error"):
             terms, how = mutate(ctx, parent, rng), "mutated from the parent using the feedback shown"
@@ -86,4 +90,5 @@ class OfflineSynthesiser(Generator):
         text = f"Offline synthesiser ({how}).\n\n```python\n{code}```\n"
         if ctx.get("design_thought"):  # the prompt asked for a design thought in braces before the code
             text = "{" + design_thought(terms) + "}\n" + text
-        return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0)
+        return Response(text=text, model=self.model, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                            finish_reason="stop")
