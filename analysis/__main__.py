@@ -92,14 +92,18 @@ def _epic(args: argparse.Namespace) -> int:
     return 0
 
 
-def _source(paths: Sequence[str], out: str):
-    """Runs from run directories, sweep folders, a Parquet export, or bundles (unpacked under OUT/runs/)."""
+def _source(paths: Sequence[str], out: str | None = None):
+    """Runs from run directories, sweep folders, a Parquet export, or bundles (unpacked under OUT/runs/, or a
+    temporary folder without OUT)."""
+    import tempfile
+
     from .rundir import read_runs
     from .store import load_parquet
 
     if len(paths) == 1 and (Path(paths[0]) / "runs.parquet").is_file():
         return load_parquet(paths[0])
-    return read_runs([str(d) for p in paths for d in _unbundled(p, Path(out) / "runs")])
+    into = Path(out) / "runs" if out else Path(tempfile.mkdtemp(prefix="bird-bundle-"))
+    return read_runs([str(d) for p in paths for d in _unbundled(p, into)])
 
 
 def _unbundled(path: str, into: Path) -> list:
