@@ -110,8 +110,8 @@ def determinism(cfg: BirdConfig, env: dict[str, Any], sampled_llm: bool) -> dict
         sources.append(f"train.timeout_s={cfg.train.timeout_s}: a training near the wall-clock limit may finish in "
                        "one run and time out in another")
     limits = {"verify.call_timeout_s": cfg.verify.call_timeout_s}
-    llm = ("replayed from the response cache (llm.cache=replay)" if cfg.llm.cache == "replay"
-           else "sampled from a model: a re-run draws new answers; replay the transcript to reproduce them"
+    # not the cache mode: a recorded and a replayed run write the same result.json (bird/llm/cache.py)
+    llm = ("sampled from a model: a re-run draws new answers; replay the transcript to reproduce them"
            if sampled_llm else "a deterministic program (same request, same answer)")
     return {"learner": not sources, "learners": learners, "device": "gpu" if "jax_ppo" in learners and
             _jax_on_gpu(env) else "cpu", "torch_threads_per_training": 1 if "sb3_ppo" in learners else None,
