@@ -35,6 +35,7 @@ from bird.llm.factory import make_generator, make_judge
 from bird.progress import ProgressDisplay, print_summary
 from bird.result import build_result
 from bird.reward.checks import random_transitions
+from bird.reward.factory import preflight
 from bird.reward.isolation import harden_host
 from bird.rundir import RunDir, write_json
 from bird.runlock import RunLock
@@ -71,6 +72,7 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
     try:
         (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
         host = record_environment(run.root)
+        preflight(cfg.reward.language or "numpy")  # a sandbox that cannot start here is refused before any work
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())
         generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")

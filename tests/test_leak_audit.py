@@ -12,7 +12,7 @@ from prompt_rehearsal import REFERENCE_SENTINEL, Rehearsal, rehearse
 from bird.config.load import CONF_DIR
 from bird.envs.demos import available_envs
 from bird.leaks import compared_numbers, eval_task_mentions, find_leaks, hidden_facts
-from bird.registry import get
+from bird.registry import declared, get
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
 TASKS = available_envs()
@@ -83,7 +83,7 @@ def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
     iterates = min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) > 1
     if cfg.decompose.kind != "none":
         out.add("decompose")
-    if getattr(get("feedback_format", cfg.feedback.format), "needs_judge", False):
+    if declared("feedback_format", cfg.feedback.format).needs_judge:
         out.add("judge")
     if iterates and cfg.generate.parent != "none":
         out.add("mutation")

@@ -35,12 +35,12 @@ USER = ("Task: {task}\n{focus}\nFeedback on the reward function:\n{evidence}\n\n
 class Summarisation:
     name: str
     per_subtask: bool
-    needs_judge: bool = True
 
 
-register("summarisation", "none")(Summarisation("none", per_subtask=False, needs_judge=False))
-register("summarisation", "per_candidate")(Summarisation("per_candidate", per_subtask=False))
-register("summarisation", "per_candidate_per_subtask")(Summarisation("per_candidate_per_subtask", per_subtask=True))
+register("summarisation", "none")(Summarisation("none", per_subtask=False))
+register("summarisation", "per_candidate", needs_judge=True)(Summarisation("per_candidate", per_subtask=False))
+register("summarisation", "per_candidate_per_subtask", needs_judge=True)(
+    Summarisation("per_candidate_per_subtask", per_subtask=True))
 
 
 def _pieces(text: str, stats: dict[str, Any], per_subtask: bool) -> list[tuple[str | None, str]]:

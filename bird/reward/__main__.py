@@ -27,7 +27,8 @@ def _host_layers() -> list[dict[str, Any]]:
         {"name": "host_non_dumpable", "active": dumpable == 0,
          "detail": "PR_SET_DUMPABLE=0 in every process that starts workers (the parent, each training process)"},
         {"name": "process_group_kill", "active": True,
-         "detail": "worker in its own session; killpg(SIGKILL) on close, on every time-out and on a bad frame"},
+         "detail": "worker in its own session; on close, on every time-out and on a bad frame its pid namespace's "
+                   "init is killed first (the namespace dies with it), then the whole group (killpg SIGKILL)"},
         {"name": "result_channel", "active": True,
          "detail": "replies on a dedicated pipe (stdout/stderr are /dev/null); host checks sequence, sizes, float64, "
                    "shape, finiteness, component names; texts bounded and stripped of control characters"},

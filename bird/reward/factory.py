@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bird.envs.base import ObsIndex, TaskSpec
-from bird.reward.sandbox import SandboxedReward
+from bird.reward.languages import get_language
+from bird.reward.sandbox import SandboxedReward, WorkerProcess
 
-__all__ = ["open_program", "ProgramLimits", "BULK_TIMEOUT_S"]
+__all__ = ["open_program", "preflight", "ProgramLimits", "BULK_TIMEOUT_S"]
 
 BULK_TIMEOUT_S = 30.0  # the least per-call limit when one call scores a whole store of transitions
 
@@ -40,6 +41,18 @@ class Kind(Protocol):
 
     @property
     def language(self) -> str | None: ...
+
+
+_READY: set[str] = set()
+
+
+def preflight(language: str = "numpy") -> None:
+    """Start one isolated worker of `language` and close it, once per process: where the sandbox cannot start here (an
+    install it cannot read after its identity drop, say), SandboxSetupError says what to change before any LLM call or
+    training is spent."""
+    if language not in _READY:
+        WorkerProcess(get_language(language), 2048, 5.0).close()
+        _READY.add(language)
 
 
 def open_program(code: str, task: TaskSpec | ObsIndex, limits: Limits, kind: Kind | None = None, *,

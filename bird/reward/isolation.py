@@ -1,9 +1,11 @@
-"""OS isolation of the reward worker: the layers it applies to itself before any untrusted code is compiled,
-and the host's own hardening. Each layer reports whether it is active; none is skipped silently.
+"""OS isolation of an untrusted-code process (the reward worker; the JAX trainer applies the same stack): the layers
+it applies to itself before any untrusted code is compiled, and the host's own hardening. Each layer reports
+whether it is active; none is skipped silently.
 
-Order matters: namespaces first (unshare(CLONE_NEWUSER) needs a single-threaded process), then the language's
-modules are imported (after the uid drop the Python installation may be unreadable), then limits, uid drop,
-no_new_privs, Landlock and last seccomp (which forbids the syscalls the earlier steps use).
+Order matters: namespaces first (unshare(CLONE_NEWUSER) needs a single-threaded process; the pid namespace forks,
+bird/reward/namespaces.py), then the language's modules are imported (from the host's filesystem, as the host's
+user), then the task limit, the minimal read-only tree (mount namespace), limits, uid drop, no_new_privs, Landlock
+and last seccomp (which forbids the syscalls the earlier steps use).
 """
 
 from __future__ import annotations
@@ -19,19 +21,24 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from bird.reward import landlock, seccomp_policy
+from bird.reward import cgroups, landlock, namespaces, seccomp_policy
 
-__all__ = ["IsolationConfig", "Layer", "LAYERS", "STEPS", "SANDBOX_UID", "CPU_BUDGET_S", "apply", "arm_cpu_limit",
-           "cpu_budget", "harden_host", "read_paths_for"]
+__all__ = ["IsolationConfig", "Layer", "LAYERS", "STEPS", "WORKER_UID_BASE", "CPU_BUDGET_S", "SetupRefused", "apply",
+           "arm_cpu_limit", "cpu_budget", "harden_host", "limit_tasks", "read_paths_for", "refuse_unreadable", "release_tasks",
+           "thread_task_limit", "worker_uid"]
 
-SANDBOX_UID = SANDBOX_GID = 65534  # nobody / nogroup: what a root host drops the worker to
+# A root host drops each worker to a uid of its own, WORKER_UID_BASE + the host-visible pid of the process it started
+# (unique while that process lives; pid_max <= 2**22 keeps it below 0x7A400000): RLIMIT_NPROC then counts per worker,
+# and workers cannot signal or read each other by uid. 0x70000000-0x7FFDFFFF is a range systemd leaves unassigned
+# (systemd.io/UIDS-GIDS: above the container ranges, below the "foreign" range); the gid is the same number.
+WORKER_UID_BASE = 0x7A000000
 CPU_BUDGET_S = 3600  # hard RLIMIT_CPU over a worker's life; the soft limit is re-armed per call
-LAYERS = ("network_namespace", "resource_limits", "empty_workdir", "unprivileged_user", "non_dumpable",
-          "parent_death_signal", "no_new_privs", "landlock", "seccomp")  # in the order they are applied
+LAYERS = ("network_namespace", "pid_namespace", "task_limit", "empty_workdir", "mount_namespace", "resource_limits",
+          "unprivileged_user", "non_dumpable", "parent_death_signal", "no_new_privs", "landlock",
+          "seccomp")  # in the order they are applied
 SYSTEM_LIBRARY_PATHS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache")
 
 _STDLIB_DIRS = (os.path.dirname(os.__file__), str(sysconfig.get_config_var("DESTSHARED") or ""))  # read at import
-_CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -48,6 +55,14 @@ class IsolationConfig:
     :param preload: more modules imported then, whose files need not stay readable.
     :param extra_syscalls: syscalls the language needs beyond seccomp_policy.BASE_SYSCALLS.
     :param extra_read_paths: paths the language reads after start-up, beyond those of its modules.
+    :param max_tasks: processes + threads allowed (pids.max, RLIMIT_NPROC); None: 1 without threads, else
+        thread_task_limit().
+    :param devices: device nodes bound read-write into the minimal tree (a GPU's /dev/nvidia*); the reward worker
+        needs none.
+    :param writable_paths: directories bound read-write into the tree (a trainer's output directory). Only the tree
+        makes them writable: Landlock and seccomp still refuse writes until the caller extends them.
+    :param cgroup: which cgroup of its own to make where one can be made: "v2" (pids.max, memory.max; the default),
+        "any" (also the pids controller of a cgroup v1 hierarchy), "off".
     """
 
     memory_mb: int
@@ -58,6 +73,15 @@ class IsolationConfig:
     preload: tuple[str, ...] = ()
     extra_syscalls: tuple[str, ...] = ()
     extra_read_paths: tuple[str, ...] = ()
+    max_tasks: int | None = None
+    devices: tuple[str, ...] = ()
+    writable_paths: tuple[str, ...] = ()
+    cgroup: str = "v2"
+
+
+class SetupRefused(RuntimeError):
+    """The process cannot run safely here (what it must read is unreadable to its identity); the message says what
+    to change. Raised out of apply(), never reported as an inactive layer."""
 
 
 @dataclass
@@ -96,17 +120,78 @@ def _status_field(name: str) -> str:
 
 
 # -- the layers, in order ----------------------------------------------------------------------------------------
-def _network_namespace(was_root: bool) -> Layer:
+def _network_namespace() -> Layer:
     before = os.readlink("/proc/self/ns/net")
-    flags = _CLONE_NEWNET if was_root else _CLONE_NEWUSER | _CLONE_NEWNET
-    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+    how = namespaces.unshare(namespaces.CLONE_NEWNET)
     after = os.readlink("/proc/self/ns/net")
     if after == before:
         raise OSError("unshare returned but the network namespace did not change")
     with open("/proc/self/net/dev") as fh:
         devices = [line.split(":")[0].strip() for line in fh.readlines()[2:]]
-    how = "" if was_root else " (inside a new user namespace)"
     return Layer("network_namespace", True, f"new network namespace{how}; interfaces {devices}, all down")
+
+
+def _pid_namespace(cfg: IsolationConfig) -> Layer:
+    namespaces.enter_pid_namespace(cfg.host_pid)  # returns in the worker only
+    return Layer("pid_namespace", True, f"pid {os.getpid()} of a new pid namespace under a waiting init: no host "
+                                        "process can be seen, signalled or probed by pid; whatever it starts dies "
+                                        "with it; the process the host started waits outside and exits as it does")
+
+
+def thread_task_limit() -> int:
+    """Processes + threads for a language that needs threads: XLA sizes its pools by the CPU count."""
+    return 64 + 4 * (os.cpu_count() or 1)
+
+
+def worker_uid() -> int:
+    """The uid (and gid) a root host drops this worker to: its own, so that RLIMIT_NPROC counts it alone."""
+    return WORKER_UID_BASE + (namespaces.STATE.outer_pid or os.getpid())
+
+
+def limit_tasks(max_tasks: int, memory_mb: int | None = None, cgroup: str = "v2") -> Layer:
+    """At most `max_tasks` processes + threads for this process and everything it starts, counted for it alone, so a
+    thread bomb stops at its own limit and never exhausts the machine's pids. Two mechanisms, each reported:
+    a cgroup of its own (pids.max; memory.max on cgroup v2) where one can be made under this process's cgroup, and
+    RLIMIT_NPROC, which the kernel counts per uid in a user namespace: per worker because a root host gives each
+    worker its own uid (worker_uid(), applied by the uid drop) and an unprivileged host its own user namespace.
+    Called by every isolated process (the reward worker through apply(), the JAX trainer).
+
+    :param cgroup: "v2" (the default), "any" (a v1 pids hierarchy too: moving a process between v1 cgroups costs
+        tens of milliseconds under load, and RLIMIT_NPROC per worker already holds there) or "off"."""
+    if cgroup not in cgroups.KINDS:
+        raise ValueError(f"cgroup={cgroup!r}: expected one of {sorted(cgroups.KINDS)}")
+    parts = []
+    if cgroup != "off":
+        try:
+            parts.append(cgroups.enter(cgroups.PREFIX + str(namespaces.STATE.outer_pid or os.getpid()), max_tasks,
+                                       memory_mb * 2**20 if memory_mb else None, v1=cgroup == "any"))
+        except OSError as exc:
+            parts.append(f"no cgroup ({exc})")
+    per_worker = os.geteuid() == 0 or namespaces.STATE.user
+    nproc = 0 if max_tasks <= 1 else max_tasks
+    if per_worker or nproc == 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        whose = (f"uid {worker_uid()} (this worker's own)" if os.geteuid() == 0
+                 else "this worker's own user namespace" if namespaces.STATE.user else "this user")
+        parts.append(f"RLIMIT_NPROC={nproc} counted for {whose}")
+    else:
+        parts.append("RLIMIT_NPROC not set: without a user namespace of its own it would count all of this user's "
+                     "processes")
+    active = any(p.startswith("cgroup") for p in parts) or per_worker or nproc == 0
+    return Layer("task_limit", active, f"at most {max(max_tasks, 1)} task(s): " + "; ".join(parts))
+
+
+def release_tasks(outer_pid: int) -> None:
+    """Host side, once the worker `outer_pid` is reaped: remove the cgroup it made, if any."""
+    cgroups.remove(cgroups.PREFIX + str(outer_pid))
+
+
+def _mount_namespace(cfg: IsolationConfig) -> Layer:
+    tree = namespaces.build_tree(_read_paths(cfg), cfg.devices, cfg.writable_paths)
+    return Layer("mount_namespace", True,
+                 f"new mount namespace; root is a read-only tmpfs with {len(tree.bound)} read-only binds "
+                 f"({', '.join(tree.bound)}), devices {', '.join(tree.devices)}, {tree.proc}; the host's other "
+                 "files do not exist here (stat/readlink see nothing)")
 
 
 def _resource_limits(cfg: IsolationConfig) -> Layer:
@@ -116,17 +201,14 @@ def _resource_limits(cfg: IsolationConfig) -> Layer:
         resource.RLIMIT_CORE: 0,
         resource.RLIMIT_NOFILE: 64,
     }
-    if not cfg.threads:
-        limits[resource.RLIMIT_NPROC] = 0  # no new process or thread (root ignores it: the uid drop comes next)
     for res, value in limits.items():
         resource.setrlimit(res, (value, value))
     budget = cpu_budget()
     resource.setrlimit(resource.RLIMIT_CPU, (budget, budget))
     arm_cpu_limit(cfg.call_timeout_s)
-    nproc = "RLIMIT_NPROC=0" if not cfg.threads else "RLIMIT_NPROC not set (threads needed; seccomp denies processes)"
-    return Layer("resource_limits", not cfg.threads,
+    return Layer("resource_limits", True,
                  f"RLIMIT_AS={cfg.memory_mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call {math.ceil(cfg.call_timeout_s) + 1} s"
-                 f" (life {budget} s), {nproc}, RLIMIT_NOFILE=64, RLIMIT_CORE=0")
+                 f" (life {budget} s), RLIMIT_NOFILE=64, RLIMIT_CORE=0 (processes and threads: task_limit)")
 
 
 def cpu_budget() -> int:
@@ -147,7 +229,8 @@ def _empty_workdir() -> Layer:
     cwd = os.getcwd()
     if os.listdir(cwd):
         raise OSError(f"working directory {cwd} is not empty")
-    return Layer("empty_workdir", True, f"cwd {cwd} (empty, made by the host for this worker)")
+    return Layer("empty_workdir", True, f"cwd {cwd} (empty, made by the host for this worker; recreated empty and "
+                                        "read-only in the minimal tree)")
 
 
 def _drop_capabilities() -> None:
@@ -163,18 +246,40 @@ def _drop_capabilities() -> None:
 
 def _unprivileged_user(was_root: bool) -> Layer:
     if was_root:
+        uid = worker_uid()
         os.setgroups([])
-        os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
-        os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
-        if os.getresuid() != (SANDBOX_UID,) * 3 or os.getresgid() != (SANDBOX_GID,) * 3:
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        if os.getresuid() != (uid,) * 3 or os.getresgid() != (uid,) * 3:
             raise OSError("uid/gid did not change")
-        how = f"dropped from root to uid {SANDBOX_UID} / gid {SANDBOX_GID}, no supplementary groups"
+        how = f"dropped from root to uid/gid {uid} (this worker's own), no supplementary groups"
     else:
         _drop_capabilities()  # the capabilities it holds inside its own user namespace
         how = "already an unprivileged user; capabilities in its user namespace dropped"
     if int(_status_field("CapEff") or "1", 16) != 0 or int(_status_field("CapPrm") or "1", 16) != 0:
         raise OSError("capabilities remain after the drop")
     return Layer("unprivileged_user", True, how + "; no capabilities")
+
+
+def refuse_unreadable(paths: Sequence[str]) -> None:
+    """After the uid drop: every path the process reads later must be readable now, or start-up fails with what to
+    change (never a module error later). Checks each path and, for the Python packages, their first-level entries
+    (an install made under umask 077 is unreadable throughout); symlinks are checked where they lead."""
+    for path in paths:
+        entries = [path]
+        if path not in SYSTEM_LIBRARY_PATHS and os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK):
+            entries += [e.path for e in sorted(os.scandir(path), key=lambda e: e.name)[:500] if not e.is_symlink()]
+        for entry in entries:
+            if not os.access(entry, os.R_OK | (os.X_OK if os.path.isdir(entry) else 0)):
+                blocker = entry
+                while os.path.dirname(blocker) != blocker and not os.access(os.path.dirname(blocker), os.X_OK):
+                    blocker = os.path.dirname(blocker)
+                raise SetupRefused(
+                    f"the isolated process runs as uid {os.getuid()} and cannot read {entry} (blocked at {blocker}). "
+                    "Make the Python installation and the packages readable by other users (e.g. chmod o+rX on the "
+                    "directories above them and chmod -R o+rX on the install), or run bird as a normal user; a "
+                    "kernel that allows mount namespaces avoids this for directories above them (python -m "
+                    "bird.reward check --explain)")
 
 
 def _non_dumpable() -> Layer:
@@ -184,6 +289,10 @@ def _non_dumpable() -> Layer:
 
 def _parent_death_signal(host_pid: int) -> Layer:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
+    if namespaces.STATE.pid:  # its parent is the namespace's init, which dies with the host
+        if not namespaces.parent_alive():
+            os._exit(70)
+        return Layer("parent_death_signal", True, "SIGKILL when the host dies (through the waiters in between)")
     if os.getppid() != host_pid:
         os._exit(70)  # the host died before this point: nobody would read our results
     return Layer("parent_death_signal", True, "SIGKILL when the host dies")
@@ -228,34 +337,57 @@ def read_paths_for(modules: Sequence[str]) -> list[str]:
     return [p for p in dict.fromkeys(paths) if p]
 
 
+def _read_paths(cfg: IsolationConfig) -> list[str]:
+    return read_paths_for(cfg.read_modules) + list(cfg.extra_read_paths)
+
+
+def _max_tasks(cfg: IsolationConfig) -> int:
+    return cfg.max_tasks if cfg.max_tasks is not None else thread_task_limit() if cfg.threads else 1
+
+
 # name -> step(cfg, was_root); apply() runs them in LAYERS order. Tests run single steps to check one layer alone.
 STEPS: dict[str, Callable[[IsolationConfig, bool], Layer]] = {
-    "network_namespace": lambda cfg, root: _network_namespace(root),
-    "resource_limits": lambda cfg, root: _resource_limits(cfg),
+    "network_namespace": lambda cfg, root: _network_namespace(),
+    "pid_namespace": lambda cfg, root: _pid_namespace(cfg),
+    "task_limit": lambda cfg, root: limit_tasks(_max_tasks(cfg), cfg.memory_mb, cfg.cgroup),
     "empty_workdir": lambda cfg, root: _empty_workdir(),
+    "mount_namespace": lambda cfg, root: _mount_namespace(cfg),
+    "resource_limits": lambda cfg, root: _resource_limits(cfg),
     "unprivileged_user": lambda cfg, root: _unprivileged_user(root),
     "non_dumpable": lambda cfg, root: _non_dumpable(),
     "parent_death_signal": lambda cfg, root: _parent_death_signal(cfg.host_pid),
     "no_new_privs": lambda cfg, root: _no_new_privs(),
-    "landlock": lambda cfg, root: _landlock(read_paths_for(cfg.read_modules) + list(cfg.extra_read_paths)),
+    "landlock": lambda cfg, root: _landlock(_read_paths(cfg)),
     "seccomp": lambda cfg, root: _seccomp(cfg),
 }
 
 
+def import_modules(cfg: IsolationConfig) -> None:
+    """Import what the process needs while the host's filesystem is still there and readable (before the task
+    limit, the tree and the uid drop); libseccomp too."""
+    for module in cfg.read_modules + cfg.preload:
+        importlib.import_module(module)
+    try:
+        seccomp_policy.load_library()
+    except Exception:  # noqa: BLE001 - reported by the seccomp step
+        pass
+
+
 def apply(cfg: IsolationConfig) -> list[Layer]:
-    """Apply every layer to this process, in order; return one Layer per name in LAYERS (inactive ones say why)."""
+    """Apply every layer to this process, in order; return one Layer per name in LAYERS (inactive ones say why).
+    Raises SetupRefused when the process could not read what it needs after the uid drop."""
     was_root = os.geteuid() == 0
+    namespaces.STATE.outer_pid = namespaces.STATE.outer_pid or os.getpid()
     layers: list[Layer] = []
+    needed: list[str] | None = None
     for name in LAYERS:
-        if name == "resource_limits":  # after the namespaces, before the uid drop and the filters
-            for module in cfg.read_modules + cfg.preload:
-                importlib.import_module(module)
-            try:
-                seccomp_policy.load_library()
-            except Exception:  # noqa: BLE001 - reported by the seccomp step
-                pass
+        if needed is None and name not in ("network_namespace", "pid_namespace"):
+            import_modules(cfg)  # after the namespaces (the pid namespace forks), before the tree and the limits
+            needed = [p for p in _read_paths(cfg) if os.path.exists(p)]  # seen before the uid drop
         try:
             layers.append(STEPS[name](cfg, was_root))
         except Exception as exc:  # noqa: BLE001 - an unavailable layer is reported, never silently skipped
             layers.append(Layer(name, False, f"not applied: {type(exc).__name__}: {exc}"))
+        if name == "unprivileged_user":
+            refuse_unreadable(needed or [])  # checked after it
     return layers

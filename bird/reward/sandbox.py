@@ -27,7 +27,7 @@ from bird.reward.languages import Language, get_language
 from bird.reward.static import CONTRACT_ENTRIES, check_source
 from bird.types import Failure, FailureKind
 
-__all__ = ["SandboxedReward", "RewardProgramError", "WorkerProcess", "COMPONENT_NAME"]
+__all__ = ["SandboxedReward", "RewardProgramError", "SandboxSetupError", "WorkerProcess", "COMPONENT_NAME"]
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +52,24 @@ class RewardProgramError(RuntimeError):
         self.failure = failure
 
 
+class SandboxSetupError(RuntimeError):
+    """The sandbox cannot start on this machine as installed (not a program's failure); the message says what to
+    change. Raised when the first worker starts, before any program runs."""
+
+
 def _worker_paths() -> list[str]:
     """sys.path for the worker: where bird is, then the host's absolute path entries (it starts with -I)."""
     root = str(Path(__file__).resolve().parents[2])
     return list(dict.fromkeys([root] + [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)]))
+
+
+def _children(pid: int) -> list[int]:
+    """The children of a live, unreaped child `pid` of this process (/proc/PID/task/PID/children)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(p) for p in fh.read().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def _death(code: int | None, call_timeout_s: float) -> Failure:
@@ -114,6 +128,9 @@ class WorkerProcess:
             "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
         reply, _ = self.request(init, b"", STARTUP_TIMEOUT_S, 0, "worker start-up (interpreter, imports, layers)",
                                 f"{STARTUP_TIMEOUT_S:g} s start-up limit")
+        if "refused" in reply:
+            self.close()
+            raise SandboxSetupError("the reward sandbox cannot start: " + protocol.clean_text(reply["refused"], 1500))
         self.layers = [{"name": protocol.clean_text(d.get("name"), 40), "active": d.get("active") is True,
                         "detail": protocol.clean_text(d.get("detail"), 800)}
                        for d in reply.get("layers", []) if isinstance(d, dict)]
@@ -182,6 +199,26 @@ class WorkerProcess:
             got += len(chunk)
         return b"".join(chunks)
 
+    @staticmethod
+    def _kill(pid: int) -> None:
+        """SIGKILL the worker inside its pid namespace first and let its waiting parent `pid` see it die, so that
+        nothing is orphaned (a host that is a subreaper or pid 1 would inherit it as a zombie); then the group."""
+        inner = _children(pid)
+        for child in inner:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 2.0
+        while inner and time.monotonic() < deadline:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                break
+            time.sleep(0.002)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
     def _dead(self) -> Failure:
         """Why the worker went away: its exit status, read without reaping it (so its group can still be killed)."""
         code, deadline = None, time.monotonic() + 5.0
@@ -196,15 +233,13 @@ class WorkerProcess:
         return _death(code, self.call_timeout_s)
 
     def close(self) -> None:
-        """Kill the worker's whole process group, reap it, remove its working directory."""
+        """Kill the worker's whole process group, reap it, remove its working directory and its cgroup."""
         proc = getattr(self, "proc", None)
         if proc is not None:
             if proc.returncode is None:  # not reaped: its pid (= its group id) cannot have been reused
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                self._kill(proc.pid)
             proc.wait()
+            isolation.release_tasks(proc.pid)  # the worker's cgroup, once its processes are gone
             for stream in (proc.stdin,):
                 try:
                     if stream is not None:

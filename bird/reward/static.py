@@ -4,7 +4,8 @@ Rejected, each with a line number and a reason: imports outside the language's m
 `from X import a, b` name), private and dunder attributes and names, frame/code/traceback/generator internals,
 `format`/`format_map` with attribute or index fields (or a template that is not a literal), numpy's file, ctypes,
 testing and configuration API, assignments to module attributes (monkeypatching), dynamic code and introspection
-builtins, `global` state, and reads of the success flag or reference-reward terms from `info` (writes are fine).
+builtins, `global` state, reads of the success flag or reference-reward terms from `info` (writes are fine), dunder
+names bound by match captures, `as` or import aliases, class keywords (metaclass=) and ABC registration (`.register`).
 """
 
 from __future__ import annotations
@@ -223,6 +224,8 @@ def _name_failure(node: ast.AST, ctx: _Context) -> Failure | None:
 
 def _node_failure(node: ast.AST, ctx: _Context) -> Failure | None:  # noqa: C901 - one flat dispatch over node types
     line = getattr(node, "lineno", 0)
+    if (f := _class_machinery_failure(node)) is not None:
+        return f
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return _import_failure(node, ctx)
     if isinstance(node, (ast.Name, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.arg)):
@@ -258,6 +261,53 @@ def _node_failure(node: ast.AST, ctx: _Context) -> Failure | None:  # noqa: C901
     elif isinstance(node, ast.Global):
         return _reject(line, "global state is not allowed (a reward is a function of its transitions; `nonlocal` "
                              "in a nested helper is fine)")
+    return None
+
+
+# -- dunder bindings and class machinery ---------------------------------------------------------------------------
+# Constructs that bind a name given as a string (not a Name node) or customise how classes are made. A dunder bound
+# in a class body is a special method (run where the harness or numpy converts and compares values); a metaclass
+# function sees and builds the class namespace; ABC registration makes isinstance checks in trusted code true for
+# the program's classes. Together they reached a function's __globals__ and the real builtins (issue 20).
+_REGISTRATION = "'.register' registers a class with an ABC (ABC.register: isinstance checks in trusted code then " \
+                "trust it) or a handler with a dispatcher; not allowed"
+
+
+def _string_bindings(node: ast.AST) -> list[tuple[str, str]]:
+    """(name, construct) for each name `node` binds through a string rather than a Name node."""
+    if isinstance(node, ast.MatchAs) and node.name:
+        return [(node.name, "a match/case capture")]
+    if isinstance(node, ast.MatchStar) and node.name:
+        return [(node.name, "a match/case star capture")]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [(node.rest, "a match/case **rest capture")]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [(node.name, "'except ... as'")]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname, "an import alias") if a.asname else (a.name.split(".")[0], "an import")
+                for a in node.names if a.name != "*"]
+    if isinstance(node, ast.withitem) and node.optional_vars is not None:  # `as __name__` (a readable dunder)
+        return [(n.id, "'with ... as'") for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)]
+    return []
+
+
+def _class_machinery_failure(node: ast.AST) -> Failure | None:
+    """Dunder names bound by match captures, `as` (with/except/import) and import aliases; class keywords
+    (metaclass=, **kwargs); `.register` (ABC registration), also as a match-class keyword."""
+    line = getattr(node, "lineno", 0)
+    for name, construct in _string_bindings(node):
+        if name.startswith("__"):
+            return _reject(line, f"{construct} binds the dunder name {name!r} (dunder names may not be bound: in a "
+                                 "class body they define special methods)")
+    if isinstance(node, ast.ClassDef) and node.keywords:
+        keyword = node.keywords[0].arg
+        what = "metaclass=" if keyword == "metaclass" else f"{keyword}=" if keyword else "**"
+        return _reject(line, f"class {node.name!r} passes {what} to class creation (metaclasses and class keywords "
+                             "run code that builds the class; not allowed)")
+    if isinstance(node, ast.Attribute) and node.attr == "register":
+        return _reject(line, _REGISTRATION)
+    if isinstance(node, ast.MatchClass) and "register" in node.kwd_attrs:
+        return _reject(line, _REGISTRATION)
     return None
 
 

@@ -3,7 +3,8 @@
 Started by the host (sandbox.launch) as `python -I -c BOOT RESULT_FD PATHS` in a new session, with an empty
 working directory, an environment of thread counts only, stdin = requests, stdout/stderr = /dev/null and
 RESULT_FD = the result pipe. Sequence:
-  1. init {language, isolation}  -> layers applied (isolation.apply)  -> {ok, layers}
+  1. init {language, isolation}  -> layers applied (isolation.apply)  -> {ok, layers}, or {ok: false, refused}
+     when the worker could not read what it needs after the uid drop (the host raises SandboxSetupError)
   2. load {code, entry, contract, fields} -> module-level code run under the per-call limits -> {ok[, plan_list]}
   3. calls, one per request, until stdin closes.
 """
@@ -64,7 +65,11 @@ def start(result_fd: int) -> tuple[Session, Language]:
         extra_syscalls=language.extra_syscalls, extra_read_paths=language.extra_read_paths,
     )
     session.memory_mb, session.call_timeout_s = cfg.memory_mb, cfg.call_timeout_s
-    layers = isolation.apply(cfg)
+    try:
+        layers = isolation.apply(cfg)
+    except isolation.SetupRefused as exc:
+        session.send({"ok": False, "refused": str(exc)})
+        sys.exit(0)
     session.send({"ok": True, "layers": [layer.to_json() for layer in layers]})
     return session, language
 

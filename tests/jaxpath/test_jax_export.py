@@ -6,6 +6,7 @@ import pytest
 
 from bird.config.schema import EnvConfig
 from bird.envs.registry import make_adapter
+from bird.reward import isolation
 from bird.reward.jax_export import ExportedReward, ExportError, load
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.reward.static import check_source
@@ -125,21 +126,21 @@ def test_trainer_rejects_artefacts_with_host_callbacks_corrupt_bytes_or_the_wron
 
 
 def test_a_jax_program_is_traced_and_exported_behind_the_os_layers(spec):
-    """The jax worker runs behind the same layers as a numpy one (Landlock, seccomp, uid drop, network namespace
-    ...); only RLIMIT_NPROC stays unset, since XLA creates threads (seccomp still denies new processes)."""
+    """The jax worker runs behind every layer a numpy one gets (namespaces, task limit, tree, Landlock, seccomp, uid
+    drop ...); its task limit lets XLA start its threads (seccomp still denies new processes)."""
     code = HEAD + '    return next_obs["rootx_vel"] + 0.0 * jnp.sum(action, -1), {"x": next_obs["rootz_pos"]}\n'
     with SandboxedReward(code, spec.obs_index, 30.0, 2048, language="jax", action_dim=spec.action_dim) as program:
         active = {layer["name"] if isinstance(layer, dict) else layer.name for layer in program.layers} - set(
             program.inactive_layers)
+        limit = next(d["detail"] for d in program.layers if d["name"] == "task_limit")
         exported = program.export()
-    machine_lacks = {"landlock", "seccomp", "network_namespace", "unprivileged_user"} - set(_numpy_layers(spec))
-    assert {"landlock", "seccomp", "network_namespace", "unprivileged_user", "no_new_privs"} - machine_lacks <= active
-    assert set(program.inactive_layers) <= {"resource_limits"} | machine_lacks
+    assert set(_numpy_layers(spec)) <= active
+    assert "task_limit" not in active or f"at most {isolation.thread_task_limit()} task(s)" in limit, limit
     assert exported.components == ("x",) and len(exported.hlo) > 1000
 
 
 def _numpy_layers(spec) -> list[str]:
-    """The layers a numpy program gets on this machine (the jax worker must not get fewer, bar RLIMIT_NPROC)."""
+    """The layers a numpy program gets on this machine (the jax worker must not get fewer)."""
     code = "import numpy as np\n\ndef compute_reward(obs, action, next_obs, info):\n    return next_obs['rootx_vel'], {}\n"
     with SandboxedReward(code, spec.obs_index, 30.0, 2048) as program:
         return [n for n in (layer["name"] if isinstance(layer, dict) else layer.name for layer in program.layers)

@@ -10,6 +10,7 @@ import encodings.idna  # noqa: F401 - socket addresses use it; a child that drop
 import importlib.util
 import math
 import os
+import re
 import resource
 import signal
 import socket
@@ -28,8 +29,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def config(**kw) -> isolation.IsolationConfig:
-    """This process is the host: the child's parent."""
-    base = {"memory_mb": vm_size_mb() + 2048, "call_timeout_s": 5.0, "host_pid": os.getpid()}
+    """This process is the host: the child's parent. No cgroup unless a test asks (no host removes it here)."""
+    base = {"memory_mb": vm_size_mb() + 2048, "call_timeout_s": 5.0, "host_pid": os.getpid(), "cgroup": "off"}
     return isolation.IsolationConfig(**{**base, **kw})
 
 
@@ -120,18 +121,59 @@ def _thread() -> None:
 
 
 def test_process_limit_stops_fork_and_threads_unless_the_language_needs_threads(test_user):
-    """RLIMIT_NPROC=0 for a language without threads (root ignores it: as the worker does, drop to nobody)."""
-    steps = ["resource_limits", "unprivileged_user"]
+    """RLIMIT_NPROC=0 for a language without threads (root ignores it: as the worker does, drop to its own uid)."""
+    steps = ["task_limit", "unprivileged_user"]
 
     def then():
         return {"fork": attempt(_fork), "thread": attempt(_thread)}
 
     assert run(["unprivileged_user"], then)["found"] == {"fork": "ok", "thread": "ok"}
-    limited = run(steps, then)["found"]
+    limited = run(steps, then, config(cgroup="off"))["found"]
     assert limited["fork"] == "BlockingIOError:11" and limited["thread"].startswith("RuntimeError")
-    threads = run(steps, then, config(threads=True))
+    threads = run(steps, then, config(threads=True, cgroup="off"))
     assert threads["found"] == {"fork": "ok", "thread": "ok"}  # seccomp's clone rule is what stops processes there
-    assert threads["layers"][0]["active"] is False
+    assert threads["layers"][0]["active"] is True
+
+
+def _thread_bomb() -> int:
+    """Start threads until the kernel refuses (at most 200); return how many started."""
+    event, started = threading.Event(), 0
+    try:
+        for _ in range(200):
+            threading.Thread(target=event.wait, daemon=True).start()
+            started += 1
+    except RuntimeError:
+        pass
+    event.set()
+    return started
+
+
+def test_task_limit_stops_a_thread_bomb_at_the_workers_own_limit(test_user):
+    """Each mechanism alone stops a bomb at max_tasks (12: the process itself + 11 threads), where without the
+    layer 200 threads start: RLIMIT_NPROC counted for the worker's own uid (root host) or its own user namespace
+    (unprivileged host), and, where this machine allows one, a cgroup of its own with pids.max (checked as root
+    without the uid drop, which RLIMIT_NPROC does not bind)."""
+    from bird.reward import cgroups
+
+    bomb = config(threads=True, max_tasks=12, cgroup="off")
+    assert run([], _thread_bomb, bomb)["found"] == 200  # control
+    if ROOT:
+        out = run(["task_limit", "unprivileged_user"], _thread_bomb, bomb)
+        assert out["found"] == 11 and "counted for uid" in out["layers"][0]["detail"]
+    out = run(["network_namespace", "task_limit"], _thread_bomb, bomb, as_user=test_user)
+    assert out["found"] == 11 and "own user namespace" in out["layers"][1]["detail"]
+    if ROOT and cgroups.parent(v1=True) is not None:  # here: the v1 pids hierarchy, the same files as v2
+        out = run(["task_limit"], lambda: [_thread_bomb(), os.getpid()], config(threads=True, max_tasks=12,
+                                                                                 cgroup="any"))
+        isolation.release_tasks(out["found"][1])  # what the host does once a worker is reaped
+        assert out["found"][0] == 11 and "pids.max=12" in out["layers"][0]["detail"]
+        made = re.search(r"cgroup v1 (\S+):", out["layers"][0]["detail"]).group(1)
+        assert os.path.basename(made) == f"bird-worker-{out['found'][1]}" and not os.path.exists(made)
+
+
+def test_task_limit_names_the_allowed_cgroup_choices():
+    with pytest.raises(ValueError, match=r"cgroup='yes': expected one of \['any', 'off', 'v2'\]"):
+        isolation.limit_tasks(1, cgroup="yes")
 
 
 def test_resource_limits_report_what_the_kernel_enforces():
@@ -143,15 +185,13 @@ def test_resource_limits_report_what_the_kernel_enforces():
     budget = isolation.cpu_budget()  # 3600 s, unless this process runs under a lower hard limit (mutmut sets one)
     if resource.getrlimit(resource.RLIMIT_CPU)[1] == resource.RLIM_INFINITY:
         assert budget == isolation.CPU_BUDGET_S == 3600
-    for threads, nproc in ((False, "RLIMIT_NPROC=0"),
-                           (True, "RLIMIT_NPROC not set (threads needed; seccomp denies processes)")):
+    for threads in (False, True):
         out = run(["resource_limits"], then, config(memory_mb=mb, call_timeout_s=2.5, threads=threads))
         found, (layer,) = out["found"], out["layers"]
-        assert layer == {"name": "resource_limits", "active": not threads, "detail": (
-            f"RLIMIT_AS={mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call 4 s (life {budget} s), {nproc}, RLIMIT_NOFILE=64, "
-            "RLIMIT_CORE=0")}
+        assert layer == {"name": "resource_limits", "active": True, "detail": (
+            f"RLIMIT_AS={mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call 4 s (life {budget} s), RLIMIT_NOFILE=64, "
+            "RLIMIT_CORE=0 (processes and threads: task_limit)")}
         assert found["Max address space"] == [str(mb << 20)] * 2 and found["Max file size"] == ["0", "0"]
-        assert threads or found["Max processes"] == ["0", "0"]
         # the CPU soft limit: CPU used so far (rounded up) + the per-call limit (rounded up) + 1 s; hard: the budget
         # (at most one second less when the CPU used crossed a whole second after arming: a fresh child starts at 0)
         soft, hard = found["Max cpu time"]
@@ -209,13 +249,14 @@ def test_empty_workdir_is_checked(tmp_path):
     (tmp_path / "full" / "left-over").write_text("x")
     ok = in_child(_layers, config(), ["empty_workdir"], lambda: None, cwd=str(tmp_path / "empty")).result
     assert ok["layers"] == [{"name": "empty_workdir", "active": True,
-                             "detail": f"cwd {tmp_path / 'empty'} (empty, made by the host for this worker)"}]
+                             "detail": f"cwd {tmp_path / 'empty'} (empty, made by the host for this worker; recreated "
+                                       "empty and read-only in the minimal tree)"}]
     full = in_child(lambda: attempt(lambda: isolation.STEPS["empty_workdir"](config(), ROOT)), cwd=str(tmp_path / "full"))
     assert full.result == "OSError:"
 
 
 @pytest.mark.skipif(not ROOT, reason="the uid drop applies when bird runs as root")
-def test_a_root_worker_drops_to_nobody_without_groups_or_capabilities(tmp_path):
+def test_a_root_worker_drops_to_a_uid_of_its_own_without_groups_or_capabilities(tmp_path):
     secret = tmp_path / "root-only"
     secret.write_text("root only")
     secret.chmod(0o600)
@@ -223,14 +264,15 @@ def test_a_root_worker_drops_to_nobody_without_groups_or_capabilities(tmp_path):
 
     def then():
         return {"ids": [os.getresuid(), os.getresgid()], "groups": os.getgroups(), "cap": _status("CapEff"),
-                "read": attempt(lambda: secret.read_text())}
+                "read": attempt(lambda: secret.read_text()), "pid": os.getpid()}
 
     assert run([], then)["found"]["read"] == "ok"
     out = run(["unprivileged_user"], then)
-    assert out["found"] == {"ids": [[65534] * 3, [65534] * 3], "groups": [], "cap": "0000000000000000",
+    uid = isolation.WORKER_UID_BASE + out["found"].pop("pid")  # its own: RLIMIT_NPROC counts this worker alone
+    assert out["found"] == {"ids": [[uid] * 3, [uid] * 3], "groups": [], "cap": "0000000000000000",
                             "read": "PermissionError:13"}
-    assert out["layers"][0]["detail"] == ("dropped from root to uid 65534 / gid 65534, no supplementary groups; "
-                                          "no capabilities")
+    assert out["layers"][0]["detail"] == (f"dropped from root to uid/gid {uid} (this worker's own), no supplementary "
+                                          "groups; no capabilities")
 
 
 def test_an_unprivileged_worker_drops_the_capabilities_of_its_user_namespace(test_user):
@@ -393,17 +435,20 @@ def test_landlock_allows_reading_and_running_the_language_only_and_denies_tcp_an
 def test_landlock_on_a_process_with_threads_is_refused():
     """Landlock binds only the calling thread: with another thread alive the layer is refused and says why."""
     assert in_child(_thread_then_landlock, config(threads=True)).result == [
-        "landlock", False, "not applied: OSError: Landlock restricts only the calling thread, and this process has "
-                           "several"]
+        "OSError", "Landlock restricts only the calling thread, and this process has several"]
 
 
 def _thread_then_landlock(cfg):
     event = threading.Event()
     threading.Thread(target=event.wait, daemon=True).start()
-    layers = isolation.apply(cfg)
-    event.set()
-    layer = next(x for x in layers if x.name == "landlock")
-    return [layer.name, layer.active, layer.detail]
+    isolation.STEPS["no_new_privs"](cfg, ROOT)
+    try:
+        isolation.STEPS["landlock"](cfg, ROOT)
+    except OSError as exc:
+        return [type(exc).__name__, str(exc)]
+    finally:
+        event.set()
+    return ["ok", ""]
 
 
 def test_landlock_rules_cover_files_directories_and_skip_missing_paths(tmp_path):
@@ -654,7 +699,10 @@ def test_apply_runs_every_layer_in_order_after_importing_the_languages_modules(t
     assert [d["name"] for d in out["layers"]] == list(isolation.LAYERS)
     assert all(d["active"] for d in out["layers"]), out["layers"]
     assert out["preloaded"] == 41 and out["late"] != "ok"  # only what was imported before the layers
-    assert out["uid"] == (isolation.SANDBOX_UID if ROOT else os.getuid())
+    if ROOT:  # a uid of its own: WORKER_UID_BASE + the pid of the process the host started
+        assert isolation.WORKER_UID_BASE < out["uid"] < isolation.WORKER_UID_BASE + 2**22
+    else:
+        assert out["uid"] == os.getuid()
     if ROOT:  # a real uid drop, no supplementary groups, and no user namespace (where uid 0 would show as 65534)
         assert out["groups"] == [] and out["user_ns"] == os.readlink("/proc/self/ns/user")
 
@@ -664,7 +712,7 @@ def test_apply_reports_a_layer_it_could_not_apply_and_applies_the_others(tmp_pat
     cfg = config()
     out = in_child(lambda: [d.to_json() for d in isolation.apply(cfg)], cwd=str(tmp_path)).result
     assert [d["name"] for d in out] == list(isolation.LAYERS)
-    assert out[2] == {"name": "empty_workdir", "active": False,
+    assert out[3] == {"name": "empty_workdir", "active": False,
                       "detail": f"not applied: OSError: working directory {tmp_path} is not empty"}
     assert all(d["active"] for d in out if d["name"] != "empty_workdir")
 

@@ -214,7 +214,7 @@ def _probe(result_fd: int) -> None:
 
     session.send({"language": language.name, "as": resource.getrlimit(resource.RLIMIT_AS),
                   "cpu": resource.getrlimit(resource.RLIMIT_CPU), "cpu_used": time.process_time(),
-                  "ppid_ok": os.getppid() == header["host"], "numpy": attempt(lambda: read(np.__file__)),
+                  "ppid": os.getppid(), "numpy": attempt(lambda: read(np.__file__)),
                   "bird": attempt(lambda: read(worker.__file__)),
                   "thread": attempt(lambda: threading.Thread(target=print).start())})
 
@@ -229,8 +229,9 @@ def test_start_applies_the_layers_with_the_hosts_limits_and_the_languages_module
 
     assert found["as"] == [mb << 20] * 2
     assert found["cpu"] == [math.ceil(found["cpu_used"]) + 3 + 1, isolation.cpu_budget()]
-    assert found["numpy"] == "ok" and found["bird"] == "PermissionError"  # numpy readable; bird was preloaded
-    assert found["thread"] == "RuntimeError" and found["ppid_ok"] is True and found["language"] == "numpy"
+    assert found["numpy"] == "ok" and found["bird"] == "FileNotFoundError"  # numpy in its tree; bird was preloaded
+    assert found["thread"] == "RuntimeError" and found["language"] == "numpy"
+    assert found["ppid"] == 1  # the init of its pid namespace (the host is outside it)
     assert found["seq"] == 2
     w.close()
 

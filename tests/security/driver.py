@@ -38,10 +38,10 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 
 def corpus_meta(path: Path) -> dict[str, str]:
-    """The header comments of an attack program: class, expect, contract, runtime-reason."""
-    meta = {"class": "", "expect": "", "contract": "compute_reward", "runtime-reason": ""}
+    """The header comments of an attack program: class, expect, contract, runtime-reason, static-reason."""
+    meta = {"class": "", "expect": "", "contract": "compute_reward", "runtime-reason": "", "static-reason": ""}
     for line in path.read_text().splitlines()[:12]:
-        m = re.match(r"# (class|expect|contract|runtime-reason): (.+)", line)
+        m = re.match(r"# (class|expect|contract|runtime-reason|static-reason): (.+)", line)
         if m:
             meta[m.group(1)] = m.group(2).strip()
     return meta
@@ -75,7 +75,8 @@ class World:
         self.victim.chmod(0o666)
 
     def _spawn_decoy(self) -> subprocess.Popen:
-        """Someone else's job, running as the worker's uid (nobody as root; this user otherwise), holding the canary."""
+        """Someone else's job holding the canary: as root, a service running as nobody (each worker has a uid of its
+        own); otherwise this user, the worker's own uid."""
         user = {"user": 65534, "group": 65534} if os.geteuid() == 0 else {}
         return subprocess.Popen(["sleep", "3600"], env={"PATH": os.defpath, "OPENAI_API_KEY": self.canary}, **user)
 
@@ -87,7 +88,8 @@ class World:
     def substitute(self, code: str) -> str:
         t = self.targets()
         for key, token in (("sentinel", "@SENTINEL@"), ("victim", "@VICTIM@"), ("port", "@PORT@"),
-                           ("udp_port", "@UDP_PORT@"), ("decoy_pid", "@DECOY@"), ("unix", "@UNIX@")):
+                           ("udp_port", "@UDP_PORT@"), ("decoy_pid", "@DECOY@"), ("unix", "@UNIX@"),
+                           ("host_pid", "@HOST_PID@")):
             code = code.replace(token, str(t[key]))
         return code
 
@@ -228,15 +230,16 @@ def run_program(world: World, path: Path, mode: str) -> dict[str, Any]:
     return rec
 
 
-def run_escaped(world: World, name: str) -> dict[str, Any]:
-    """One escaped payload: full Python under the OS layers only."""
+def run_escaped(world: World, name: str, language: str = "numpy") -> dict[str, Any]:
+    """One escaped payload: full Python under the OS layers only (those of `language`: jax allows threads)."""
     from bird.reward import sandbox
     from bird.reward.languages import get_language
 
-    rec: dict[str, Any] = {"name": name, "mode": "escaped", "pids": []}
+    rec: dict[str, Any] = {"name": name, "mode": "escaped", "pids": [], "language": language}
     start = time.monotonic()
     try:
-        worker = sandbox.WorkerProcess(get_language("numpy"), MEMORY_MB, CALL_TIMEOUT_S, module="escaped_payloads",
+        memory_mb = MEMORY_MB if language == "numpy" else 8192  # XLA reserves address space
+        worker = sandbox.WorkerProcess(get_language(language), memory_mb, CALL_TIMEOUT_S, module="escaped_payloads",
                                        extra_paths=(str(HERE),))
         rec["pids"].append(worker.proc.pid)
         rec["inactive_layers"] = worker.inactive_layers
@@ -278,7 +281,7 @@ def main() -> None:
                 results.append(run_program(world, path, mode))
         for name in escaped_payloads.ATTEMPTS:
             if not args.only or name in args.only:
-                results.append(run_escaped(world, name))
+                results.append(run_escaped(world, name, escaped_payloads.LANGUAGE.get(name, "numpy")))
     finally:
         world.close()
         Path(args.out).write_text(json.dumps({"uid": os.geteuid(), "results": results}, indent=1))

@@ -19,6 +19,7 @@ from typing import Any
 from bird.reward.worker import start
 
 ATTEMPTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
+LANGUAGE = {"thread_bomb": "jax"}  # payloads run in a worker of another language than numpy (jax: threads allowed)
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
@@ -91,6 +92,22 @@ def start_thread(t):
     thread = threading.Thread(target=lambda: None)
     thread.start()
     thread.join()
+
+
+@attempt
+def thread_bomb(t):
+    """Threads until the kernel refuses (in a jax worker, which may start threads): it must stop at the worker's
+    own task limit, far below the machine's pid space."""
+    event, started = threading.Event(), 0
+    try:
+        while started < 100_000:
+            threading.Thread(target=event.wait, daemon=True).start()
+            started += 1
+    except RuntimeError as exc:
+        raise RuntimeError(f"{started} threads started, then: {exc}") from None
+    finally:
+        event.set()
+    return started
 
 
 @attempt
@@ -216,6 +233,63 @@ def process_vm_readv(t):
 @attempt
 def ptrace_attach_host(t):
     return _sys(101, 16, t["host_pid"], 0, 0)  # ptrace(PTRACE_ATTACH, host)
+
+
+# -- metadata (Landlock governs opening files, not stat/readlink; the namespaces hide them) --------------------------
+@attempt
+def stat_host_file(t):
+    st = os.stat(t["victim"])
+    return st.st_size, st.st_uid, st.st_mtime
+
+
+@attempt
+def readlink_host_cwd(t):
+    return os.readlink(f"/proc/{t['host_pid']}/cwd")
+
+
+@attempt
+def stat_host_process(t):
+    return os.stat(f"/proc/{t['host_pid']}").st_uid
+
+
+@attempt
+def stat_through_init_root(t):
+    """The namespace's init forked before the tree: its /proc/1/root and /proc/1/cwd are the host's."""
+    return os.stat(f"/proc/1/root{t['victim']}").st_size, os.readlink("/proc/1/cwd")
+
+
+@attempt
+def escape_tree_through_a_descriptor(t):
+    """A directory descriptor left open from before pivot_root would lead back to the host's tree (openat "..")."""
+    import stat
+
+    found = []
+    for fd in range(64):
+        try:
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                found.append((fd, os.listdir(fd)[:5]))
+        except OSError as exc:
+            error = exc
+    if found:
+        return found
+    raise error
+
+
+@attempt
+def enumerate_processes(t):
+    """pids and process groups of the machine through getpgid (allowed: the worker asks its own), all but 1 (any
+    machine's init) and itself: the last refusal is raised when no other process is visible."""
+    seen, error = [], None
+    for pid in range(2, 65536):
+        if pid == os.getpid():
+            continue
+        try:
+            seen.append((pid, os.getpgid(pid)))
+        except OSError as exc:
+            error = exc
+    if seen or error is None:
+        return seen[:20]
+    raise error
 
 
 # -- signals -------------------------------------------------------------------------------------------------------

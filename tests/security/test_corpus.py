@@ -18,10 +18,16 @@ from bird.reward.sandbox import COMPONENT_NAME  # noqa: E402
 
 PROGRAMS = sorted(p.stem for p in CORPUS.glob("*.py"))
 CLASSES = {"module-internals", "frames", "files", "secrets", "network", "processes", "dynamic-attributes",
-           "output-conversion", "batch-size", "module-level", "monkeypatch", "resources", "protocol"}
+           "output-conversion", "batch-size", "module-level", "monkeypatch", "resources", "protocol", "metadata",
+           "class-machinery"}
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-# how the OS may answer an escaped payload: refused (EPERM/EACCES), absent (ENOSYS), or a resource refused
-STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError"}
+# how the OS may answer an escaped payload: refused (EPERM/EACCES), absent (ENOSYS), a resource refused (EAGAIN), or
+# not there in the worker's namespaces (ENOENT: no such file in its tree; ESRCH: no such process in its pid namespace)
+STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError", "FileNotFoundError",
+           "ProcessLookupError"}
+# payloads that only the pid and mount namespaces stop (Landlock does not govern stat/readlink, seccomp allows getpgid)
+NAMESPACED = {"stat_host_file": 2, "readlink_host_cwd": 2, "stat_host_process": 2, "enumerate_processes": 3,
+              "stat_through_init_root": 2, "escape_tree_through_a_descriptor": 9}  # EBADF: no directory left open
 
 
 def _records(run, name: str) -> list[dict]:
@@ -52,6 +58,8 @@ def test_attack_program_is_rejected_or_contained(run, name):
         assert rec["effects"] == [], f"{rec['mode']}: side effects on the host: {rec['effects']}"
         if rec["mode"] == "full" and meta["expect"] == "rejected":
             assert rec["outcome"] == "rejected", rec["failures"]
+            if meta["static-reason"]:  # rejected by the rule the program is about, not by another one
+                assert meta["static-reason"] in rec["failures"][0]["reason"], rec["failures"]
         if rec["mode"] == "runtime":  # static checks bypassed: the worker's own walls decide
             assert rec["outcome"] in ("failed", "ran")
             if meta["runtime-reason"]:
@@ -67,8 +75,15 @@ def test_escaped_payload_is_stopped_by_the_os(run, name):
         return
     assert rec["outcome"] == "raised", f"the payload completed: {rec.get('value')}"
     assert rec["error"] in STOPPED, rec  # not an ImportError or NameError: the OS said no
-    if rec["error"] in ("PermissionError", "OSError", "BlockingIOError"):
-        assert rec["errno"] in (1, 11, 13, 38), rec  # EPERM, EAGAIN, EACCES, ENOSYS
+    if name in NAMESPACED:
+        assert rec["errno"] == NAMESPACED[name], rec
+    elif rec["error"] in ("PermissionError", "OSError", "BlockingIOError", "FileNotFoundError", "ProcessLookupError"):
+        assert rec["errno"] in (1, 2, 3, 11, 13, 38), rec  # EPERM, ENOENT, ESRCH, EAGAIN, EACCES, ENOSYS
+    if name == "thread_bomb":  # stopped at the worker's own limit (XLA's threads count too), not the machine's
+        from bird.reward.isolation import thread_task_limit
+
+        assert rec["language"] == "jax" and rec["error"] == "RuntimeError", rec
+        assert int(rec["text"].split()[0]) < thread_task_limit(), rec
 
 
 def test_canary_never_appears_in_any_output(run, canary):

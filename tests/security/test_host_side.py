@@ -60,12 +60,18 @@ def _failure(program: SandboxedReward, **kw):
     ("too_many_names", FailureKind.BAD_OUTPUT, "at most 32 components"),
     ("duplicate_names", FailureKind.BAD_OUTPUT, "duplicate component names"),
     ("exit_in_call", FailureKind.RUNTIME_ERROR, "exited (code 3)"),
-    ("cpu_limit_signal", FailureKind.TIMEOUT, "the CPU-time limit fired (RLIMIT_CPU"),
     ("never_replies", FailureKind.TIMEOUT, "reward program exceeded the per-call time limit (call_timeout_s=2 s"),
 ])
 def test_bad_replies_become_recorded_failures(fake, scenario, kind, words):
     failure = _failure(fake(scenario))
     assert failure.kind == kind and words in failure.reason, failure
+
+
+def test_the_kernels_cpu_limit_signal_is_named(fake):
+    """SIGXCPU from RLIMIT_CPU ends the worker although it is pid 1 of its namespace (the kernel's own signals reach
+    a namespace's init; one it sends itself would not), and the host names the limit."""
+    failure = _failure(fake("cpu_limit_signal", call_timeout_s=20.0))
+    assert failure.kind == FailureKind.TIMEOUT and "the CPU-time limit fired (RLIMIT_CPU" in failure.reason, failure
 
 
 def test_oversized_payload_is_refused_before_it_is_read(fake):
@@ -109,7 +115,7 @@ def test_close_kills_the_whole_process_group(tmp_path):
                                    extra_paths=(str(HERE),))
     pgid = worker.proc.pid
     members = [p for p in _pids() if _pgid(p) == pgid]
-    assert len(members) == 2  # the worker and the child it left behind
+    assert len(members) == 4  # the worker, the child it left behind, its pid namespace's init and worker
     workdir = Path(worker.workdir)
     assert workdir.is_dir() and not any(workdir.iterdir()) and workdir.stat().st_mode & 0o777 == 0o700
     worker.close()
@@ -130,3 +136,53 @@ def _pgid(pid: int) -> int | None:
     except OSError:
         return None
     return int(stat[stat.rindex(")") + 2:].split()[2])
+
+
+_SUBREAPER_HOST = """
+import ctypes, json, os, sys, time
+sys.path[:0] = {paths!r}
+from bird.reward.languages import get_language
+from bird.reward.sandbox import WorkerProcess
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of its descendants come back to it
+for _ in range(4):
+    WorkerProcess(get_language("numpy"), 1024, 5.0).close()
+time.sleep(0.5)
+children = open(f"/proc/self/task/{{os.getpid()}}/children").read().split()
+print(json.dumps(children))
+"""
+
+
+def test_closing_a_worker_leaves_nothing_for_a_subreaper_host():
+    """A host that is pid 1 of a container or a subreaper inherits every orphan: close() kills the worker's pid
+    namespace first, so its outer process reaps it and nothing is orphaned (killing the whole group at once left a
+    zombie per worker)."""
+    import json
+    import subprocess
+    import sys
+
+    script = _SUBREAPER_HOST.format(paths=[str(HERE.parents[1]), *sys.path])
+    out = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=300, cwd="/tmp")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.splitlines()[-1]) == []
+
+
+def test_a_worker_that_cannot_read_what_it_needs_refuses_at_start_up(tmp_path):
+    """As root, a path the worker needs that its uid cannot read (here a 0700 directory bound into its tree) stops
+    it at start-up with what to change: SandboxSetupError, never a module error at a later import."""
+    if os.geteuid() != 0:
+        pytest.skip("the uid drop that makes a path unreadable happens when bird runs as root")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "needed.py").write_text("X = 1\n")
+    tmp_path.chmod(0o755)
+    (tmp_path / "unreadable_worker.py").write_text(
+        "import dataclasses\nfrom bird.reward import languages, worker\n"
+        f"languages.LANGUAGES['numpy'] = dataclasses.replace(languages.NUMPY, extra_read_paths=({str(private)!r},))\n"
+        "main = worker.main\n")
+    with pytest.raises(sandbox.SandboxSetupError) as err:
+        sandbox.WorkerProcess(get_language("numpy"), 1024, 5.0, module="unreadable_worker",
+                              extra_paths=(str(tmp_path),))
+    message = str(err.value)
+    assert f"cannot read {private}" in message and "readable by other users" in message, message
+    control = sandbox.WorkerProcess(get_language("numpy"), 1024, 5.0)  # the same worker without that path starts
+    control.close()

@@ -49,12 +49,12 @@ def thread():
 """
 
 
-def run_layers(steps: list[str], then: str, timeout: float = 60, **cfg) -> subprocess.CompletedProcess:
-    """Apply `steps` in a new process (as this user), then run `then` (which prints its findings as JSON)."""
+def run_layers(steps: list[str], then: str, timeout: float = 60, cwd: str = "/tmp", **cfg) -> subprocess.CompletedProcess:
+    """Apply `steps` in a new process (as this user, in `cwd`), then run `then` (which prints its findings as JSON)."""
     config = {"memory_mb": 4096, "call_timeout_s": 5.0, "host_pid": os.getpid(), **cfg}
     script = _SCRIPT.format(paths=[ROOT, *sys.path], cfg=config, steps=steps, then=then)
     return subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=timeout,
-                          cwd="/tmp")
+                          cwd=cwd)
 
 
 def findings(proc: subprocess.CompletedProcess) -> dict:
@@ -89,11 +89,11 @@ PROCESSES = 'print(json.dumps({"fork": attempt(fork), "thread": attempt(thread)}
 
 
 def test_process_count_limit_stops_fork_and_threads():
-    """RLIMIT_NPROC=0 (with the uid drop when root, which ignores it)."""
+    """task_limit for a language without threads: RLIMIT_NPROC=0 (with the uid drop when root, which ignores it)."""
     steps = ["unprivileged_user"] if os.geteuid() == 0 else []
     control = findings(run_layers(steps, PROCESSES))
     assert control == {"fork": "ok", "thread": "ok"}
-    limited = findings(run_layers(["resource_limits", *steps], PROCESSES))
+    limited = findings(run_layers(["task_limit", *steps], PROCESSES, cgroup="off"))
     assert limited["fork"] == "BlockingIOError:11" and limited["thread"].startswith("RuntimeError")
 
 
@@ -170,17 +170,70 @@ def test_network_namespace_cuts_off_the_hosts_loopback(listener):
                                                                              "OSError:101")  # ENETUNREACH
 
 
+# -- pid and mount namespaces: the metadata Landlock does not govern ---------------------------------------------
+def _metadata_then(victim: str, host: int) -> str:
+    return ('import numpy\n'
+            f'print(json.dumps({{"stat_file": attempt(lambda: os.stat({victim!r})), '
+            f'"readlink_cwd": attempt(lambda: os.readlink("/proc/{host}/cwd")), '
+            f'"stat_proc": attempt(lambda: os.stat("/proc/{host}")), '
+            f'"getpgid": attempt(lambda: os.getpgid({host})), '
+            f'"init_root": attempt(lambda: os.stat("/proc/1/root{victim}")), '
+            '"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), '
+            '"passwd": attempt(lambda: os.stat("/etc/passwd")), "root": sorted(os.listdir("/")), '
+            '"write_cwd": attempt(lambda: open("new-file", "w")), '
+            '"numpy": float(numpy.linalg.inv(numpy.eye(2) * 2).sum())}))')
+
+
+def test_pid_and_mount_namespaces_hide_the_hosts_files_and_processes(tmp_path):
+    """stat/readlink of host files and /proc entries, getpgid of the host (all allowed by seccomp, none governed by
+    Landlock) see the host without the namespaces and nothing with them; numpy still imports from the tree."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("host file")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    then = _metadata_then(str(victim), os.getpid())
+    control = findings(run_layers([], then))
+    assert all(control[k] == "ok" for k in ("stat_file", "readlink_cwd", "stat_proc", "getpgid", "passwd"))
+    assert os.getpid() in control["pids"] and control["numpy"] == 1.0
+    pid_only = findings(run_layers(["pid_namespace"], then))
+    assert pid_only["getpgid"] == "ProcessLookupError:3" and pid_only["stat_proc"] == "ok"  # the host's /proc
+    both = findings(run_layers(["pid_namespace", "mount_namespace"], then, cwd=str(workdir), read_modules=("numpy",)))
+    hidden = ("stat_file", "readlink_cwd", "stat_proc", "passwd", "init_root")  # init forked before the tree
+    assert {k: both[k] for k in hidden} == dict.fromkeys(hidden, "FileNotFoundError:2")
+    assert both["getpgid"] == "ProcessLookupError:3" and both["pids"] == [1, 2]  # its init and itself
+    assert both["write_cwd"] == "OSError:30" and not (workdir / "new-file").exists()  # EROFS: a read-only tree
+    assert both["numpy"] == 1.0 and "proc" in both["root"] and "home" not in both["root"], both["root"]
+
+
+def test_the_tree_binds_writable_paths_and_devices_only_when_asked(tmp_path):
+    """writable_paths (a trainer's output directory) and devices (a GPU's /dev/nvidia*; here /dev/null, which the
+    tree otherwise binds read-only) are bound read-write; everything else is read-only (EROFS; a device node on a
+    read-only mount still opens for writing, which seccomp refuses, so its mount flag is what is checked)."""
+    out_dir, workdir = tmp_path / "out", tmp_path / "work"
+    out_dir.mkdir()
+    workdir.mkdir()
+    then = (f'print(json.dumps({{"out": attempt(lambda: open({str(out_dir / "a.txt")!r}, "w").write("x")), '
+            f'"cwd": attempt(lambda: open("b.txt", "w")), "null_ro": bool(os.statvfs("/dev/null").f_flag & 1)}}))')
+    plain = findings(run_layers(["mount_namespace"], then, cwd=str(workdir)))
+    assert plain == {"out": "FileNotFoundError:2", "cwd": "OSError:30", "null_ro": True}
+    out = findings(run_layers(["mount_namespace"], then, cwd=str(workdir), writable_paths=(str(out_dir),),
+                              devices=("/dev/null",)))
+    assert out == {"out": "ok", "cwd": "OSError:30", "null_ro": False} and (out_dir / "a.txt").read_text() == "x"
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop applies when bird runs as root")
-def test_root_worker_drops_to_nobody_without_capabilities(tmp_path):
+def test_root_worker_drops_to_a_uid_of_its_own_without_capabilities(tmp_path):
     secret = tmp_path / "root-only"
     secret.write_text("root only")
     secret.chmod(0o600)
     tmp_path.chmod(0o755)
     then = (f'print(json.dumps({{"uid": os.getresuid(), "read": attempt(lambda: open({str(secret)!r}).read()), '
-            f'"cap": [l for l in open("/proc/self/status") if l.startswith("CapEff")][0].split()[1]}}))')
+            f'"cap": [l for l in open("/proc/self/status") if l.startswith("CapEff")][0].split()[1], '
+            f'"pid": os.getpid()}}))')
     assert findings(run_layers([], then))["read"] == "ok"
     out = findings(run_layers(["unprivileged_user"], then))
-    assert out == {"uid": [65534] * 3, "read": "PermissionError:13", "cap": "0000000000000000"}
+    uid = isolation.WORKER_UID_BASE + out.pop("pid")
+    assert out == {"uid": [uid] * 3, "read": "PermissionError:13", "cap": "0000000000000000"}
 
 
 def test_worker_dies_with_its_host():
@@ -193,16 +246,24 @@ def test_worker_dies_with_its_host():
             "w.proc.stdin.flush()\ntime.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-I", "-c", host], stdout=subprocess.PIPE, text=True)
     pid, workdir = proc.stdout.readline().split()
-    worker = int(pid)
     time.sleep(1.0)  # the worker is now spinning in the program's module-level code
-    assert _alive(worker)
+    tree = _descendants(int(pid))  # the process the host started, its pid namespace's init and the worker
+    assert len(tree) == 3 and all(_alive(p) for p in tree)
     proc.kill()
     proc.wait()
     deadline = time.monotonic() + 60  # a wait, not a speed check: SIGKILL is delivered at once
-    while _alive(worker) and time.monotonic() < deadline:
+    while any(_alive(p) for p in tree) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(worker)
+    assert not any(_alive(p) for p in tree)
     os.rmdir(workdir)  # a host killed with SIGKILL cannot remove its worker's (empty) directory itself
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        children = []
+    return [pid] + [d for c in children for d in _descendants(c)]
 
 
 def _alive(pid: int) -> bool:

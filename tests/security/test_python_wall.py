@@ -96,3 +96,40 @@ def test_worker_applies_the_wall_when_the_static_checks_are_bypassed(monkeypatch
             program(np.zeros((2, 1)), np.zeros((2, 1)), np.zeros((2, 1)))
     with pytest.raises(RewardProgramError, match="read-only"):
         SandboxedReward("np.isfinite = abs\n" + head + "    return obs['x'], {}\n", INDEX)
+
+
+HARMLESS_BINDINGS = '''import math as m
+from math import sqrt as root
+
+
+class Base:
+    scale = 2.0
+
+
+class Scaled(Base):
+    pass
+
+
+def compute_reward(obs, action, next_obs, info):
+    match [1.0, 2.0, 3.0]:
+        case [a, *rest]:
+            first = a + len(rest)
+    try:
+        caught = 1 / 0
+    except ZeroDivisionError as err:
+        caught = float(len(str(err)) > 0)
+    with np.errstate(divide="ignore") as state:
+        opened = 10.0 if state is None else 20.0
+    return next_obs["x"] * Scaled.scale + first + root(16.0) + m.floor(0.5) + caught + opened, {}
+'''
+
+
+def test_harmless_binding_idioms_pass_the_static_checks_and_run_in_the_worker():
+    """The nearest clean twins of the binding and class-machinery rules (match captures, `as`, import aliases, a
+    class with a base) are accepted and run: 3 * 2 + (1 + 2) + 4 + 0 + 1 + 10 = 24 per row."""
+    from bird.reward.static import check_source
+
+    assert check_source(HARMLESS_BINDINGS) is None
+    with SandboxedReward(HARMLESS_BINDINGS, INDEX) as program:
+        reward, _ = program(np.full((2, 1), 3.0), np.zeros((2, 1)), np.full((2, 1), 3.0))
+    assert reward.tolist() == [24.0, 24.0]

@@ -65,6 +65,29 @@ BAD = {
     "global": (program("    global G\n"), "global"),
     "success flag": (program("    x = info['success']\n"), "success flag"),
     "reference reward": (program("    x = info.get('reward_run')\n"), "reference reward"),
+    # dunder bindings and class machinery (issue 20: together they reached __globals__ and the real builtins)
+    "match capture of a dunder": ("def f(self):\n    return 0.0\nclass R:\n    match f:\n        case __float__:\n"
+                                  "            pass\n" + program(), "capture binds the dunder name '__float__'"),
+    "match star capture of a dunder": (program("    match [1, 2]:\n        case [*__x]:\n            pass\n"),
+                                       "star capture binds the dunder name '__x'"),
+    "match rest capture of a dunder": (program("    match {}:\n        case {**__x}:\n            pass\n"),
+                                       "**rest capture binds the dunder name '__x'"),
+    "except as a dunder": (program("    try:\n        pass\n    except ValueError as __x:\n        pass\n"),
+                           "'except ... as' binds the dunder name '__x'"),
+    "with as __name__": (program("    with np.errstate() as __name__:\n        pass\n"),
+                         "'with ... as' binds the dunder name '__name__'"),
+    "import alias to a dunder": (program(top="import math as __eq__\n"), "import alias binds the dunder name"),
+    "from-import alias to a dunder": (program(top="from math import sqrt as __float__\n"),
+                                      "import alias binds the dunder name '__float__'"),
+    "metaclass keyword": ("def meta(name, bases, ns):\n    return ns\nclass R(metaclass=meta):\n    pass\n" + program(),
+                          "passes metaclass= to class creation"),
+    "class keyword": ("class B:\n    pass\nclass R(B, flag=1):\n    pass\n" + program(), "passes flag= to class"),
+    "class **kwargs": ("opts = {}\nclass R(**opts):\n    pass\n" + program(), "passes ** to class creation"),
+    "ABC registration": ("import typing\nclass R:\n    pass\ntyping.Sequence.register(R)\n" + program(),
+                         "'.register' registers a class with an ABC"),
+    "registration through a match-class keyword": (
+        program(top="import typing\n", body="    match typing.Sequence:\n        case object(register=r):\n"
+                                              "            pass\n"), "'.register' registers a class with an ABC"),
 }
 
 GOOD = {
@@ -81,6 +104,17 @@ GOOD = {
     "attributes that look alike": program("    a = obs['x'].shape\n    b = np.float64(1).real\n"
                                           "    c = np.finfo(float).eps\n"),
     "own object attributes": "class Box:\n    pass\n" + program("    b = Box()\n    b.value = 1\n"),
+    # the harmless twins of the binding and class-machinery rules
+    "match captures of plain names": program("    match [1, 2]:\n        case [a, *rest]:\n            y = a\n"
+                                             "        case {'k': v, **others}:\n            y = v\n"
+                                             "        case int() as whole:\n            y = whole\n"),
+    "except as a plain name": program("    try:\n        y = 1 / 0\n    except ZeroDivisionError as err:\n"
+                                      "        y = str(err)\n"),
+    "with as a plain name": program("    with np.errstate(divide='ignore') as state:\n        y = state\n"),
+    "import aliases": program(top="import math as m\nfrom math import sqrt as root\nimport numpy.linalg as la\n"),
+    "class with a base and no keywords": "class Base:\n    pass\nclass R(Base):\n    scale = 2.0\n" + program(),
+    "isinstance against a typing ABC": program(top="import typing\n",
+                                               body="    ok = isinstance(obs['x'], typing.Sequence)\n"),
 }
 
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import pwd
 import shutil
 import subprocess
 import sys
 import sysconfig
+from pathlib import Path
 
-__all__ = ["TEST_USER", "ensure_user", "as_user", "user_python"]
+from expose import blocked
+
+__all__ = ["TEST_USER", "ensure_user", "as_user", "user_python", "needed_paths"]
 
 TEST_USER = "bird-sandbox-test"
+HERE = Path(__file__).resolve().parent
 
 
 def ensure_user() -> tuple[int, int] | str:
@@ -31,8 +36,26 @@ def ensure_user() -> tuple[int, int] | str:
     return entry.pw_uid, entry.pw_gid
 
 
+def needed_paths() -> list[str]:
+    """What the test user must reach to run bird from this checkout: the checkout, its site-packages (and the
+    directories its .pth files add), the interpreter and its standard library."""
+    site_dir = sysconfig.get_paths()["purelib"]
+    paths = [str(HERE.parents[1]), site_dir, os.path.realpath(sys.executable), sysconfig.get_paths()["stdlib"]]
+    for pth in glob.glob(os.path.join(site_dir, "*.pth")):
+        paths += [line.strip() for line in Path(pth).read_text().splitlines() if line.startswith("/")]
+    return [p for p in paths if os.path.exists(p)]
+
+
 def as_user(uid: int, gid: int) -> list[str]:
-    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+    """The command prefix that runs as the test user. When this checkout (or its venv, or the interpreter) lies
+    behind a directory others cannot enter (a clone in `mktemp -d`, /root), the command runs in a private mount
+    namespace where those directories are opened up (expose.py): the user reads the checkout as an unprivileged
+    owner of it would, and nothing changes for anyone else."""
+    switch = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+    paths = needed_paths()
+    if not blocked(paths):
+        return switch
+    return [sys.executable, "-I", str(HERE / "expose.py"), *paths, "--", *switch]
 
 
 def user_python(uid: int, gid: int) -> tuple[str, str] | str:
@@ -47,4 +70,4 @@ def user_python(uid: int, gid: int) -> tuple[str, str] | str:
         if probe.returncode == 0:
             return python, site_dir
     return (f"no Python {major_minor} that user {TEST_USER} can run with this checkout's packages "
-            f"(the installation or checkout is not readable by other users)")
+            f"(files of the installation or checkout are not readable by other users: {probe.stderr[-300:]})")
