@@ -91,8 +91,10 @@ def _clip_cell(clip: dict | None, path: str | None) -> str:
     if clip is None or path is None:
         return '<td class="clip">–</td>'
     episode = "n/a" if clip["clip_score"] is None or pd.isna(clip["clip_score"]) else f"{clip['clip_score']:.3f}"
-    caption = (f"seed {clip['seed']} (the median of {clip['n_runs']} run{'s' * (clip['n_runs'] != 1)}); "
-               f"this episode {episode}")
+    returned = clip["returned_score"]
+    run_score = "n/a" if returned is None or pd.isna(returned) else f"{returned:.3f}"
+    caption = (f"seed {clip['seed']}, returned score {run_score} (the median of {clip['n_runs']} "
+               f"run{'s' * (clip['n_runs'] != 1)}); this episode {episode}")
     return (f'<td class="clip"><video src="{_e(path)}" title="{_e(clip["description"])}" controls muted loop '
             f'playsinline preload="metadata"></video><div class="cap">{_e(caption)}</div></td>')
 
