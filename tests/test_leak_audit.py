@@ -12,7 +12,7 @@ from prompt_rehearsal import REFERENCE_SENTINEL, Rehearsal, rehearse
 from bird.config.load import CONF_DIR
 from bird.envs.demos import available_envs
 from bird.leaks import compared_numbers, eval_task_mentions, find_leaks, hidden_facts
-from bird.registry import declared, get
+from bird.registry import declared
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
 TASKS = available_envs()
