@@ -3,7 +3,7 @@
 Read: every record a search writes (JSON, JSON lines, CSV, reward programs, prompts, answers, feedback; arrays in
 .npz by value), less what describes the execution (wall times, latencies, cache hits, money spent, the resume
 records, events, status, environment, tracker files, the execution-only config keys). Two readings are compared
-exactly (bit-for-bit: every float equal) or with a per-metric tolerance (docs/bundles.md, "Comparing results").
+exactly (bit-for-bit: every float equal) or with a per-metric tolerance (docs/bundles.md, "replay": the comparison).
 """
 
 from __future__ import annotations
