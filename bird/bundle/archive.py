@@ -88,4 +88,19 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(version, int) or version > SCHEMA_VERSION or version < 1:
         raise BundleError(f"{path}: schema_version {version!r} is not one this bird reads (1..{SCHEMA_VERSION}); "
                           "a newer bird wrote it")
+    cells = manifest.get("cells", [])
+    if not isinstance(cells, list):
+        raise BundleError(f"{path}: {MANIFEST}'s cells is not a list")
+    for cell in cells:
+        cell_id = cell.get("id") if isinstance(cell, dict) else None
+        if not _plain_cell_id(cell_id):
+            raise BundleError(f"{path}: cell id {cell_id!r} is not a relative path of plain names (such as "
+                              "'eureka/mujoco-hopper/seed0'); refusing the bundle")
     return manifest
+
+
+def _plain_cell_id(cell_id: Any) -> bool:
+    """A cell id used as a folder path: relative, '/'-separated, every part a plain name (no '', '.', '..')."""
+    if not isinstance(cell_id, str) or not cell_id or "\\" in cell_id or "\0" in cell_id:
+        return False
+    return all(part not in ("", ".", "..") for part in cell_id.split("/"))

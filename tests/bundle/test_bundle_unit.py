@@ -5,6 +5,7 @@ bundles (edited, unsafe names, a newer schema, not a ZIP) refused with the file 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import warnings
 import zipfile
@@ -140,6 +141,20 @@ def test_unsafe_names_a_newer_schema_and_non_bundles_are_refused(bundle, tmp_pat
     (tmp_path / "plain.bird").write_text("not a zip")
     with pytest.raises(BundleError, match="not a ZIP archive"):
         verify(tmp_path / "plain.bird")
+
+
+@pytest.mark.parametrize("cell_id", ["../../escaped", "eureka/../../escaped", "/tmp/escaped", "eureka//seed0",
+                                     "./eureka", "a\\..\\b", 7])
+def test_a_cell_id_that_is_not_a_plain_relative_path_refuses_the_bundle(bundle, tmp_path, cell_id):
+    manifest = json.loads(zipfile.ZipFile(bundle).read(MANIFEST))
+    manifest["cells"][0]["id"] = cell_id  # unpack and replay use cell ids as folder paths
+    crafted = tmp_path / "deep" / "er" / "crafted.bird"
+    crafted.parent.mkdir(parents=True)
+    _rewrite(bundle, crafted, {MANIFEST: json.dumps(manifest).encode()})
+    for use in (Bundle, verify, lambda b: unpack(b, tmp_path / "deep" / "out")):
+        with pytest.raises(BundleError, match=re.escape(f"cell id {cell_id!r} is not a relative path of plain names")):
+            use(crafted)
+    assert not (tmp_path / "escaped").exists() and not (tmp_path / "deep" / "out").exists()
 
 
 def test_pack_refuses_an_unfinished_run(tmp_path):
