@@ -1,6 +1,7 @@
 """bird.analysis: tidy run tables, BCa intervals, Bradley–Terry/Elo, EPIC, rliable metrics, leaderboard report.
 
-See docs/analysis.md; definitions follow methods/analysis.md.
+See docs/analysis.md; definitions follow the BIRD paper ("A Bird's-Eye View of Iterative Reward Design": Fig. 4, 7, 9
+and 11 captions) and the papers each module cites.
 """
 
 from .bootstrap import Interval, bca_interval, interval, stratified_bootstrap

@@ -1,4 +1,5 @@
-"""Bootstrap intervals with seeds resampled within tasks and the task set fixed (methods/analysis.md §1)."""
+"""Bootstrap intervals with seeds resampled within tasks and the task set fixed (BIRD paper,
+"A Bird's-Eye View of Iterative Reward Design", Fig. 4 and 7 captions; BCa: Efron & Tibshirani 1993, ch. 14)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Bradley–Terry ratings on the Elo scale from per-task seed-vs-seed comparisons (methods/analysis.md §2)."""
+"""Bradley–Terry ratings on the Elo scale from per-task seed-vs-seed comparisons (BIRD paper,
+"A Bird's-Eye View of Iterative Reward Design", Fig. 7 caption)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""EPIC pseudometric between reward functions (Gleave et al., ICLR 2021; methods/analysis.md §3).
+"""EPIC pseudometric between reward functions (Gleave et al., "Quantifying Differences in Reward
+Functions", ICLR 2021, arXiv 2006.13900).
 
 Shaping is R + gamma * Phi(s') - Phi(s); the canonical reward is C(R) = R + gamma m(s') - m(s) - gamma mu, with
 m(x) = E_{A~D_A, S'~D_S} R(x, A, S') and mu = E_{S~D_S} m(S). EPIC is the Pearson distance of C(R_A), C(R_B)

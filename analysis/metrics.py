@@ -1,4 +1,5 @@
-"""rliable's aggregate metrics (Agarwal et al. 2021) on dense or ragged score tables (methods/analysis.md §4).
+"""rliable's aggregate metrics (Agarwal et al., "Deep Reinforcement Learning at the Edge of the
+Statistical Precipice", NeurIPS 2021, arXiv 2108.13264) on dense or ragged score tables.
 
 A score table is a (num_runs x num_tasks) array, as in rliable, or a mapping task -> 1-D array of per-seed
 scores, which may be ragged. Scores should be normalised per task first (random = 0, reference = 1).

@@ -1,5 +1,6 @@
 """`python -m bird.ablate BASE [--run]`: the design choices (conf/choice/) that apply to a base method, and the Hydra
-multiruns of BASE against each one-key (or one-bundle) flip over tasks and seeds: BIRD's Fig. 5 design (papers/bird.txt:
+multiruns of BASE against each one-key (or one-bundle) flip over tasks and seeds: BIRD's Fig. 5 design (BIRD paper, "A Bird's-Eye View of
+Iterative Reward Design":
 "effects of enabling 30 design choices across applicable baselines").
 
 A choice applies to BASE when BASE + choice validates and changes at least one key that matters there. It does not
@@ -29,7 +30,7 @@ from bird.diff import _flatten
 
 __all__ = ["Choice", "choices", "applicable", "sweep_commands", "DEFAULT_ENVS"]
 
-# papers/bird.txt Table 10: ERA-U's development tasks, where BIRD's hill-climb was measured
+# BIRD paper Table 10: ERA-U's development tasks, where BIRD's hill-climb was measured
 DEFAULT_ENVS = ("metaworld/pick_place", "metaworld/push", "metaworld/peg_insert_side", "metaworld/drawer_open")
 _NUMBER = re.compile(r"design choice \((\d+)\)")
 

@@ -200,14 +200,17 @@ def make_plan(cfg: BirdConfig) -> Plan:
                                                             list(cfg.generate.schedule_values))
     schedule = tuple(min(k, b.max_candidates or k) for k in full[: b.max_iterations or len(full)])
     k = max(schedule)
+    seeds = min(cfg.final.seeds or b.final_seeds, b.final_seeds)
     own = {"n_candidates": cfg.generate.n_candidates, "iterations": cfg.loop.iterations,
-           "population_size": cfg.select.population_size or cfg.generate.n_candidates}
-    planned = {"n_candidates": k, "iterations": len(schedule), "population_size": cfg.select.population_size or k}
+           "population_size": cfg.select.population_size or cfg.generate.n_candidates,
+           "final_seeds": cfg.final.seeds or b.final_seeds}
+    planned = {"n_candidates": k, "iterations": len(schedule), "population_size": cfg.select.population_size or k,
+               "final_seeds": seeds}
     if len(set(full)) > 1:  # a varying schedule is not told by K and T alone
         own["schedule"], planned["schedule"] = list(full), list(schedule)
     per_core = max(1, int(default_workers() // cfg.train.resources.num_cpus))
     return Plan(n_candidates=k, iterations=len(schedule), env_steps=b.env_steps,
-                final_env_steps=b.final_env_steps or b.env_steps, final_seeds=b.final_seeds,
+                final_env_steps=b.final_env_steps or b.env_steps, final_seeds=seeds,
                 workers=cfg.train.workers or min(per_core, k), population_size=planned["population_size"],
                 n_crossover=crossover_share(cfg.crossover, cfg.generate.n_candidates, k),
                 actions=rescale_counts(cfg.tree.actions, k),

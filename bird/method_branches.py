@@ -1,4 +1,4 @@
-"""Find code that branches on a method's name (methods are configurations, never code paths; DESIGN.md).
+"""Find code that branches on a method's name (methods are configurations, never code paths).
 
 Flagged, where NAMES are the method names (conf/method/*.yaml stems) and CFG.method is the method attribute of a
 config object (`cfg.method`, `self.cfg.method`, `config["method"]`, `getattr(cfg, "method")`, `cfg.get("method")`):

@@ -8,8 +8,8 @@ import numpy as np
 
 from bird.components.fitness import aggregate_score, resolve_fitness
 from bird.config.load import config_hash
-from bird.config.needs import configured
 from bird.config.schema import BirdConfig
+from bird.fidelity import config_substitutes
 from bird.llm.base import Generator
 from bird.rundir import SCHEMA_VERSION
 from bird.state import SearchState
@@ -18,13 +18,12 @@ __all__ = ["build_result", "substitutes", "why_nothing_returned"]
 
 
 def substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
-    """The config's substitutes, those the components it names declare (Component.substitute), and run-time ones."""
+    """The config's substitutes (its own, its components', its differences from BIRD's matched protocol:
+    bird.fidelity.config_substitutes) and run-time ones."""
     judge = state.judge.describe() if state.judge is not None else {}
     model = f"{judge['model']} ({judge['label']})" if judge.get("label") else judge.get("model", "no judge")
-    out = [s.replace("{judge_model}", model) for s in cfg.substitutes]  # the judge the run actually used
-    out += [c.substitute for c in configured(cfg) if c.substitute]
-    out += state.substitutes
-    return list(dict.fromkeys(out))
+    out = [s.replace("{judge_model}", model) for s in config_substitutes(cfg)]  # the judge the run actually used
+    return list(dict.fromkeys(out + state.substitutes))
 
 
 def why_nothing_returned(state: SearchState) -> str | None:

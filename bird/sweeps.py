@@ -15,10 +15,12 @@ from bird.config.load import CONF_DIR, compose
 
 __all__ = ["sweep_names", "cells", "planned_env_steps", "estimate", "MEASURED_STEPS_PER_S"]
 
-# One bird training on one core, env steps/s (bench/bench_throughput.py --repeats 2, 2026-11-30, the 2-core
-# development machine under load ~4.5; SB3 PPO, 8 envs, reference reward): Hopper 1,875 / 1,549, Meta-World
-# push 537 / 786. Medians below; a quiet core is faster, so estimates from these are on the high side.
-MEASURED_STEPS_PER_S = {"mujoco": 1_700.0, "metaworld": 660.0}
+# One bird training on one core at budget=matched's learner settings (SB3 PPO at its defaults on one env, as BIRD's
+# matched runs), env steps per CPU second of the process (bench/bench_throughput.py --repeats 3, 2026-12-01, the
+# 2-core development machine, shared: load 5-10): Hopper 1,182 / 1,300 / 1,299, Meta-World push 634 / 643 / 652.
+# Medians below. The CPU rate is what one dedicated core does; the wall rate on the shared machine was 216 and 226.
+# trainer=sb3_tuned (8 envs x 512 steps, VecNormalize) ran 2,522 and 816 in the same session (x1.9 and x1.3).
+MEASURED_STEPS_PER_S = {"mujoco": 1_300.0, "metaworld": 640.0}
 
 
 def sweep_names() -> list[str]:
@@ -51,16 +53,17 @@ def cells(name: str, overrides: list[str] | None = None) -> list[list[str]]:
 def planned_env_steps(cfg: Any) -> int:
     """Env steps one search of `cfg` plans: loop trainings, GRACE-style expansions, final retrain, and every
     evaluation episode at full horizon (an upper bound: episodes may end early)."""
+    from bird.config.needs import collect_episodes
     from bird.learners.job import learner_trains
     from bird.loop import make_plan
 
     plan = make_plan(cfg)
     judged = plan.iterations - (0 if cfg.loop.feedback_on_last else 1)
-    loop_trainings = plan.n_candidates * judged if learner_trains(cfg.train.learner) else 0
+    loop_trainings = sum(plan.schedule[:judged]) if learner_trains(cfg.train.learner) else 0  # RF-Agent: 6 + 4 × 8
     expansions = (plan.iterations - 1) // cfg.demos.rl_every if cfg.demos.rl_every else 0
     final = plan.final_seeds if cfg.final.retrain else 0
     per_eval = cfg.budget.n_checkpoints * cfg.budget.eval_episodes * cfg.env.horizon
-    collect = cfg.train.collect_episodes * cfg.env.horizon
+    collect = collect_episodes(cfg) * cfg.env.horizon
     return ((loop_trainings + expansions) * (plan.env_steps + per_eval + collect)
             + final * (plan.final_env_steps + per_eval))
 

@@ -96,6 +96,7 @@ class Checkpoint:
     episode_length: float
     components: dict[str, float] = field(default_factory=dict)  # mean per-step value of each reward term
     eval_own_return: float = math.nan  # own-reward return on the greedy evaluation episodes (when a rule reads it)
+    eval_reference_return: float = math.nan  # shipped-reward return on the greedy evaluation episodes (NaN: not measured)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from typing import Any
 
 from bird.config.schema import EnvConfig
 from bird.envs.base import TaskAdapter
-from bird.registry import Component, get, register
+from bird.registry import Component, get, names, register
 
-__all__ = ["Suite", "make_adapter", "split_env_id"]
+__all__ = ["Suite", "make_adapter", "split_env_id", "suite_defines_success"]
 
 
 @dataclass(frozen=True)
@@ -20,11 +20,14 @@ class Suite(Component):
     :param scripted_expert: its adapters have expert_policy() (scripted-expert demonstrations).
     :param backends: the simulator backends env.backend may name (empty: one simulator).
     :param provides: when set, {"representations": env representations it offers, "frames": renders frames}.
+    :param success_flag: its benchmark defines task success (a flag its score counts: Meta-World); Gym MuJoCo v5 and
+        Brax define none (their scores are physical quantities), so feedback never prints a success line there.
     """
 
     scripted_expert: bool = False
     backends: tuple[str, ...] = ()
     provides: Mapping[str, Any] | None = None
+    success_flag: bool = False
 
 
 def split_env_id(env_id: str) -> tuple[str, str]:
@@ -53,7 +56,12 @@ def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
 
 
 register("suite", "mujoco")(Suite(_mujoco))
-register("suite", "metaworld")(Suite(_metaworld, scripted_expert=True))
+register("suite", "metaworld")(Suite(_metaworld, scripted_expert=True, success_flag=True))
+
+
+def suite_defines_success(suite: str) -> bool:
+    """True when `suite`'s benchmark defines a success flag (False for an unknown suite)."""
+    return suite in names("suite") and get("suite", suite).success_flag
 
 
 # hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds)

@@ -14,7 +14,8 @@ from bird.diff import method_diff
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# bird_release.md §2.6 "Net change of ERA-U versus RDA", item by item -> the resolved keys it becomes in bird
+# ERA-U versus RDA, item by item as the release's hill-climb files (safety-research/bird@54a9ce3:configs/hillclimb/, read step by step in
+# methods/hillclimb/) set them -> the resolved keys it becomes in bird
 # ({} = no key changes: the item equals RDA's value, or bird has no key for it, as the comment says)
 NET_CHANGE = {
     "K 8 constant": {"generate.n_candidates": (4, 8)},  # the schedule stays constant
@@ -35,7 +36,7 @@ NET_CHANGE = {
 }
 
 
-def test_diff_rda_era_u_is_the_net_change_bird_release_lists():
+def test_diff_rda_era_u_is_the_net_change_of_the_release_hill_climb():
     expected = {"method": ("rda", "era_u")}
     for keys in NET_CHANGE.values():
         expected.update(keys)

@@ -158,7 +158,8 @@ def test_every_choice_composes_with_its_values_applied():
 def test_diff_prints_exactly_the_keys_that_differ():
     diff = method_diff("eureka", "zeroshot")
     assert set(diff) == {"method", "generate.n_candidates", "generate.history", "loop.iterations",
-                         "feedback.show_score", "feedback.fitness", "generate.parent"}
+                         "feedback.show_score", "feedback.score_shown", "feedback.fitness", "generate.parent",
+                         "substitutes"}  # Eureka's labelled fitness statistic
     assert diff["generate.n_candidates"] == (8, 1)
     proc = subprocess.run([sys.executable, "-m", "bird.diff", "eureka", "zeroshot"], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)

@@ -25,6 +25,26 @@ def test_native_fitness_is_the_reference_return_except_on_metaworld(suite, value
     assert resolve_fitness("benchmark_score", suite) == "benchmark_score"
 
 
+def test_the_reference_return_is_the_greedy_evaluation_episodes_when_the_learner_measured_it(compose_cfg):
+    """As BIRD's release records gt_return on its greedy checkpoint evaluations; the training-episode window
+    (reference_return) only when a learner measures no evaluation value."""
+    measured = tuple(dataclasses.replace(c, eval_reference_return=v) for c, v in zip(CURVE, (7.0, 9.0), strict=True))
+    assert get("fitness", "native")(Evidence(measured, "max", suite="mujoco")) == 9.0
+    assert get("fitness", "native")(Evidence(measured, "final", suite="mujoco")) == 9.0
+    assert get("fitness", "native")(Evidence(CURVE, "final", suite="mujoco")) == 20.0  # not measured: the window
+
+
+@pytest.mark.parametrize("shown,suite,values", [("native", "mujoco", [7.0, 9.0]), ("native", "metaworld", [0.10, 0.40]),
+                                                ("benchmark_score", "mujoco", [0.10, 0.40]),
+                                                ("reference_return", "metaworld", [7.0, 9.0])])
+def test_the_score_shown_is_the_suites_native_signal_or_the_one_named(compose_cfg, shown, suite, values):
+    from bird.components.fitness import shown_scores
+
+    measured = tuple(dataclasses.replace(c, eval_reference_return=v) for c, v in zip(CURVE, (7.0, 9.0), strict=True))
+    cfg = compose_cfg("method=eureka", f"feedback.score_shown={shown}")
+    assert shown_scores(cfg.feedback.score_shown, suite, measured) == values
+
+
 def test_native_fitness_refuses_a_suite_without_a_native_signal(compose_cfg):
     cfg = compose_cfg("method=eureka")
     problems = validate(dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, id="toy/x")))
@@ -45,7 +65,7 @@ def _column(run, cid: str, name: str) -> list[float]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env,source,column", [
-    ("mujoco/inverted_pendulum", "reference_return", "reference_return"),
+    ("mujoco/inverted_pendulum", "reference_return", "eval_reference_return"),
     ("metaworld/reach", "benchmark_score", "score")])
 def test_eureka_smoke_search_ranks_on_the_suites_native_signal(smoke_run, env, source, column):
     run, result = smoke_run("method=eureka", f"env={env}", *(MW_FAST if env.startswith("metaworld") else ()))

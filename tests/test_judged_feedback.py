@@ -120,8 +120,9 @@ def test_the_counterfactual_catches_ranking_on_a_hidden_signal(compose_cfg, tmp_
     assert fit_a != fit_b and sel_a != sel_b  # positive control: ERA-S ranks on the reference return on MuJoCo
 
 
-@pytest.mark.parametrize("scale,value,expected", [("three_point", 2, 1.0), ("three_point", 1, 0.5), ("three_point", 1.5, None),
-                                                  ("three_point", 3, None), ("unit", 0.25, 0.25), ("unit", 1.2, None),
+@pytest.mark.parametrize("scale,value,expected", [("three_point", 1, 1.0), ("three_point", 0.5, 0.5), ("three_point", 0, 0.0),
+                                                  ("three_point", 0.75, None), ("three_point", 2, None),
+                                                  ("unit", 0.25, 0.25), ("unit", 1.2, None),
                                                   ("unit", True, None), ("unit", "0.5", None), ("unit", float("nan"), None)])
 def test_score_scales_normalise_to_unit_or_refuse(scale, value, expected):
     assert get("score_scale", scale).normalise(value) == expected
@@ -159,8 +160,8 @@ def _answer(*scores):
 
 
 def test_judge_score_averages_valid_calls_over_rollouts_and_subtasks(compose_cfg, tmp_path):
-    # rollout 1: a=2, b=0 (three-point); rollout 2: unreadable answer (recorded, left out)
-    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(2, 0), "no json here"])
+    # rollout 1: a=1, b=0 (three-point); rollout 2: unreadable answer (recorded, left out)
+    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(1, 0), "no json here"])
     out = judge_candidate(cfg, state, cand, res)
     assert out["score"] == pytest.approx(0.5) and out["n_valid"] == 1 and out["n_calls"] == 2
     assert [s["score"] for s in out["subtasks"]] == [1.0, 0.0] and out["calls"][1]["error"]
@@ -168,13 +169,13 @@ def test_judge_score_averages_valid_calls_over_rollouts_and_subtasks(compose_cfg
 
 
 def test_judge_score_is_none_when_no_call_is_valid(compose_cfg, tmp_path):
-    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [LLMError("down"), _answer(2, 5)])
+    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [LLMError("down"), _answer(1, 2)])
     out = judge_candidate(cfg, state, cand, res)
     assert out["score"] is None and "not on the three_point scale" in out["calls"][1]["error"]
 
 
 def test_judge_repeats_multiply_the_calls_and_the_prompt_shows_subtasks_and_keyframes(compose_cfg, tmp_path):
-    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(2, 2), _answer(0, 0)] * 2, "judge.repeats=2",
+    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(1, 1), _answer(0, 0)] * 2, "judge.repeats=2",
                                           "judge.state_table=true")
     out = judge_candidate(cfg, state, cand, res)
     assert out["n_calls"] == 4 and out["score"] == pytest.approx(0.5)
@@ -197,7 +198,7 @@ def test_vlm_judge_is_shown_the_keyframes_saved_with_the_candidate_rendered_once
     renders = []
     real = judgement.render_episode
     monkeypatch.setattr(judgement, "render_episode", lambda *a, **k: renders.append(1) or real(*a, **k))
-    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(2, 2)] * 2, "judge.mode=vlm",
+    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(1, 1)] * 2, "judge.mode=vlm",
                                           "judge.rollouts=1", "judge.repeats=2", "feedback.judge_keyframes=4")
     out = judge_candidate(cfg, state, cand, res)
     assert out["n_calls"] == 2 and len(renders) == 1  # 2 judgements of one rollout, rendered once
@@ -216,7 +217,7 @@ def test_offline_judge_scores_from_the_rows_it_is_shown():
     subs = [{"name": "reach", "description": "", "done_when": "norm(hand - puck) < 0.05"},
             {"name": "odd", "description": "", "done_when": "the puck is happy"}]
     answer = json.loads(answer_judge_score({"subtasks": subs, "scale": "three_point", "rollout": {"keyframes": rows}}, "L"))
-    assert [s["score"] for s in answer["subtasks"]] == [2, 1] and "cannot read" in answer["subtasks"][1]["rationale"]
+    assert [s["score"] for s in answer["subtasks"]] == [1.0, 0.5] and "cannot read" in answer["subtasks"][1]["rationale"]
     far = [{**rows[0]}, {"step": 2, "state": {"hand": [0.0, 0.1, 0], "puck": [0.3, 0, 0]}}]
     answer = json.loads(answer_judge_score({"subtasks": subs[:1], "scale": "unit", "rollout": {"keyframes": far}}, "L"))
     assert answer["subtasks"][0]["score"] == 0.0
@@ -229,6 +230,79 @@ def test_subtask_list_schema_names_the_problem(answer, problem):
     assert any(problem in p for p in subtask_problems(answer))
     assert subtask_problems({"subtasks": [{"name": "a", "description": "d", "done_when": "w"}]}) == []
     assert "decompose.n_subtasks=2" in subtask_problems({"subtasks": [{"name": "a", "description": "d", "done_when": "w"}]}, 2)[0]
+
+
+def _judge_prompts(compose_cfg, tmp_path, reward_scale: float, code_weight: float = 1.0) -> list[str]:
+    """The judge requests for one candidate whose recorded total own reward is scaled by `reward_scale` (components,
+    states and everything else unchanged), with the candidate's weights scaled by `code_weight` in its code."""
+    from bird.learners.rollouts import load_rollouts
+
+    cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(1, 0)] * 2)
+    data = load_rollouts(res.rollouts_path)
+    data["reward"] = data["reward"] * reward_scale
+    path = tmp_path / f"scaled{reward_scale}.npz"
+    save_rollouts(path, data)
+    cand = replace(cand, code=CODE.format(w=code_weight).replace("'upright': 1.0", f"'upright': {code_weight}"))
+    out = judge_candidate(cfg, state, cand, replace(res, rollouts_path=str(path)))
+    return [json.dumps(c["prompt"]) for c in out["calls"]]
+
+
+def test_the_judge_never_sees_the_total_own_reward_so_a_scaled_total_gets_the_same_request(compose_cfg, tmp_path):
+    """BIRD's judge reads per-step reward components only, never the candidate's total or its return: a reward
+    cannot win by inflating its own scale. The same code and components with the total ×10 give identical requests;
+    scaling every weight in the code changes the code shown and nothing else."""
+    base = _judge_prompts(compose_cfg, tmp_path, 1.0)
+    assert base == _judge_prompts(compose_cfg, tmp_path, 10.0)
+    assert "upright=" in base[0] and "alive=1.0" in base[0] and "reward=" not in base[0]
+    scaled_code = _judge_prompts(compose_cfg, tmp_path, 10.0, code_weight=10.0)
+    assert [p.replace("10.0", "1.0") for p in scaled_code] == base
+
+
+def test_the_judge_evidence_check_catches_a_total_shown_to_the_judge(compose_cfg, tmp_path, monkeypatch):
+    """Positive control: the old evidence (the total among the per-step values) makes the two requests differ."""
+    from bird.components import judgement
+
+    real = judgement.component_rows
+
+    def with_total(data, ep, steps):
+        idx = np.flatnonzero(data["episode"] == ep)
+        return [{**row, "reward": round(float(data["reward"][idx[row["step"] - 1]]), 4)}
+                for row in real(data, ep, steps)]
+
+    monkeypatch.setattr(judgement, "component_rows", with_total)
+    assert _judge_prompts(compose_cfg, tmp_path, 1.0) != _judge_prompts(compose_cfg, tmp_path, 10.0)
+
+
+def test_the_judge_is_asked_for_the_failure_cascade_rubric_in_subtask_order(compose_cfg, tmp_path):
+    prompt = _judge_prompts(compose_cfg, tmp_path, 1.0)[0]
+    assert "Failure cascade" in prompt and "every later subtask counts as failed" in prompt
+    assert "1 (success), 0.5 (partial success) or 0 (failure)" in prompt and "in order" in prompt
+
+
+def _revise(cfg, state, tmp_path, answer: dict) -> dict:
+    return co_evolve_subtasks(cfg, state, JournalGenerator(Scripted([json.dumps(answer)]), None), tmp_path)
+
+
+def test_a_revision_changes_at_most_one_subtask_and_keeps_the_count(compose_cfg, tmp_path):
+    cfg = compose_cfg("method=rda", ENV, "decompose.retries=0")
+    state, _ = _searched(cfg, tmp_path, (0.5, 0.5), Recording())
+    two = [{"name": "a", "description": "x", "done_when": "y"}, {"name": "b", "description": "x", "done_when": "y"}]
+    state.subtasks, state.iteration = list(two), 1
+    both = [{**two[0], "description": "new"}, {**two[1], "description": "new"}]
+    assert "at most one" in _revise(cfg, state, tmp_path, {"subtasks": both})["attempts"][0]["problems"][0]
+    assert "number of subtasks" in _revise(cfg, state, tmp_path, {"subtasks": two[:1]})["attempts"][0]["problems"][0]
+    assert state.subtasks == two  # both refused: the list is kept
+    one = [two[0], {**two[1], "done_when": "z"}]
+    assert not _revise(cfg, state, tmp_path, {"subtasks": one})["kept_previous"] and state.subtasks == one
+    assert not _revise(cfg, state, tmp_path, {"subtasks": one})["kept_previous"]  # unchanged = declined, valid
+
+
+def test_the_decomposition_asks_for_the_generators_count_of_about_5_to_10(compose_cfg):
+    from bird.components.subtasks import AUTO_COUNT, MAX_SUBTASKS
+
+    assert "about 5 for a simple task, about 10" in AUTO_COUNT and MAX_SUBTASKS == 12
+    twelve = {"subtasks": [{"name": f"s{i}", "description": "d", "done_when": "w"} for i in range(13)]}
+    assert "at most 12" in subtask_problems(twelve)[-1]
 
 
 def test_a_subtask_list_cut_at_the_output_limit_is_named_as_cut(compose_cfg):

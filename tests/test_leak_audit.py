@@ -42,17 +42,27 @@ def _strip(text: str, authored: list[str]) -> str:
     return text
 
 
+def shows_reference_return(cfg) -> bool:
+    """The method's own feedback shows the reference-reward return: its task_score is the suite's native signal, as
+    BIRD's matched runs show it (Eureka, RF-Agent, R*, REvolve on MuJoCo and Brax; feedback.score_shown)."""
+    from bird.components.fitness import resolve_fitness
+
+    return cfg.feedback.show_score and resolve_fitness(cfg.feedback.score_shown, cfg.env.id.split("/")[0]) == \
+        "reference_return"
+
+
 def findings(r: Rehearsal, cfg) -> list[str]:
     """Every leak in what the rehearsal showed (generator-authored text shown back to it is left out). A method that
     shows bare fields (GRACE, §5.1: no in-context information about the environment) must show no field description
     and no task text either."""
     facts, out = hidden_facts(cfg.env.id), []
+    allowed_reference = shows_reference_return(cfg)
     texts = [(f"{req.purpose} request", "\n".join(m.content for m in req.messages)) for req, _ in r.calls]
     texts += [("feedback text", text) for text in r.feedback]
     for where, text in texts:
         shown = _strip(text, r.authored)
         out += [f"{where}: {leak}" for leak in find_leaks(shown, facts)]
-        if f"{REFERENCE_SENTINEL}" in shown:
+        if f"{REFERENCE_SENTINEL}" in shown and not allowed_reference:
             out.append(f"{where}: shows the reference-reward return {REFERENCE_SENTINEL}")
         if cfg.generate.field_view == "bare":
             out += [f"{where}: shows the description of {f.name}" for f in r.spec.obs_index.fields
@@ -142,6 +152,16 @@ def test_positive_control_thresholds_in_any_unit_and_names_only_as_env_code_are_
     assert find_leaks("info['near_object'] and tolerance(x, bounds=(0, 1))", facts)
 
 
+def test_the_native_task_score_is_the_reference_return_only_where_the_method_shows_it(compose_cfg, tmp_path):
+    """eureka on MuJoCo shows the reference-reward return as task_score (BIRD's matched runs); with the benchmark score
+    shown instead (+choice=benchmark_score_shown) the same value would be a leak, and is not there."""
+    native = compose_cfg("method=eureka", "env=mujoco/hopper", *REHEARSAL)
+    assert shows_reference_return(native) and any(f"{REFERENCE_SENTINEL}" in t for t in rehearse(native, tmp_path).feedback)
+    shown = compose_cfg("method=eureka", "env=mujoco/hopper", *REHEARSAL, "+choice=benchmark_score_shown")
+    assert not shows_reference_return(shown) and not findings(rehearse(shown, tmp_path / "b"), shown)
+    assert not shows_reference_return(compose_cfg("method=eureka", "env=metaworld/push", *REHEARSAL))
+
+
 @pytest.mark.parametrize("leak", ["few_shot", "env_code", "feedback", "described_fields"])
 def test_positive_control_a_leaky_method_fails_the_audit(compose_cfg, tmp_path, monkeypatch, leak):
     """Break the method's prompts on purpose in three places; the audit above must find each."""
@@ -171,7 +191,8 @@ def test_positive_control_a_leaky_method_fails_the_audit(compose_cfg, tmp_path, 
         monkeypatch.setitem(_REGISTRY["feedback_format"], "eureka", leaky)
     elif leak == "described_fields":  # GRACE's bare field view rendering the full descriptions
         monkeypatch.setitem(_REGISTRY["field_view"], "bare", _REGISTRY["field_view"]["described"])
-    cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL)
+    shown = ["feedback.score_shown=benchmark_score"] if leak == "feedback" else []  # eureka's own task_score is native
+    cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *shown)
     r = rehearse(cfg, tmp_path)
     found = "\n".join(findings(r, cfg))
     expected = {"few_shot": ["names evaluation task metaworld/push", "compares with a number: '< 0.05'",

@@ -122,10 +122,16 @@ def _state(cfg):
 
 
 def test_score_reaches_the_generator_only_when_the_method_shows_it(compose_cfg):
-    shown = build_request(compose_cfg("method=eureka"), _state(compose_cfg("method=eureka")), 0)
+    """eureka on MuJoCo shows its native signal, the reference-reward return, as task_score (BIRD's matched runs);
+    +choice=benchmark_score_shown shows the benchmark score instead; show_score=false shows neither."""
+    native_cfg = compose_cfg("method=eureka", "env=mujoco/hopper")
+    native = json.dumps(build_request(native_cfg, _state(native_cfg), 0).messages_json())
+    assert "task_score: [777.77, 777.77]" in native and "0.65" not in native
+    bench_cfg = compose_cfg("method=eureka", "env=mujoco/hopper", "+choice=benchmark_score_shown")
+    shown = build_request(bench_cfg, _state(bench_cfg), 0)
     assert "task_score" in shown.context["feedback"] and "0.65" in json.dumps(shown.messages_json())
-    cfg = compose_cfg("method=eureka", "feedback.show_score=false")
+    assert "777.77" not in json.dumps(shown.messages_json()) + json.dumps(shown.context)  # reference return
+    cfg = compose_cfg("method=eureka", "env=mujoco/hopper", "feedback.show_score=false")
     hidden = build_request(cfg, _state(cfg), 0)
     blob = json.dumps(hidden.messages_json()) + json.dumps(hidden.context)
-    assert "task_score" not in blob and "0.65" not in blob and "0.12" not in blob
-    assert "777.77" not in json.dumps(shown.messages_json()) + json.dumps(shown.context)  # reference return
+    assert "task_score" not in blob and "0.65" not in blob and "0.12" not in blob and "777.77" not in blob

@@ -1,4 +1,4 @@
-"""Candidate schedules (papers/bird.txt Table 6) and the policy-training budget."""
+"""Candidate schedules (BIRD paper Table 6) and the policy-training budget."""
 
 import json
 

@@ -5,7 +5,7 @@ instruction), and the `replace` prompt mode (registry family prompt_mode).
 - Subtasks: whenever the search has a subtask list (decompose.kind=subtask_list), as RDA's `include_task_decomposition`.
 - Behavioural analysis (generate.behavioural_analysis; BIRD choice (2), RDA's `include_behavioural_analysis`): the
   judge's per-subtask account of what the parent's policy did.
-- prompt_mode=replace (RDA's `prompt.mode: replace`, papers/bird.txt Table 9 "rebuilt, 4 turns"): one user message,
+- prompt_mode=replace (RDA's `prompt.mode: replace`, BIRD paper Table 9 "rebuilt, 4 turns"): one user message,
   rebuilt every iteration from the search state: the task, then the last generate.history_turns rewards of the parent's
   lineage with their feedback (the parent last), then the instruction to improve. `dialogue` (Eureka, CARD, RE-GoT)
   keeps earlier turns as assistant/user messages.

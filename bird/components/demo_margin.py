@@ -1,7 +1,8 @@
 """The demonstration verifier (screen `demo_margin`): before training, the candidate reward must give the scripted
 expert a higher episode return than every other demonstration policy; a reward with a non-positive margin is screened
-out. BIRD's hill-climb v2_verify (bird_release.md §1.5 verify.demo_screen: policies expert, expert_noise:0.3,
-expert_noise:0.6, random; 2 episodes each; keep all; reject_nonpositive_margin; §2.6; papers/bird.txt Table 10 #2
+out. BIRD's hill-climb v2_verify (safety-research/bird@54a9ce3:configs/_default.yaml verify.demo_screen: policies expert,
+expert_noise:0.3, expert_noise:0.6, random; 2 episodes each; keep all; reject_nonpositive_margin;
+configs/hillclimb/v2_verify_noes.yaml; BIRD paper Table 10 #2
 "demonstration-based verifier before training"). bird has expert and uniform-random demonstrations
 (bird/envs/demos.py), the same ones GRACE uses; the noisy-expert policies are a listed substitute.
 Suites without a scripted expert (MuJoCo) pass every candidate, recorded as skipped."""

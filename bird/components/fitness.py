@@ -13,7 +13,8 @@ import numpy as np
 from bird.registry import declared, get, register
 from bird.types import Checkpoint
 
-__all__ = ["Evidence", "NATIVE_SIGNAL", "resolve_fitness", "subsample", "aggregate_score"]
+__all__ = ["Evidence", "NATIVE_SIGNAL", "resolve_fitness", "subsample", "aggregate_score", "reference_returns",
+           "shown_scores", "SHOWN_SCORES"]
 
 
 @register("aggregate", "max")
@@ -50,9 +51,18 @@ def _benchmark(ev: Evidence) -> float | None:
     return get("aggregate", ev.aggregate)([c.score for c in ev.curve], ev.shipped) if ev.curve else None
 
 
+def reference_returns(curve: Sequence[Checkpoint]) -> list[float]:
+    """The shipped reward's return per checkpoint: on the greedy evaluation episodes where the learner measured it
+    (as BIRD's release records gt_return, safety-research/bird@54a9ce3:bird/components/training.py), else on the
+    training episodes of the window before the checkpoint."""
+    if any(not math.isnan(c.eval_reference_return) for c in curve):
+        return [c.eval_reference_return for c in curve]
+    return [c.reference_return for c in curve]
+
+
 @register("fitness", "reference_return")
 def _reference(ev: Evidence) -> float | None:
-    vals = [c.reference_return for c in ev.curve]
+    vals = reference_returns(ev.curve)
     if all(math.isnan(v) for v in vals):
         return None
     value = get("aggregate", ev.aggregate)(vals, ev.shipped)
@@ -87,6 +97,21 @@ def resolve_fitness(name: str, suite: str) -> str:
     """The fitness that actually ranks on `suite`: a suite-aware one (attribute `resolve`) names its signal."""
     resolve = declared("fitness", name).resolve
     return resolve(suite) if resolve is not None else name
+
+
+# what the feedback's task_score line may show (feedback.score_shown), per checkpoint
+SHOWN_SCORES = {"benchmark_score": lambda curve: [c.score for c in curve], "reference_return": reference_returns}
+
+
+def shown_scores(score_shown: str, suite: str, curve: Sequence[Checkpoint]) -> list[float]:
+    """The task_score values of `curve` (feedback.score_shown; native = the suite's native signal, as BIRD's matched
+    runs verbalise the signal they rank on: safety-research/bird@54a9ce3:bird/components/evaluation.py
+    `_section_numeric`)."""
+    name = resolve_fitness(score_shown, suite)
+    if name not in SHOWN_SCORES:
+        raise ValueError(f"feedback.score_shown={score_shown!r} resolves to {name!r} on {suite!r}; "
+                         f"allowed: {sorted(SHOWN_SCORES)} or native")
+    return SHOWN_SCORES[name](curve)
 
 
 def subsample(n: int, points: int) -> list[int]:

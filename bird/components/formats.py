@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from bird.components.demo_views import state_dict
-from bird.components.fitness import subsample
+from bird.components.fitness import shown_scores, subsample
 from bird.config.schema import BirdConfig
+from bird.envs.registry import suite_defines_success
 from bird.learners.rollouts import load_rollouts
 from bird.prompts import templates
 from bird.registry import register
@@ -40,7 +41,7 @@ def _eureka(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResu
     for name in sorted({k for c in pts for k in c.components}):
         stats["components"][name] = [c.components.get(name, float("nan")) for c in pts]
     if cfg.feedback.show_score:
-        stats["task_score"] = [c.score for c in pts]
+        stats["task_score"] = shown_scores(cfg.feedback.score_shown, state.spec.suite, pts)
     lines = [_line(n, v) for n, v in stats["components"].items()]
     if "task_score" in stats:
         lines.append(_line("task_score", stats["task_score"]))
@@ -91,6 +92,8 @@ def _render_traj(title: str, traj: dict[str, Any]) -> str:
 
 
 def _best_worst(cfg: BirdConfig, state: SearchState, res: TrainResult) -> dict[str, Any]:
+    """The highest- and lowest-return rollouts (own reward); whether each solved the task only on a suite that defines
+    success."""
     if not res.rollouts_path:
         return {}
     data = load_rollouts(res.rollouts_path)
@@ -99,27 +102,32 @@ def _best_worst(cfg: BirdConfig, state: SearchState, res: TrainResult) -> dict[s
     for name, ep in (("highest_return", int(np.argmax(returns))), ("lowest_return", int(np.argmin(returns)))):
         out[name] = {"return": float(returns[ep]), "length": int(data["length"][ep]),
                      "per_step": float(returns[ep] / data["length"][ep]),
-                     "solved": bool(data["score"][ep] >= cfg.verify.tpe_success_score),
                      "rows": _trajectory_rows(cfg, state, data, ep)}
+        if suite_defines_success(state.spec.suite):
+            out[name]["solved"] = bool(data["score"][ep] >= cfg.verify.tpe_success_score)
     return out
 
 
 @register("feedback_format", "process")
 def _process(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult | None) -> tuple[str, dict]:
-    """CARD's process feedback (checkpoint statistics) followed by its trajectory feedback (best/worst rollout)."""
+    """CARD's process feedback (checkpoint statistics) followed by its trajectory feedback (best/worst rollout). The
+    success rate (feedback.show_score) is shown only on a suite that defines success: Gym MuJoCo has none, and BIRD's
+    release prints no success line there (safety-research/bird@54a9ce3:bird/components/evaluation.py
+    `_env_defines_success`, `_show_env_success`)."""
     t = templates(cfg.generate.prompt)
+    show_success = cfg.feedback.show_score and suite_defines_success(state.spec.suite)
     curve = res.curve if res is not None else ()
     pts = [curve[i] for i in subsample(len(curve), cfg.feedback.curve_points)]
     stats: dict[str, Any] = {"env_steps": [c.env_steps for c in pts], "own_return": [c.own_return for c in pts],
                              "episode_length": [c.episode_length for c in pts],
                              "components": {n: [c.components.get(n, math.nan) for c in pts]
                                             for n in sorted({k for c in pts for k in c.components})}}
-    if cfg.feedback.show_score:
+    if show_success:
         stats["task_score"] = [c.score for c in pts]
     lines = []
     for k, c in enumerate(pts):
         parts = [f"timestep {c.env_steps}", f"return (own reward) {c.own_return:.2f}", f"episode length {c.episode_length:.0f}"]
-        if cfg.feedback.show_score:
+        if show_success:
             parts.append(f"success rate {100 * c.score:.0f}%")
         parts += [f"{n} (mean per step) {v[k]:.3f}" for n, v in stats["components"].items()]
         lines.append("- " + "; ".join(parts))

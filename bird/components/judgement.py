@@ -1,13 +1,16 @@
 """Judge scores per subtask: the fitness `judge_score`, the feedback format `subtask_judge` and the evidence behind
 generate.behavioural_analysis.
 
-RDA's judged fitness (bird_release.md §2.4 rda: vlm_score, per-subtask granularity with rationale, score_scale;
-§3.6): one judge call per (collected rollout × judge.repeats) scores every subtask in order. The judge reads the task,
-the subtask list (SearchState.subtasks, or the whole task as one subtask), the reward code, the per-step statistics of
-its components on that rollout, and keyframes of the rollout: images (judge.mode=vlm) or the same keyframes as state
-rows (state_text, a labelled substitute), plus a state table when judge.state_table. Scores are normalised by
-judge.score_scale to [0, 1] and averaged over calls, then over subtasks. rollouts.npz also holds each episode's
-benchmark score; nothing here reads it: the judge sees states, actions' consequences and the candidate's own reward.
+RDA's judged fitness as BIRD's release runs it (safety-research/bird@54a9ce3:bird/components/evaluation.py,
+`fitness_vlm_score`, `_vlm_trajectory_analysis`, `judge_digest`, `_traj_component_table`): one judge call per
+(collected rollout × judge.repeats) scores every subtask in order, under a failure-cascade rubric (a failed subtask
+fails every later one unless there is clear evidence of later success). The judge reads the task, the subtask list
+(SearchState.subtasks, or the whole task as one subtask), the reward code, the rollout's length, keyframes of the
+rollout (images with judge.mode=vlm; the same keyframes as state rows with state_text, a labelled substitute), the
+candidate's per-step reward COMPONENT values at those keyframes, and a state table when judge.state_table. It never
+reads the candidate's total own reward or its return (a judge shown them scores a reward by its own scale), the
+benchmark score, the reference reward or a success flag: rollouts.npz holds the episode scores, and nothing here reads
+them. Scores are normalised by judge.score_scale to [0, 1] and averaged over calls, then over subtasks.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from bird.components.demo_views import state_dict
-from bird.components.judge import component_stats, save_keyframes
+from bird.components.judge import save_keyframes
 from bird.config.schema import BirdConfig
 from bird.envs.frames import RenderingUnavailable, render_episode
 from bird.envs.registry import make_adapter
@@ -32,18 +35,31 @@ from bird.registry import get, register
 from bird.state import SearchState
 from bird.types import Candidate, TrainResult
 
-__all__ = ["ScoreScale", "judge_candidate", "subtasks_of", "render_rollout", "STATE_TEXT_JUDGE"]
+__all__ = ["ScoreScale", "judge_candidate", "subtasks_of", "render_rollout", "STATE_TEXT_JUDGE", "JUDGE_WITHHELD"]
 
 STATE_TEXT_JUDGE = ("judge scores: an LLM reads the states at the rollout's keyframes as text (judge.mode=state_text) "
                     "instead of a VLM viewing the frames")
 
+# rollouts.npz keys the judge never reads: the candidate's total own reward per step (its sum is the return), the
+# reference reward, the benchmark score and quantity (safety-research/bird@54a9ce3:bird/components/evaluation.py,
+# `judge_digest`: withheld so that a reward cannot win by inflating its own scale)
+JUDGE_WITHHELD = ("reward", "ref", "score", "quantity")
+
 SYSTEM = ("You are an expert in robotics and reinforcement learning. You judge how well a policy, trained with a "
-          "candidate reward function, achieves each subtask of a task, from evidence of one of its rollouts. "
-          "Answer with one JSON object.")
+          "candidate reward function, achieves each subtask of a task, from evidence of one of its rollouts: what it "
+          "looks like and the values of the reward's components. Answer with one JSON object.")
 USER = ("Task: {task}\n\nSubtasks, in order:\n{subtasks}\n\nThe reward function the policy was trained with:\n"
-        "```python\n{code}```\nIts components per step on this rollout (max / mean / min / std):\n{component_stats}\n\n"
-        "{evidence}\n\nFor every subtask, in order, describe what the agent does (behaviour), explain your judgement "
-        "(rationale) and give a score: {scale}.\n"
+        "```python\n{code}```\n\n{evidence}\n\n{components}\n\n"
+        "Judge each subtask on its own and in order.\n"
+        "- Score: {scale}.\n"
+        "- Failure cascade: when a subtask fails, every later subtask counts as failed (the lowest score) unless the "
+        "rollout or the reward values give clear evidence that it succeeded anyway.\n"
+        "- Back every score with evidence from the rollout and from the reward component values.\n"
+        "For every subtask, in order: first describe its behaviour (what the agent does during this subtask; say so "
+        "when the behaviour looks unnatural or unintended), then judge it: the score and a short rationale that cites "
+        "component values at named steps and says why they justify the score. When the agent did poorly or "
+        "unstably, name what in the reward may cause it, e.g. a gated or missing reward signal, one component "
+        "overshadowing the others, or component values that are too small or saturated.\n"
         'Answer as JSON: {{"subtasks": [{{"name": str, "behaviour": str, "rationale": str, "score": number}}]}}')
 
 
@@ -54,21 +70,22 @@ class ScoreScale:
     name: str
     instruction: str
     top: float  # the best score on this scale
-    integer: bool
+    levels: tuple[float, ...] = ()  # the only values allowed (empty: any value in [0, top])
 
     def normalise(self, value: Any) -> float | None:
         """value / top, or None when the value is not on the scale."""
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             return None
-        if not 0 <= value <= self.top or (self.integer and value != int(value)):
+        if not 0 <= value <= self.top or (self.levels and float(value) not in self.levels):
             return None
         return float(value) / self.top
 
 
-register("score_scale", "unit")(ScoreScale("unit", "a number from 0 (not achieved at all) to 1 (fully achieved)", 1.0, False))
-# RDA's three-point scale (bird_release.md §2.4 rda: score_scale three_point)
-register("score_scale", "three_point")(ScoreScale("three_point", "0 (not achieved), 1 (partly achieved) or 2 (achieved)",
-                                                  2.0, True))
+register("score_scale", "unit")(ScoreScale("unit", "a number from 0 (not achieved at all) to 1 (fully achieved)", 1.0))
+# RDA's three-point rubric, 1.0 = success, 0.5 = partial success, 0.0 = failure (safety-research/bird@54a9ce3:
+# bird/components/evaluation.py, `_score_rubric`; configs/methods/rda.yaml evaluate.feedback.score_scale three_point)
+register("score_scale", "three_point")(ScoreScale("three_point", "1 (success), 0.5 (partial success) or 0 (failure)",
+                                                  1.0, (0.0, 0.5, 1.0)))
 
 
 def subtasks_of(state: SearchState) -> list[dict[str, str]]:
@@ -94,9 +111,9 @@ def render_rollout(rows: list[dict[str, Any]]) -> str:
 
 
 def _keyframe_images(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int,
-                     folder: Path) -> list[bytes]:
-    """PNG keyframes of episode `ep`, replayed from its reset seed (raises RenderingUnavailable), saved as
-    folder/keyframes/<k>_rollout<ep>_step<t>.png (what the VLM was shown)."""
+                     folder: Path) -> tuple[list[bytes], list[int]]:
+    """PNG keyframes of episode `ep` and the step each shows (actions taken before it), replayed from its reset seed
+    (raises RenderingUnavailable), saved as folder/keyframes/<k>_rollout<ep>_step<t>.png (what the VLM was shown)."""
     import imageio.v3 as iio
 
     actions = data["actions"][data["episode"] == ep]
@@ -107,7 +124,23 @@ def _keyframe_images(cfg: BirdConfig, state: SearchState, data: dict[str, np.nda
     keyframes = [(ep, min(k * every, len(actions)), iio.imwrite("<bytes>", f, extension=".png"))
                  for k, f in enumerate(frames[: cfg.feedback.judge_keyframes])]
     save_keyframes(folder / "keyframes", keyframes, first=ep * cfg.feedback.judge_keyframes)
-    return [png for _, _, png in keyframes]
+    return [png for _, _, png in keyframes], [step for _, step, _ in keyframes]
+
+
+def component_rows(data: dict[str, np.ndarray], ep: int, steps: list[int]) -> list[dict[str, Any]]:
+    """The candidate's reward component values of episode `ep` at `steps` (step t: the t-th transition, 1-based;
+    step 0 has none): components only, never a key of JUDGE_WITHHELD."""
+    idx = np.flatnonzero(data["episode"] == ep)
+    names = sorted(k for k in data if k.startswith("comp/") and k[5:] not in JUDGE_WITHHELD)
+    return [{"step": t, **{n.removeprefix("comp/"): round(float(data[n][idx[t - 1]]), 4) for n in names}}
+            for t in steps if 1 <= t <= len(idx)]
+
+
+def _render_components(rows: list[dict[str, Any]]) -> str:
+    if not rows or len(rows[0]) == 1:
+        return "The reward function's components were not recorded for this rollout."
+    return "The reward function's components at those steps:\n" + "\n".join(
+        f"  step {r['step']}: " + ", ".join(f"{k}={v}" for k, v in r.items() if k != "step") for r in rows)
 
 
 def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int,
@@ -118,43 +151,43 @@ def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], 
     images: list[bytes] = []
     if cfg.judge.mode == "vlm":
         try:
-            images = _keyframe_images(cfg, state, data, ep, folder)
+            images, steps = _keyframe_images(cfg, state, data, ep, folder)
         except RenderingUnavailable as exc:
             ctx["fallback"] = f"vlm requested, rendering unavailable: {exc}"
             label = f"judge=vlm fell back to state_text ({ctx['fallback']})"
             state.substitutes += [] if label in state.substitutes else [label]
     if images:
-        lines = [f"The rollout lasted {length} steps. {len(images)} keyframes of it are attached, in time order."]
+        lines = [f"The rollout lasted {length} steps. {len(images)} keyframes of it are attached, in time order, at "
+                 f"steps {', '.join(map(str, steps))}."]
         ctx["judge_mode"], ctx["n_frames"] = "vlm", len(images)
     else:
         if STATE_TEXT_JUDGE not in state.substitutes:
             state.substitutes.append(STATE_TEXT_JUDGE)
         rows = _episode_rows(cfg, state, data, ep, None, cfg.feedback.judge_keyframes)
+        steps = [r["step"] for r in rows]
         lines = [f"The rollout lasted {length} steps. The state at {len(rows)} keyframes:", render_rollout(rows)]
         ctx["judge_mode"], ctx["keyframes"] = "state_text", rows
     if cfg.judge.state_table:
         table = _episode_rows(cfg, state, data, ep, cfg.feedback.trajectory_stride, None)
         lines += [f"State table, every {cfg.feedback.trajectory_stride} steps:", render_rollout(table)]
         ctx["state_table"] = table
+    ctx["components"] = component_rows(data, ep, steps)
     return "\n".join(lines), ctx, images
 
 
-def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, data: dict[str, np.ndarray], ep: int,
-             repeat: int, subtasks: list[dict[str, str]], scale: ScoreScale, shown: tuple[str, dict, list]) -> Request:
+def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, ep: int, repeat: int,
+             subtasks: list[dict[str, str]], scale: ScoreScale, shown: tuple[str, dict, list]) -> Request:
     t = templates(cfg.generate.prompt)
-    mask = data["episode"] == ep
-    stats = component_stats({k: v[mask] for k, v in data.items() if k == "reward" or k.startswith("comp/")})
-    stat_text = "\n".join(f"- {n}: {s['max']:.3f} / {s['mean']:.3f} / {s['min']:.3f} / {s['std']:.3f}"
-                          for n, s in stats.items())
     evidence, ctx, images = shown
     listing = "\n".join(f"{i}. {s['name']}: {s['description']} (done when: {s['done_when']})"
                         for i, s in enumerate(subtasks, start=1))
     user = t.get("score_user", USER).format(task=state.spec.description, subtasks=listing, code=cand.code,
-                                            component_stats=stat_text, evidence=evidence, scale=scale.instruction)
+                                            evidence=evidence, components=_render_components(ctx["components"]),
+                                            scale=scale.instruction)
     return Request(purpose="judge_score",
                    messages=(Message("system", t.get("score_system", SYSTEM).strip()), Message("user", user, tuple(images))),
                    context={"task": state.spec.description, "subtasks": subtasks, "scale": scale.name, "code": cand.code,
-                            "component_stats": stats, "rollout": ctx},
+                            "rollout": ctx},
                    temperature=cfg.judge.temperature if cfg.judge.temperature is not None else 0.0,
                    max_tokens=cfg.generate.max_tokens, sample_index=100 * ep + repeat, seed=state.seed)
 
@@ -188,7 +221,7 @@ def judge_candidate(cfg: BirdConfig, state: SearchState, cand: Candidate, res: T
     data = load_rollouts(res.rollouts_path)
     episodes = range(min(cfg.judge.rollouts, len(data["length"])))
     shown = {ep: _evidence(cfg, state, data, ep, Path(res.rollouts_path).parent) for ep in episodes}  # once per rollout
-    requests = [_request(cfg, state, cand, data, ep, r, subtasks, scale, shown[ep])
+    requests = [_request(cfg, state, cand, ep, r, subtasks, scale, shown[ep])
                 for ep in episodes for r in range(cfg.judge.repeats)]
     answers = state.judge.complete_many(requests)
     per_sub: list[list[dict[str, Any]]] = [[] for _ in subtasks]

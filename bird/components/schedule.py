@@ -3,7 +3,7 @@
 
 - constant: K every iteration (the default; Eureka's 8 × 5).
 - taper / ramp: the same K·T candidates, halving from the first iteration with the last repeated (taper), or the
-  reverse (ramp): papers/bird.txt Table 6 (Eureka, 80 candidates: taper (40, 20, 10, 5, 5), ramp (5, 5, 10, 20, 40));
+  reverse (ramp): BIRD paper Table 6 (Eureka, 80 candidates: taper (40, 20, 10, 5, 5), ramp (5, 5, 10, 20, 40));
   Fig. 10 is the same budget-arrangement question for 16 candidates.
 - explicit: generate.schedule_values, one count per iteration (BIRD's hill-climb, e.g. [10, 8, 6, 5, 4, 3, 2, 2]).
 """

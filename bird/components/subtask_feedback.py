@@ -1,5 +1,6 @@
 """The judge score as fitness (fitness `judge_score`) and the per-subtask feedback built on it (feedback format
-`subtask_judge`): RDA's ranking signal and feedback (bird_release.md §2.4 rda: vlm_score, per_subtask, rationale).
+`subtask_judge`): RDA's ranking signal and feedback (safety-research/bird@54a9ce3:configs/methods/rda.yaml:
+vlm_score, per_subtask, rationale).
 An unsupervised method ranks on this and sees nothing of the benchmark score or the reference reward."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bird.components.fitness import shown_scores
 from bird.components.judge import component_stats
 from bird.config.schema import BirdConfig
 from bird.learners.rollouts import load_rollouts
@@ -56,6 +58,6 @@ def _subtask_judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: Tr
         lines.append("Reward components per step over the judged rollouts (max / mean / min / std):")
         lines += [f"- {n}: {s['max']:.3f} / {s['mean']:.3f} / {s['min']:.3f} / {s['std']:.3f}" for n, s in comps.items()]
     if cfg.feedback.show_score and res.curve:
-        stats["task_score"] = [c.score for c in res.curve]
-        lines.append("task_score at each checkpoint: " + ", ".join(f"{c.score:.2f}" for c in res.curve))
+        stats["task_score"] = shown_scores(cfg.feedback.score_shown, state.spec.suite, res.curve)
+        lines.append("task_score at each checkpoint: " + ", ".join(f"{v:.2f}" for v in stats["task_score"]))
     return "\n".join(lines), stats

@@ -1,11 +1,14 @@
 """The task as an ordered list of subtasks (decompose.kind=subtask_list), asked once before the first generation and,
-with decompose.co_evolve, revised after each iteration from the feedback the method already shows (BIRD's RDA
-`task_decomposition` with `co_evolve.subtasks`, bird_release.md §1.5, §2.1–2.4; BIRD choice (5) "co-evolve subtasks",
-papers/bird.txt Table 5).
+with decompose.co_evolve, revised after each iteration from the feedback the method already shows: BIRD's RDA
+(safety-research/bird@54a9ce3:configs/methods/rda.yaml generate.decomposition, update.co_evolve.subtasks;
+bird/components/phases.py `run_decompose`, `run_subtask_reflection`); BIRD paper Table 5 choice (5) "co-evolve subtasks".
 
 A subtask is {"name", "description", "done_when"}: what to achieve and an observable condition that says it is done
-(read by judges, including the offline one). The current list is SearchState.subtasks (plain data); every revision is
-a line of subtasks.jsonl. An invalid answer is re-asked decompose.retries times, then the old list is kept (recorded).
+(read by judges, including the offline one). The generator chooses how many (about 5 for a simple task, about 10 for
+a long one; at most MAX_SUBTASKS) unless decompose.n_subtasks pins the count. A revision may change at most one
+subtask and keeps the count; returning the list unchanged declines. The current list is SearchState.subtasks (plain
+data); every revision is a line of subtasks.jsonl. An invalid answer is re-asked decompose.retries times, then the old
+list is kept (recorded).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from bird.state import SearchState
 
 __all__ = ["subtask_problems", "render_subtasks", "co_evolve_subtasks"]
 
-MAX_SUBTASKS = 8
+MAX_SUBTASKS = 12  # the release's cap on an `auto` list (bird/components/phases.py MAX_AUTO_SUBTASKS)
 _KEYS = ("name", "description", "done_when")
 SYSTEM = ("You are a reinforcement-learning expert who breaks robot and locomotion tasks into an ordered list of "
           "subtasks that a reward function can shape one after another. Answer with one JSON object.")
@@ -32,15 +35,20 @@ ASK = ("The environment:\n{env_repr}\n\nTask: {task}\n\nBreak the task into {cou
        "achieve it. For each give a short name, one sentence saying what the agent must achieve, and `done_when`: a "
        "condition on the observation fields that says the subtask is done.\n"
        'Answer as JSON: {{"subtasks": [{{"name": str, "description": str, "done_when": str}}]}}')
+AUTO_COUNT = "as few as the task needs: about 5 for a simple task, about 10 for a complex or long-horizon one"
 REVISE = ("Task: {task}\n\nThe current subtask list:\n{subtasks}\n\nThe best reward function of the last iteration got "
-          "this feedback:\n{feedback}\n\nRevise the subtask list so that it better guides the next reward functions: "
-          "split, merge, reorder, reword or keep subtasks, and make each `done_when` observable. Keep the list at most "
-          f"{MAX_SUBTASKS} long.\n"
+          "this feedback:\n{feedback}\n\nDecide whether the list needs refining so that the next reward functions "
+          "lead to natural, intended behaviour. If it does not, return the list unchanged. If it does, choose the ONE "
+          "subtask that contributed most to unintended behaviour and revise it (its name, description or "
+          "`done_when`, which must stay observable); keep the same number of subtasks and every other subtask exactly "
+          "as it is. Say in `changes` which subtask you revised and why, or why none.\n"
           'Answer as JSON: {{"subtasks": [{{"name": str, "description": str, "done_when": str}}], "changes": str}}')
 
 
-def subtask_problems(answer: Any, n_subtasks: int | None = None) -> list[str]:
-    """Every reason `answer` is not a valid {"subtasks": [...]} list. Empty = valid."""
+def subtask_problems(answer: Any, n_subtasks: int | None = None,
+                     previous: list[dict[str, str]] | None = None) -> list[str]:
+    """Every reason `answer` is not a valid {"subtasks": [...]} list (a revision of `previous`, when given). Empty =
+    valid."""
     items = answer.get("subtasks") if isinstance(answer, dict) else None
     if not isinstance(items, list) or not items:
         return ["'subtasks' must be a non-empty list"]
@@ -53,6 +61,13 @@ def subtask_problems(answer: Any, n_subtasks: int | None = None) -> list[str]:
         problems.append(f"{len(items)} subtasks; at most {MAX_SUBTASKS}")
     if n_subtasks is not None and len(items) != n_subtasks:
         problems.append(f"{len(items)} subtasks; decompose.n_subtasks={n_subtasks}")
+    if previous is not None and not problems:
+        if len(items) != len(previous):
+            problems.append(f"a revision keeps the number of subtasks: {len(items)} != {len(previous)}")
+        else:
+            changed = [i + 1 for i, (a, b) in enumerate(zip(_clean(answer), previous, strict=True)) if a != b]
+            if len(changed) > 1:
+                problems.append(f"a revision changes at most one subtask; subtasks {changed} changed")
     return problems
 
 
@@ -65,7 +80,8 @@ def render_subtasks(subtasks: list[dict[str, str]]) -> str:
                      for i, s in enumerate(subtasks, start=1))
 
 
-def _ask(cfg: BirdConfig, state: SearchState, generator: Generator, request: Request) -> tuple[list[dict] | None, list[dict]]:
+def _ask(cfg: BirdConfig, state: SearchState, generator: Generator, request: Request,
+         previous: list[dict[str, str]] | None = None) -> tuple[list[dict] | None, list[dict]]:
     """Ask (1 + decompose.retries times) until the answer is a valid list; returns (list or None, attempts)."""
     attempts: list[dict[str, Any]] = []
     for attempt in range(cfg.decompose.retries + 1):
@@ -76,7 +92,7 @@ def _ask(cfg: BirdConfig, state: SearchState, generator: Generator, request: Req
             continue
         try:
             parsed: Any = parse_json_answer(answer.text)
-            problems = subtask_problems(parsed, cfg.decompose.n_subtasks)
+            problems = subtask_problems(parsed, cfg.decompose.n_subtasks, previous)
         except AnswerParseError as exc:
             parsed, problems = None, [str(exc)]
         if problems and answer.truncated:
@@ -91,7 +107,7 @@ def _ask(cfg: BirdConfig, state: SearchState, generator: Generator, request: Req
 def _subtask_list(cfg: BirdConfig, state: SearchState, generator: Generator) -> dict[str, Any]:
     """One request for the list; the record (with the prompt and every attempt) goes to decomposition.json."""
     t = templates(cfg.generate.prompt)
-    count = str(cfg.decompose.n_subtasks) if cfg.decompose.n_subtasks else "2 to 5"
+    count = str(cfg.decompose.n_subtasks) if cfg.decompose.n_subtasks else AUTO_COUNT
     env_repr = get("env_representation", cfg.generate.env_representation)(state.spec)
     user = t.get("subtasks_user", ASK).format(env_repr=env_repr, task=state.spec.description, count=count)
     request = Request(purpose="decompose", messages=(Message("system", t.get("subtasks_system", SYSTEM).strip()),
@@ -123,7 +139,7 @@ def co_evolve_subtasks(cfg: BirdConfig, state: SearchState, generator: Generator
                                "obs_fields": obs_fields_context(state.spec), "n_subtasks": cfg.decompose.n_subtasks},
                       temperature=cfg.generate.temperature, max_tokens=cfg.generate.max_tokens,
                       sample_index=1000 * state.iteration, seed=state.seed)
-    revised, attempts = _ask(cfg, state, generator, request)
+    revised, attempts = _ask(cfg, state, generator, request, previous=state.subtasks)
     record = {"iteration": state.iteration, "from_candidate": best, "previous": state.subtasks, "revised": revised,
               "kept_previous": revised is None, "prompt": request.messages_json(), "attempts": attempts}
     if revised is not None:

@@ -1,6 +1,6 @@
 """Summarised feedback (registry family summarisation, feedback.summarisation): an LLM pass, by the judge role,
 that condenses each candidate's feedback before the generator is shown it. BIRD choice (18) "summarized feedback"
-(papers/bird.txt Fig. 5), RDA's `summarisation: per_candidate_per_subtask` (bird_release.md §1.5, §2.4).
+(BIRD paper Fig. 5), RDA's `summarisation: per_candidate_per_subtask` (safety-research/bird@54a9ce3:configs/methods/rda.yaml).
 
 - none: the feedback as the format wrote it.
 - per_candidate: one summary of the whole feedback text.

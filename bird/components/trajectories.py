@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from bird.components.demo_views import state_dict
-from bird.components.fitness import NATIVE_SIGNAL
 from bird.config.schema import BirdConfig
+from bird.envs.registry import suite_defines_success
 from bird.learners.rollouts import load_rollouts
 from bird.registry import register
 from bird.reward.factory import open_program
@@ -64,7 +64,7 @@ def add_rollouts(state: SearchState, cid: str, path: str, success_score: float) 
     data = load_rollouts(path)
     if state.trajectories is None:
         state.trajectories = TrajectoryStore()
-    flagged = NATIVE_SIGNAL.get(state.spec.suite) == "benchmark_score"  # the native signal is the success flag there
+    flagged = suite_defines_success(state.spec.suite)  # the benchmark score is the success flag there
     success = data["score"] >= success_score if flagged else np.zeros(len(data["score"]), dtype=bool)
     state.trajectories.add(data, success, cid)
 
@@ -90,8 +90,8 @@ def _episode_view(cfg: BirdConfig, state: SearchState, store: TrajectoryStore, r
     rows = [{"step": k + 1, "reward": round(float(reward[i]), 2), "state": state_dict(state.spec, store.next_obs[i])}
             for k, i in enumerate(idx) if k % stride == 0 or k == len(idx) - 1]
     total = float(reward[idx].sum())
-    return {"return": total, "length": int(len(idx)), "per_step": total / len(idx), "solved": store.success[ep],
-            "rows": rows}
+    view = {"return": total, "length": int(len(idx)), "per_step": total / len(idx), "rows": rows}
+    return {**view, "solved": store.success[ep]} if suite_defines_success(state.spec.suite) else view
 
 
 @register("screen", "tpe")

@@ -1,132 +1,137 @@
-"""A search tree of rewards (RF-Agent): nodes are candidates, edges parent → child; UCT picks the leaves to expand
-and tree actions (registry family operator) write their children.
+"""A search tree of rewards (RF-Agent), as BIRD's release runs it: nodes are candidates, edges parent → child; each
+iteration UCT descends from a virtual root to one leaf and the tree actions (registry family operator) write all of
+its children; each new node's fitness is backed up its path.
 
-The tree is read off the candidates themselves (a candidate made by a tree action hangs under its parent; the
-first iteration's samples hang under a virtual root), so it needs no state beyond the search's candidates and
-reports. Node values use fitness min-max normalised over the tree, so λ is on the scale of a [0, 1] value."""
+The tree is rebuilt from the candidates themselves, replayed in the order they were made (a candidate made by a tree
+action hangs under its parent; the first iteration's samples hang under the root), so it needs no state beyond the
+search's candidates, reports and self-verify ratings (safety-research/bird@54a9ce3:bird/components/tree.py,
+`topo_search_tree`, `parent_uct_leaf`).
+
+Backup, for every ancestor a below the root when a node of fitness s is inserted as the t-th node:
+    a.visits += 1;  a.total += s;  decay = max(0, 1 − t / tree.horizon_trainings)
+    a.q = (1 − η − μ·decay)·a.q + η·max(child q) + μ·decay·(a.total / a.visits)
+with η = tree.best_weight and μ = tree.mean_weight. UCT of a child c of p:
+    (q_c − Q_min)/(Q_max − Q_min + 1e-8) + λ·sqrt(2 ln(N_p + 1) / N_c) + λ·softmax_siblings(self-verify)_c
+with Q_min/Q_max over every node's fitness and 0, N = visits (the node and everything inserted below it), a node
+never rated counting as −1 in the softmax, and λ annealed from tree.lambda0 to tree.lambda_final over the nodes so far."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, field
 
 from bird.components.operators import SamplePlan
 from bird.config.schema import BirdConfig
 from bird.registry import get, register
 from bird.state import SearchState
 
-__all__ = ["Tree", "build_tree", "uct_lambda", "select_leaves", "rescale_counts"]
+__all__ = ["Tree", "Node", "build_tree", "uct_lambda", "select_leaf", "uct_scores", "rescale_counts"]
 
 ROOT = "<root>"
+_EPS = 1e-8
+_UNRATED = -1.0  # the release's initial self-verify score of a node never rated
+
+
+@dataclass
+class Node:
+    parent: str | None
+    depth: int
+    score: float = 0.0  # the node's own fitness (failure: tree.failure_value)
+    q: float = 0.0  # backed-up value
+    visits: int = 1
+    total: float = 0.0
+    self_verify: float | None = None
+    children: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Tree:
-    """parent/children of every node (ROOT included), and each node's raw fitness (failed → tree.failure_value)."""
+    """Every node (ROOT included), in insertion order."""
 
-    parent: dict[str, str]
-    children: dict[str, list[str]]
-    fitness: dict[str, float]
-    alive: dict[str, bool]
-    self_score: dict[str, float]  # self-verify rating in [-1, 1], when the search asks for one
+    nodes: dict[str, Node]
 
-    def depth(self, node: str) -> int:
-        d = 0
-        while node != ROOT:
-            node, d = self.parent[node], d + 1
-        return d
+    @property
+    def size(self) -> int:
+        """Nodes that are rewards (the root excluded): the trainings so far, failures included."""
+        return len(self.nodes) - 1
 
-    def subtree(self, node: str) -> list[str]:
-        out, todo = [], [node]
-        while todo:
-            n = todo.pop()
-            out += [n] if n != ROOT else []
-            todo += self.children.get(n, [])
-        return out
+    def q_bounds(self) -> tuple[float, float]:
+        scores = [n.score for cid, n in self.nodes.items() if cid != ROOT]
+        return min([0.0, *scores]), max([0.0, *scores])
+
+
+def _insert(cfg: BirdConfig, tree: Tree, cid: str, parent: str, score: float, self_verify: float | None) -> None:
+    up = tree.nodes[parent]
+    tree.nodes[cid] = Node(parent, up.depth + 1, score, score, 1, score, self_verify)
+    up.children.append(cid)
+    t = tree.size
+    decay = max(0.0, 1.0 - t / cfg.tree.horizon_trainings)
+    eta, mu = cfg.tree.best_weight, cfg.tree.mean_weight * decay
+    node = up
+    while node.parent is not None:
+        node.visits += 1
+        node.total += score
+        best = max(tree.nodes[c].q for c in node.children)
+        node.q = (1.0 - eta - mu) * node.q + eta * best + mu * node.total / node.visits
+        node = tree.nodes[node.parent]
+    node.visits += 1  # the root only counts visits
 
 
 def build_tree(cfg: BirdConfig, state: SearchState) -> Tree:
-    """The tree of every candidate so far (built while generating, when all of them are finished)."""
-    parent: dict[str, str] = {}
-    children: dict[str, list[str]] = {ROOT: []}
-    fitness, alive, self_score = {}, {}, {}
+    """The tree of every finished candidate, inserted in the order they were made (a failed one at
+    tree.failure_value)."""
+    tree = Tree({ROOT: Node(None, 0, visits=0)})
     for cid, cand in state.candidates.items():
-        up = cand.parent_id if cand.parent_id in parent else ROOT
-        parent[cid] = up
-        children.setdefault(up, []).append(cid)
-        children.setdefault(cid, [])
+        if cid in tree.nodes:
+            continue
+        parent = cand.parent_id if cand.parent_id in tree.nodes else ROOT
         f = state.fitness(cid)
-        alive[cid] = f is not None and cand.alive
-        fitness[cid] = f if f is not None else cfg.tree.failure_value
-        sv = state.self_verify.get(cid)
-        if sv is not None:
-            self_score[cid] = float(sv)
-    return Tree(parent, children, fitness, alive, self_score)
+        score = f if f is not None and cand.alive else cfg.tree.failure_value
+        _insert(cfg, tree, cid, parent, score, state.self_verify.get(cid))
+    return tree
 
 
-def uct_lambda(cfg: BirdConfig, trainings: int) -> float:
-    """λ annealed linearly from tree.lambda0 to tree.lambda_final over tree.horizon_trainings trainings."""
-    frac = min(1.0, max(0, trainings) / max(1, cfg.tree.horizon_trainings))
-    return cfg.tree.lambda0 + (cfg.tree.lambda_final - cfg.tree.lambda0) * frac
+def uct_lambda(cfg: BirdConfig, nodes: int) -> float:
+    """λ = (λ0 − λ_final)·(1 − t/N) + λ_final after t nodes (N = tree.horizon_trainings; not clamped, as the release)."""
+    t = cfg.tree
+    return (t.lambda0 - t.lambda_final) * (1.0 - max(0, nodes) / t.horizon_trainings) + t.lambda_final
 
 
-def node_values(cfg: BirdConfig, tree: Tree) -> dict[str, float]:
-    """V(n) = best·max f̂(subtree) + mean·mean f̂(subtree) + (1 − best − mean)·own(n), where f̂ is fitness min-max
-    normalised over the tree and own(n) is the self-verify rating mapped to [0, 1] when there is one, else f̂(n)."""
-    if not tree.fitness:
-        return {}
-    lo, hi = min(tree.fitness.values()), max(tree.fitness.values())
-    norm = {n: (f - lo) / (hi - lo) if hi > lo else 0.5 for n, f in tree.fitness.items()}
-    w_best, w_mean = cfg.tree.best_weight, cfg.tree.mean_weight
-    out = {}
-    for node in tree.fitness:
-        sub = [norm[m] for m in tree.subtree(node)]
-        own = (tree.self_score[node] + 1) / 2 if node in tree.self_score else norm[node]
-        out[node] = w_best * max(sub) + w_mean * sum(sub) / len(sub) + (1 - w_best - w_mean) * own
-    return out
+def _softmax(values: list[float]) -> list[float]:
+    top = max(values)
+    exps = [math.exp(v - top) for v in values]
+    return [e / sum(exps) for e in exps]
 
 
-def _expandable(cfg: BirdConfig, tree: Tree, node: str, taken: set[str]) -> bool:
-    """The subtree of `node` holds a live leaf above tree.max_depth that is not taken yet."""
-    return any(tree.alive[m] and not tree.children[m] and m not in taken and tree.depth(m) < cfg.tree.max_depth
-               for m in tree.subtree(node))
+def uct_scores(cfg: BirdConfig, tree: Tree, parent: str) -> dict[str, float]:
+    """The UCT score of each child of `parent` (the self-verify term only when feedback.self_verify is on)."""
+    kids = tree.nodes[parent].children
+    lam = uct_lambda(cfg, tree.size)
+    lo, hi = tree.q_bounds()
+    n_parent = tree.nodes[parent].visits
+    verify = (_softmax([_UNRATED if tree.nodes[c].self_verify is None else tree.nodes[c].self_verify for c in kids])
+              if cfg.feedback.self_verify else [0.0] * len(kids))
+    return {c: (tree.nodes[c].q - lo) / (hi - lo + _EPS)
+            + lam * math.sqrt(2.0 * math.log(n_parent + 1) / max(tree.nodes[c].visits, 1)) + lam * v
+            for c, v in zip(kids, verify, strict=True)}
 
 
-def select_leaves(cfg: BirdConfig, state: SearchState, n: int, tree: Tree | None = None) -> list[str]:
-    """Up to n distinct leaves, each found by descending from the root along the child with the largest
-    V(c) + λ·sqrt(ln N(p) / N(c)) (N = nodes in a subtree, pending children counted as visits [ours]; λ annealed over
-    the trained nodes); a leaf is a live node without children above tree.max_depth."""
+def select_leaf(cfg: BirdConfig, state: SearchState, tree: Tree | None = None) -> str | None:
+    """Descend from the root along the highest-UCT child (ties: the earliest) until a node without children or at
+    tree.max_depth; None while the tree is empty."""
     tree = tree or build_tree(cfg, state)
-    values = node_values(cfg, tree)
-    lam = uct_lambda(cfg, sum(tree.alive.values()))  # trainings so far: failed candidates train no policy
-    pending: dict[str, int] = {}
-    share = max(1, math.ceil(state.plan.n_candidates / max(1, n)))
-    taken: list[str] = []
-    for _ in range(n):
-        node = ROOT
-        while tree.children.get(node):
-            kids = [c for c in tree.children[node] if _expandable(cfg, tree, c, set(taken))]
-            if not kids:
-                break
-            visits = {c: len(tree.subtree(c)) + pending.get(c, 0) for c in kids}
-            total = sum(visits.values()) + (1 if node != ROOT else 0)
-            node = max(kids, key=lambda c: (values[c] + lam * math.sqrt(math.log(total) / visits[c]),
-                                            -kids.index(c)))
-        if node == ROOT or node in taken:
-            break
-        taken.append(node)
-        walk = node
-        while walk != ROOT:  # pending children count as visits along the path (virtual loss)
-            pending[walk] = pending.get(walk, 0) + share
-            walk = tree.parent[walk]
-    return taken
+    node = ROOT
+    while tree.nodes[node].children and tree.nodes[node].depth < cfg.tree.max_depth:
+        scores = uct_scores(cfg, tree, node)
+        node = max(scores, key=lambda c: (scores[c], -tree.nodes[node].children.index(c)))
+    return None if node == ROOT else node
 
 
 @register("parent", "uct_leaf")
 def _uct_leaf(cfg: BirdConfig, state: SearchState, rng: object, temperature: float) -> str | None:
-    """The leaf UCT selects first (None while the tree is empty)."""
-    leaves = select_leaves(cfg, state, 1)
-    return leaves[0] if leaves else None
+    """The node UCT selects (None while the tree is empty)."""
+    return select_leaf(cfg, state)
 
 
 def rescale_counts(counts: dict[str, int], k: int) -> tuple[str, ...]:
@@ -143,28 +148,26 @@ def rescale_counts(counts: dict[str, int], k: int) -> tuple[str, ...]:
     return tuple(a for a in counts for _ in range(alloc[a]))
 
 
-def _elite(cfg: BirdConfig, tree: Tree, exclude: str, rng: object) -> str | None:
-    ranked = sorted((n for n in tree.fitness if tree.alive[n] and n != exclude), key=lambda n: -tree.fitness[n])
-    pool = ranked[: cfg.tree.elite_size]
-    return pool[rng.randrange(len(pool))] if pool else None  # type: ignore[attr-defined]
+def _elite(cfg: BirdConfig, tree: Tree, exclude: str, rng: random.Random) -> str | None:
+    """One of the tree.elite_size best nodes (ties: the earlier), drawn with weight 1/(rank + 2) as the release's
+    crossover_elite draws its elites; never `exclude` [ours]."""
+    ranked = sorted((c for c in tree.nodes if c != ROOT), key=lambda c: -tree.nodes[c].score)  # stable: insertion
+    pool = [c for c in ranked[: cfg.tree.elite_size] if c != exclude]
+    if not pool:
+        return None
+    return rng.choices(pool, weights=[1.0 / (r + 2) for r in range(len(pool))])[0]
 
 
 @register("sampling", "tree_actions")
 def _tree_actions(cfg: BirdConfig, state: SearchState, k: int) -> list[SamplePlan]:
-    """Root expansion (fresh samples) while the tree is empty; then tree.leaves_per_iteration leaves chosen by UCT,
-    the plan's actions dealt out over them in order (crossover_elite's second parent: one of the tree.elite_size
-    best nodes, uniformly [ours])."""
-    import random
-
+    """Root expansion (fresh samples) while the tree is empty; then every action of the plan expands the one leaf UCT
+    selects (crossover_elite's second parent: an elite, see `_elite`)."""
     tree = build_tree(cfg, state)
-    leaves = select_leaves(cfg, state, cfg.tree.leaves_per_iteration, tree)
-    actions = state.plan.actions[:k] or ("mutation_mechanism",) * k
-    if not leaves:
+    leaf = select_leaf(cfg, state, tree)
+    if leaf is None:
         return [SamplePlan() for _ in range(k)]
-    per = math.ceil(k / len(leaves))
     plans = []
-    for i, action in enumerate(actions):
-        leaf = leaves[min(i // per, len(leaves) - 1)]
+    for i, action in enumerate(state.plan.actions[:k] or ("mutation_mechanism",) * k):
         parents: tuple[str, ...] = (leaf,)
         if get("operator", action).n_parents > 1:
             mate = _elite(cfg, tree, leaf, random.Random(f"{state.seed}/{state.iteration}/elite/{i}"))

@@ -181,6 +181,8 @@ class TrainConfig:
     collect_episodes: int = 0
     # evaluation and collected episodes end at the first step the success flag is set (suites with a flag)
     eval_end_on_success: bool = False
+    # parallel envs per training (None = budget.n_envs): trainer=sb3_tuned sets 8
+    n_envs: int | None = None
     # PPO hyper-parameters (SB3 names); None keeps SB3's default
     learning_rate: float = 3e-4
     n_steps: int = 256
@@ -221,6 +223,9 @@ class FeedbackConfig:
     curve_points: int = 10
     # show the benchmark score (task_score) in the feedback; only methods whose paper does so may set this
     show_score: bool = False
+    # what task_score shows: benchmark_score | reference_return | native (the suite's native signal: the shipped
+    # reward's return on MuJoCo and Brax, the success-flag score on Meta-World)
+    score_shown: str = "benchmark_score"
     # feedback text for a screened (untrained) candidate: registry family feedback_format; None = no feedback
     screened_format: str | None = None
     # extra fitness components computed and recorded, never ranked on: registry family fitness
@@ -302,7 +307,8 @@ class DecomposeConfig:
     kind: str = "none"
     # subtask_list: revise the list after each iteration from the feedback shown (co-evolution)
     co_evolve: bool = False
-    # subtask_list: how many subtasks to ask for (None = the generator decides, 2 to 5)
+    # subtask_list: how many subtasks to ask for (None = the generator decides: about 5 for a simple task, about 10 for a
+    # long one, at most 12)
     n_subtasks: int | None = None
     # few-shot (task -> graph) examples shown, from methods/<generate.prompt>/decompose_example_*.txt (0 = zero-shot)
     n_examples: int = 2
@@ -327,6 +333,8 @@ class RewardConfig:
 class FinalConfig:
     # retrain the returned reward from scratch on fresh seeds
     retrain: bool = True
+    # seeds of the final retrain: the method's own count, capped by budget.final_seeds (None = budget.final_seeds)
+    seeds: int | None = None
     # first seed offset (fresh seeds: never those used in the loop)
     seed_offset: int = 1000
     # learner of the final retrain (None = train.learner)

@@ -36,13 +36,12 @@ class TreeConfig:
     horizon_trainings: int = 40
     # nodes at this depth are not expanded (root children have depth 1)
     max_depth: int = 16
-    # leaves expanded per iteration; the iteration's samples are split evenly among them
-    leaves_per_iteration: int = 1
     # crossover_elite draws its second parent from the best this-many nodes
     elite_size: int = 10
     # nodes of the root → leaf path shown in an expansion prompt (leaf included)
     path_window: int = 4
-    # node value = best_weight·max(subtree) + mean_weight·mean(subtree) + rest·own (fitness min-max normalised)
+    # backup of a node's value when a descendant is inserted (bird/components/tree.py): q ← (1 − best − mean·decay)·q
+    # + best·max(child q) + mean·decay·mean(backed-up fitness), decay = max(0, 1 − nodes / horizon_trainings)
     best_weight: float = 1.0
     mean_weight: float = 0.0
     # fitness a failed node counts with

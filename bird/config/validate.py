@@ -35,6 +35,7 @@ _ENUMS: dict[str, tuple[str, ...]] = {
     "reward.language": ("numpy", "jax"),
     "video.record": ("none", "returned", "all_candidates"),
     "tracker.mode": ("offline", "online", "disabled"),
+    "feedback.score_shown": ("benchmark_score", "reference_return", "native"),
 }
 
 _PROBABILITIES = ("verify.tpe_threshold", "feedback.p_expert_trajectory", "feedback.p_incorrect_state_only",
@@ -100,7 +101,8 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
-                "select.population_size", "demos.max_train", "budget.max_policy_trainings", "decompose.n_subtasks"):
+                "select.population_size", "demos.max_train", "budget.max_policy_trainings", "decompose.n_subtasks",
+                "train.n_envs", "final.seeds"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
             problems.append(f"{key}={value}: must be >= 1 or null")

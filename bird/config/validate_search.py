@@ -17,7 +17,6 @@ def _numbers(cfg: BirdConfig, problems: list[str]) -> None:
     for key, value in (("islands.n_islands", cfg.islands.n_islands),
                        ("islands.population_size", cfg.islands.population_size),
                        ("tree.horizon_trainings", cfg.tree.horizon_trainings), ("tree.max_depth", cfg.tree.max_depth),
-                       ("tree.leaves_per_iteration", cfg.tree.leaves_per_iteration),
                        ("tree.elite_size", cfg.tree.elite_size), ("tree.path_window", cfg.tree.path_window),
                        ("crossover.max_draws", cfg.crossover.max_draws),
                        ("alignment.min_segment_len", cfg.alignment.min_segment_len),
@@ -32,7 +31,7 @@ def _numbers(cfg: BirdConfig, problems: list[str]) -> None:
             problems.append(f"{key}={value}: must be >= 0")
     if cfg.tree.best_weight < 0 or cfg.tree.mean_weight < 0 or cfg.tree.best_weight + cfg.tree.mean_weight > 1:
         problems.append(f"tree.best_weight={cfg.tree.best_weight}, tree.mean_weight={cfg.tree.mean_weight}: must be "
-                        ">= 0 with a sum <= 1 (the rest weighs the node's own value)")
+                        ">= 0 with a sum <= 1 (the rest weighs the node's previous value)")
     for key, value in (("crossover.temperature", cfg.crossover.temperature),
                        ("alignment.learning_rate", cfg.alignment.learning_rate),
                        ("alignment.perturbation", cfg.alignment.perturbation)):

@@ -4,7 +4,7 @@ each checkpoint with a way to snapshot its parameters, asks whether to stop, and
 returns before it rolls out, saves or reports the policy.
 
 Both rules read only the candidate's own reward return on the greedy evaluation episodes (Checkpoint.eval_own_return),
-never the task metric (bird_release.md §3.4 "peak own-reward checkpoint"; BIRD choice (16), papers/bird.txt Fig. 5).
+never the task metric (safety-research/bird@54a9ce3:bird/components/training.py, best_own_return; BIRD paper Fig. 5 choice (16)).
 
 A learner's loop::
 

@@ -16,7 +16,7 @@ def write_curve(path: Path, curve: list[Checkpoint] | tuple[Checkpoint, ...]) ->
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["env_steps", "score", "quantity", "own_return", "reference_return", "episode_length",
-                    "eval_own_return", *[f"comp/{c}" for c in comps]])
+                    "eval_own_return", "eval_reference_return", *[f"comp/{c}" for c in comps]])
         for c in curve:
             w.writerow([c.env_steps, c.score, c.quantity, c.own_return, c.reference_return, c.episode_length,
-                        c.eval_own_return, *[c.components.get(k, "") for k in comps]])
+                        c.eval_own_return, c.eval_reference_return, *[c.components.get(k, "") for k in comps]])

@@ -18,8 +18,9 @@ Labeller = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
 class Evaluator:
-    """Runs `episodes` episodes in parallel and averages the benchmark score, quantity and length; with a labeller,
-    also the candidate's own-reward return on those greedy episodes (`own_return`)."""
+    """Runs `episodes` episodes in parallel and averages the benchmark score, quantity, length and the return of the
+    env's shipped (reference) reward; with a labeller, also the candidate's own-reward return on those greedy episodes
+    (`own_return`)."""
 
     def __init__(self, adapter: TaskAdapter, episodes: int, seed: int, end_on_success: bool = False) -> None:
         self.episodes = episodes
@@ -37,14 +38,17 @@ class Evaluator:
         scores = np.zeros(self.episodes)
         quantities = np.zeros(self.episodes)
         lengths = np.zeros(self.episodes)
+        reference = np.zeros(self.episodes)
         while not done.all():
-            obs, _, dones, infos = stepper.step(act(obs))
+            obs, rewards, dones, infos = stepper.step(act(obs))
             lengths += ~done
+            reference += np.where(done, 0.0, rewards)
             for i in np.flatnonzero(dones & ~done):
                 ep = infos[i]["bird_episode"]
                 scores[i], quantities[i] = ep["score"], ep["quantity"]
             done |= dones
-        out = {"score": float(scores.mean()), "quantity": float(quantities.mean()), "episode_length": float(lengths.mean())}
+        out = {"score": float(scores.mean()), "quantity": float(quantities.mean()), "episode_length": float(lengths.mean()),
+               "reference_return": float(reference.mean())}
         if label is not None:
             data = self.recorder.take()
             own = label(data)  # (T, n): rows after an env's first done belong to the next episode and are dropped

@@ -90,7 +90,8 @@ def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: 
     """The job of one training of candidate `cid` (code None: the reference reward) under `cfg`."""
     return TrainJob(
         candidate_id=cid, code=code, env=cfg.env, train=cfg.train, seed=seed, env_steps=env_steps,
-        n_envs=cfg.budget.n_envs, n_checkpoints=cfg.budget.n_checkpoints, eval_episodes=cfg.budget.eval_episodes,
+        n_envs=cfg.train.n_envs or cfg.budget.n_envs, n_checkpoints=cfg.budget.n_checkpoints,
+        eval_episodes=cfg.budget.eval_episodes,
         call_timeout_s=cfg.verify.call_timeout_s, memory_mb=cfg.verify.memory_mb, out_dir=str(out_dir),
         save_policy=cfg.run.save_policies, contract=cfg.reward.contract, collect_episodes=collect_episodes,
         reward_form=cfg.reward.form, success_bonus=cfg.reward.success_bonus, video=video,

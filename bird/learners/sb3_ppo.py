@@ -172,7 +172,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         window = cb.stats.summary()
         ckpt = Checkpoint(model.num_timesteps, ev["score"], ev["quantity"], window["own_return"],
                           window["reference_return"], ev["episode_length"], window["components"],
-                          ev.get("own_return", math.nan))
+                          ev.get("own_return", math.nan), ev["reference_return"])
         keeper.offer(ckpt, lambda: _snapshot(model, vecnorm))
         return ckpt
 

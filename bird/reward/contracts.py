@@ -68,8 +68,8 @@ for _name, _contract in {
     # PRM4RL §4.1–4.2: plan_list, Ψ = determine_subtask(obs) -> int, Φ = progress(obs) -> float (worker _ProgressAdapter)
     "progress_program": Contract("progress_program", CONTRACT_ENTRIES["progress_program"],
                                  required=((PROGRESS_NAMES[1],), (PROGRESS_NAMES[0], PROGRESS_NAMES[0].upper()))),
-    # BIRD's component_dict_plus_weights (bird_release.md §1.5 generate.output.format; RDA §2.2): a dict of
-    # components and REWARD_WEIGHTS; the worker applies the weights (bird/reward/adapters.py _WeightedAdapter)
+    # BIRD's component_dict_plus_weights (safety-research/bird@54a9ce3:configs/methods/rda.yaml
+    # generate.output.format): a dict of components and REWARD_WEIGHTS; the worker applies the weights (bird/reward/adapters.py _WeightedAdapter)
     "weighted_components": Contract("weighted_components", CONTRACT_ENTRIES["weighted_components"],
                                     required=((WEIGHTS_NAME,),)),
 }.items():

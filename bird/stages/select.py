@@ -73,7 +73,7 @@ def _returned_final_incumbent(state: SearchState, best: str | None, cands: list[
 
 def _incumbent_gate(state: SearchState, best: str | None) -> str | None:
     """select.require_improvement_over_incumbent: the pick replaces the incumbent (the candidate carried forward so
-    far) only with a strictly higher fitness; else the incumbent stays (bird_release.md §1.5, §2.6 v1)."""
+    far) only with a strictly higher fitness; else the incumbent stays (safety-research/bird@54a9ce3:configs/hillclimb/v1.yaml)."""
     incumbent = state.iteration_best
     if best is None or incumbent is None or best == incumbent:
         return best if best is not None else incumbent

@@ -56,7 +56,7 @@ def test_the_slurm_example_sets_partition_time_and_cores(tmp_path):
         assert line in proc.stdout
 
 
-@pytest.mark.parametrize(("name", "n_cells", "tasks"), [("bird_gym", 2 * 5 * 10, 5), ("bird_mt10", 6 * 10 * 10, 10)])
+@pytest.mark.parametrize(("name", "n_cells", "tasks"), [("bird_gym", 8 * 5 * 10, 5), ("bird_mt10", 8 * 10 * 10, 10)])
 def test_bird_grids_cover_methods_tasks_and_ten_seeds_at_the_matched_budget(name, n_cells, tasks):
     grid = cells(name)
     assert len(grid) == n_cells and len({c[1] for c in grid}) == tasks
@@ -70,8 +70,13 @@ def test_bird_grids_cover_methods_tasks_and_ten_seeds_at_the_matched_budget(name
 
 
 def test_grid_estimate_is_steps_over_throughput():
-    # Eureka at budget=matched on one Gym task: 40 trainings and 5 final seeds of 1M steps, plus 10 checkpoints ×
-    # 10 evaluation episodes × 1,000 steps for each of those 45 trainings
+    # Eureka at budget=matched on one Gym task: 40 trainings and 5 final seeds of 1M steps, plus 20 checkpoints ×
+    # 3 evaluation episodes × 1,000 steps for each of those 45 trainings
     est = estimate("bird_gym", ["method=eureka", "env=mujoco/hopper"], {"mujoco": 1000.0})
-    assert est["cells"] == 10 and est["env_steps"] == 10 * 45 * 1_100_000
-    assert est["cpu_h"] == pytest.approx(10 * 45 * 1_100_000 / 1000 / 3600)
+    assert est["cells"] == 10 and est["env_steps"] == 10 * 45 * 1_060_000
+    assert est["cpu_h"] == pytest.approx(10 * 45 * 1_060_000 / 1000 / 3600)
+    # RF-Agent's schedule [6, 8, 8, 8, 8]: 38 trainings + 5 final seeds; REvolve: 40 and no final retrain; RDA: 40 with
+    # the judge's 3 collected rollouts each, and 3 final seeds
+    steps = {m: estimate("bird_gym", [f"method={m}", "env=mujoco/hopper"])["env_steps"] // 10
+             for m in ("rf_agent", "revolve", "rda")}
+    assert steps == {"rf_agent": 43 * 1_060_000, "revolve": 40 * 1_060_000, "rda": 43 * 1_060_000 + 40 * 3 * 1000}

@@ -55,13 +55,15 @@ def _trained_state(cfg, n=3):
 
 @pytest.fixture(scope="module")
 def revolve(compose_cfg):
-    cfg = compose_cfg("method=revolve", "env=mujoco/hopper")
+    # the benchmark score as task_score, so that 777.77 (the reference return) is a leak here; the native task_score
+    # these methods show under BIRD's protocol is audited in tests/test_leak_audit.py
+    cfg = compose_cfg("method=revolve", "env=mujoco/hopper", "+choice=benchmark_score_shown")
     return cfg, _trained_state(cfg)
 
 
 @pytest.fixture(scope="module")
 def rf_agent(compose_cfg):
-    cfg = compose_cfg("method=rf_agent", "env=mujoco/hopper")
+    cfg = compose_cfg("method=rf_agent", "env=mujoco/hopper", "+choice=benchmark_score_shown")  # as `revolve`
     return cfg, _trained_state(cfg)
 
 
@@ -113,7 +115,7 @@ def test_every_tree_action_shows_the_path_and_thoughts_and_gets_an_offline_answe
 
 
 def test_critic_and_self_verify_requests_are_answered_from_the_request_alone(compose_cfg):
-    cfg = compose_cfg("method=rstar", "env=mujoco/hopper")
+    cfg = compose_cfg("method=rstar", "env=mujoco/hopper", "+choice=benchmark_score_shown")  # task_score: 0.1, 0.2
     state = _trained_state(cfg)
     critic = _critic_request(cfg, state, 3)
     assert critic.purpose == "critic" and "You are a critic" in critic.messages[-1].content

@@ -1,8 +1,9 @@
-"""The RF-Agent search tree on a hand-made tree: λ annealing, node values, UCT leaf selection, tree-action plans."""
+"""The RF-Agent search tree on a hand-made tree, against hand-computed values of the release's rules: λ annealing,
+the backup, UCT with the self-verify softmax, leaf selection, tree-action plans."""
 
 import pytest
 
-from bird.components.tree import build_tree, node_values, rescale_counts, select_leaves, uct_lambda
+from bird.components.tree import build_tree, rescale_counts, select_leaf, uct_lambda, uct_scores
 from bird.registry import get
 from bird.state import Plan, SearchState
 from bird.types import Candidate, Failure, FailureKind, Report
@@ -20,7 +21,7 @@ def _state(nodes: dict[str, tuple[str | None, float | None]], k: int = 2) -> Sea
     return state
 
 
-# root → a (1.0) → {a1 (0.0), a2 (3.0)};  root → b (1.5).  Normalised over [0, 3]: a 1/3, b 1/2, a1 0, a2 1.
+# inserted in this order: root → a (1.0), root → b (1.5), a → a1 (0.0), a → a2 (3.0)
 TREE = {"a": (None, 1.0), "b": (None, 1.5), "a1": ("a", 0.0), "a2": ("a", 3.0)}
 
 
@@ -29,52 +30,60 @@ def tree_cfg(compose_cfg):
     return lambda *o: compose_cfg("method=rf_agent", *o)
 
 
-def test_lambda_anneals_linearly_from_lambda0_to_lambda_final_over_the_horizon(tree_cfg):
-    cfg = tree_cfg()  # λ 0.4 → 0.1 over 38 trainings (BIRD matched protocol)
-    assert [round(uct_lambda(cfg, t), 6) for t in (0, 19, 38, 50)] == [0.4, 0.25, 0.1, 0.1]
+def test_lambda_anneals_linearly_over_the_horizon_unclamped_as_the_release(tree_cfg):
+    cfg = tree_cfg()  # λ 0.4 → 0.1 over 38 nodes (BIRD matched protocol)
+    assert [round(uct_lambda(cfg, t), 6) for t in (0, 19, 38, 57)] == [0.4, 0.25, 0.1, -0.05]
 
 
-def test_node_values_mix_subtree_best_subtree_mean_and_own_value(tree_cfg):
-    values = node_values(tree_cfg(), build_tree(tree_cfg(), _state(TREE)))  # weights 0.7 / 0.15 / 0.15
-    assert values["a"] == pytest.approx(0.7 * 1 + 0.15 * (1 / 3 + 0 + 1) / 3 + 0.15 * (1 / 3))
-    assert values["b"] == pytest.approx(0.5)
-    assert values["a2"] == pytest.approx(1.0) and values["a1"] == pytest.approx(0.0)
+def test_backup_blends_the_best_child_and_the_decayed_mean_of_backed_up_fitness(tree_cfg):
+    """η 0.7, μ 0.15, N 38, by hand: a1 (0.0) inserted 3rd: decay 35/38, μd = 0.138158, a.q = 0.161842·1 + 0.7·0
+    + 0.138158·0.5 = 0.230921; a2 (3.0) inserted 4th: μd = 0.134211, a.q = 0.165789·0.230921 + 0.7·3 + 0.134211·4/3
+    = 2.317232. Visits count the node and every node inserted below it; the root counts them all."""
+    tree = build_tree(tree_cfg(), _state(TREE))
+    a = tree.nodes["a"]
+    assert a.q == pytest.approx(2.317232, abs=1e-6) and a.visits == 3 and a.total == pytest.approx(4.0)
+    assert tree.nodes["b"].q == 1.5 and tree.nodes["a2"].q == 3.0 and tree.nodes["<root>"].visits == 4
+    assert tree.q_bounds() == (0.0, 3.0)
+
+
+def test_uct_score_of_the_root_children_by_hand(tree_cfg):
+    """λ(4 of 38) = 0.368421; a: 2.317232/3 + λ·sqrt(2 ln 5 / 3) + λ/2 = 1.338246; b: 0.5 + λ·sqrt(2 ln 5) + λ/2
+    = 1.345204 (neither rated: the softmax of (−1, −1) gives each a half)."""
+    scores = uct_scores(tree_cfg(), build_tree(tree_cfg(), _state(TREE)), "<root>")
+    assert scores["a"] == pytest.approx(1.338246, abs=1e-5) and scores["b"] == pytest.approx(1.345204, abs=1e-5)
 
 
 def test_uct_exploits_at_small_lambda_and_explores_at_large_lambda(tree_cfg):
-    # UCT(a) = 0.8167 + λ·sqrt(ln 4 / 3), UCT(b) = 0.5 + λ·sqrt(ln 4 / 1): b wins once λ > 0.636
     state = _state(TREE)
-    assert select_leaves(tree_cfg("tree.lambda0=0.4", "tree.lambda_final=0.4"), state, 1) == ["a2"]
-    assert select_leaves(tree_cfg("tree.lambda0=0.7", "tree.lambda_final=0.7"), state, 1) == ["b"]
-    # annealed: 4 nodes trained; λ(4) = 1.0 − 0.8·4/8 = 0.6 (exploit) vs 1.0 − 0.8·4/40 = 0.92 (explore)
-    anneal = ("tree.lambda0=1.0", "tree.lambda_final=0.2")
-    assert select_leaves(tree_cfg(*anneal, "tree.horizon_trainings=8"), state, 1) == ["a2"]
-    assert select_leaves(tree_cfg(*anneal, "tree.horizon_trainings=40"), state, 1) == ["b"]
-    # four failed candidates (value 0, never expanded) train no policy and do not advance λ: λ(4 of 12) = 0.733
-    # explores (b); counted as trainings, λ(8 of 12) = 0.467 would exploit (a2)
-    failed = _state({**TREE, **{f"f{i}": (None, None) for i in range(4)}})
-    assert select_leaves(tree_cfg(*anneal, "tree.horizon_trainings=12"), failed, 1) == ["b"]
+    # λ 0.3: a 1.233162 > b 1.188237, then under a: a2 (1.0 + ...) > a1 (0.0 + ...)
+    assert select_leaf(tree_cfg("tree.lambda0=0.3", "tree.lambda_final=0.3"), state) == "a2"
+    assert select_leaf(tree_cfg("tree.lambda0=0.5", "tree.lambda_final=0.5"), state) == "b"  # 1.540330 < 1.647062
 
 
-def test_leaves_at_max_depth_and_failed_nodes_are_never_expanded(tree_cfg):
-    assert select_leaves(tree_cfg("tree.max_depth=2"), _state(TREE), 1) == ["b"]
-    failed = {**TREE, "a2": ("a", None)}  # a2 failed: counts with failure_value 0, never expanded
-    assert "a2" not in select_leaves(tree_cfg(), _state(failed), 2)
+def test_self_verify_enters_as_a_softmax_over_siblings(tree_cfg):
+    """λ 0.3, b rated 1.0, a never rated (−1): softmax = (0.119203, 0.880797): a 1.118923 < b 1.302476."""
+    state = _state(TREE)
+    state.self_verify["b"] = 1.0
+    lam = ("tree.lambda0=0.3", "tree.lambda_final=0.3")
+    assert select_leaf(tree_cfg(*lam), state) == "b"
+    assert select_leaf(tree_cfg(*lam, "feedback.self_verify=false"), state) == "a2"  # no verify term: 1.083 > 1.038
 
 
-def test_several_leaves_per_iteration_are_distinct(tree_cfg):
-    leaves = select_leaves(tree_cfg(), _state(TREE), 3)
-    assert len(leaves) == len(set(leaves)) == 3 and set(leaves) == {"a1", "a2", "b"}
+def test_max_depth_stops_the_descent_and_failed_nodes_count_at_failure_value(tree_cfg):
+    lam = ("tree.lambda0=0.3", "tree.lambda_final=0.3")
+    assert select_leaf(tree_cfg(*lam, "tree.max_depth=1"), _state(TREE)) == "a"  # a has children but sits at the cap
+    failed = build_tree(tree_cfg(), _state({**TREE, "a2": ("a", None)}))  # a2 failed: a node at failure_value 0
+    assert failed.nodes["a2"].score == 0.0 and failed.size == 4
 
 
-def test_tree_actions_plan_splits_the_samples_over_the_selected_leaves(tree_cfg):
-    cfg = tree_cfg()
+def test_tree_actions_expand_one_leaf_with_every_action(tree_cfg):
+    cfg = tree_cfg("tree.lambda0=0.3", "tree.lambda_final=0.3")
     state = _state(TREE, k=8)
     state.plan = Plan(8, 5, 1, 1, 1, 1, actions=rescale_counts(dict(cfg.tree.actions), 8))
     plans = get("sampling", "tree_actions")(cfg, state, 8)
     assert [p.operator for p in plans] == ["mutation_mechanism"] * 2 + ["mutation_param"] * 2 + \
         ["crossover_elite"] * 2 + ["path_reasoning", "different_thought"]
-    assert {p.parents[0] for p in plans[:4]} == {"a2"} and {p.parents[0] for p in plans[4:]} == {"b"}
+    assert {p.parents[0] for p in plans} == {"a2"}
     assert all(len(p.parents) == 2 and p.parents[1] != p.parents[0] for p in plans if p.operator == "crossover_elite")
 
 

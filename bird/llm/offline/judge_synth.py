@@ -59,11 +59,12 @@ def _scores_shown(ctx: dict[str, Any]) -> dict[str, float]:
 
 
 def answer_revision(ctx: dict[str, Any], label: str) -> str:
-    """Tighten the distance condition of every subtask the shown judge scores call achieved; keep the rest."""
+    """Tighten the distance condition of the first subtask the shown judge scores call achieved (one subtask at most,
+    the count kept); keep the rest."""
     shown, changes, items = _scores_shown(ctx), [], []
     for s in ctx["subtasks"]:
         m = _NORM.search(s["done_when"])
-        if m and shown.get(s["name"], 0.0) >= 0.99:
+        if m and shown.get(s["name"], 0.0) >= 0.99 and not changes:
             tighter = round(float(m.group(3)) * 0.8, 4)
             s = {**s, "done_when": f"norm({m.group(1)} - {m.group(2)}) < {tighter}"}
             changes.append(f"tightened {s['name']!r} to {tighter}")
@@ -112,11 +113,10 @@ def _judge_one(sub: dict[str, str], rows: list[dict[str, Any]]) -> tuple[float, 
 def answer_judge_score(ctx: dict[str, Any], label: str) -> str:
     """Score every subtask on the requested scale from the state rows shown (images are not viewed)."""
     rows = _rows(ctx)
-    top = 2 if ctx.get("scale") == "three_point" else 1
     items = []
     for sub in ctx["subtasks"]:
-        level, behaviour, why = _judge_one(sub, rows)
-        score = int(round(level * top)) if top == 2 else round(level, 3)
+        level, behaviour, why = _judge_one(sub, rows)  # 0, 0.5 or 1: on the three-point scale as it is
+        score = level if ctx.get("scale") == "three_point" else round(level, 3)
         items.append({"name": sub["name"], "behaviour": behaviour, "rationale": f"{why} ({label})", "score": score})
     return json.dumps({"subtasks": items})
 

@@ -1,0 +1,319 @@
+"""Fidelity data, one source of truth: per method, one row per value its config sets (methods/<name>/fidelity.yaml),
+and BIRD's matched protocol shared by every method (methods/protocol.yaml), each with its source and whether it
+matches the method's paper, BIRD's matched run, both or neither (with the reason).
+
+The README tables (methods/<name>/README.md, docs/fidelity.md) are rendered from these files; `python -m bird.fidelity
+--write` rewrites them and tests/methods/test_fidelity.py fails when a table, its data file or the config disagree.
+`python -m bird.fidelity METHOD [OVERRIDE...]` prints each resolved value of a composed config with its source and
+verdict; `protocol_differences` labels, for result.json, every resolved value that differs from BIRD's matched run."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bird.config.load import CONF_DIR
+from bird.config.schema import BirdConfig
+from bird.config.validate import METHODS_DIR
+
+__all__ = ["MATCHES", "Verdict", "Row", "Table", "load_table", "load_protocol", "chain", "config_values",
+           "table_problems", "render_rows", "render_readme", "protocol_differences", "config_substitutes", "resolved",
+           "main"]
+
+MATCHES = ("paper", "BIRD", "both", "neither")
+PROTOCOL_FILE = METHODS_DIR / "protocol.yaml"
+_BLOCKS = ("table", "inherited", "substitutes")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    source: str
+    matches: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One value: as written in the config (an interpolation stays a string), and its verdict under budget=matched
+    (and under every budget, unless `own` gives the verdict of the value another budget resolves to)."""
+
+    key: str
+    value: Any
+    verdict: Verdict
+    own: Verdict | None = None
+
+    def for_protocol(self, protocol: str) -> Verdict:
+        return self.own if self.own is not None and protocol != "matched" else self.verdict
+
+
+@dataclass(frozen=True)
+class Table:
+    method: str
+    rows: dict[str, Row]
+    inherited: dict[str, Row]
+
+
+def _verdict(raw: dict[str, Any], where: str) -> Verdict:
+    missing = [k for k in ("source", "matches") if not raw.get(k)]
+    if missing:
+        raise ValueError(f"{where}: needs {missing}")
+    return Verdict(str(raw["source"]), str(raw["matches"]), str(raw.get("note") or ""))
+
+
+def _rows(items: list[dict[str, Any]], where: str) -> dict[str, Row]:
+    out = {}
+    for item in items or []:
+        key = item["key"]
+        own = _verdict(item["own"], f"{where} {key} (own)") if item.get("own") else None
+        out[key] = Row(key, item.get("value"), _verdict(item, f"{where} {key}"), own)
+    return out
+
+
+def _data_file(method: str) -> Path:
+    return METHODS_DIR / method / "fidelity.yaml"
+
+
+def load_table(method: str) -> Table:
+    """methods/<method>/fidelity.yaml."""
+    path = _data_file(method)
+    if not path.is_file():
+        raise FileNotFoundError(f"no fidelity data for method {method!r}: {path} (methods: {methods()})")
+    data = yaml.safe_load(path.read_text()) or {}
+    return Table(method, _rows(data.get("rows"), str(path)), _rows(data.get("inherited"), str(path)))
+
+
+def load_protocol() -> dict[str, Row]:
+    """methods/protocol.yaml: BIRD's matched protocol, the values budget=matched and the trainer resolve to."""
+    return _rows((yaml.safe_load(PROTOCOL_FILE.read_text()) or {}).get("rows"), str(PROTOCOL_FILE))
+
+
+def methods() -> list[str]:
+    """Every method config (subfolders too: method=hillclimb/<step>)."""
+    base = CONF_DIR / "method"
+    return sorted(p.relative_to(base).with_suffix("").as_posix() for p in base.rglob("*.yaml"))
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(_flatten(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
+
+
+def config_values(method: str) -> dict[str, Any]:
+    """Every key conf/method/<method>.yaml sets (dotted), with its value as written."""
+    return _flatten(yaml.safe_load((CONF_DIR / "method" / f"{method}.yaml").read_text()) or {})
+
+
+def chain(method: str) -> list[str]:
+    """The method and the methods its config extends (Hydra defaults `/method/<parent>`), nearest first."""
+    out = [method]
+    while True:
+        parents = [d.removeprefix("/method/") for d in config_values(out[-1]).get("defaults", [])
+                   if isinstance(d, str) and d.startswith("/method/")]
+        if not parents:
+            return out
+        out.append(parents[0])
+
+
+def table_problems(method: str) -> list[str]:
+    """Every way the method's data file and its config disagree (empty = in step)."""
+    table, values = load_table(method), config_values(method)
+    problems = [f"{method}: the config sets {k} but fidelity.yaml has no row for it" for k in values
+                if k not in table.rows]
+    problems += [f"{method}: fidelity.yaml has a row for {k}, which the config does not set" for k in table.rows
+                 if k not in values]
+    for key, row in table.rows.items():
+        if key in values and key != "substitutes" and row.value != values[key]:
+            problems.append(f"{method}: {key}: fidelity.yaml says {row.value!r}, the config {values[key]!r}")
+        for v in (row.verdict, row.own):
+            if v is not None and v.matches not in MATCHES:
+                problems.append(f"{method}: {key}: matches must be one of {list(MATCHES)}, got {v.matches!r}")
+            if v is not None and v.matches == "neither" and len(v.note) <= 10:
+                problems.append(f"{method}: {key}: 'neither' needs a reason in the note")
+    return problems
+
+
+def _cell(value: Any) -> str:
+    return "`" + (value if isinstance(value, str) else _show(value)).replace("|", "\\|") + "`"
+
+
+def _esc(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_rows(rows: dict[str, Row], values: dict[str, Any] | None = None) -> str:
+    """A markdown table: key, value, source, matches, note (an `own` verdict joins its own budget's cells)."""
+    lines = ["| key | value | source | matches | note |", "|---|---|---|---|---|"]
+    for key, row in rows.items():
+        value = "below" if key == "substitutes" else _cell(row.value if values is None else values.get(key, row.value))
+        v, own = row.verdict, row.own
+        source = v.source if own is None else f"budget=matched: {v.source}. Other budgets: {own.source}"
+        matches = v.matches if own is None else f"{v.matches} (matched), {own.matches} (own)"
+        note = v.note if own is None else "; ".join(n for n in (v.note, own.note) if n)
+        lines.append(f"| `{key}` | {value} | {_esc(source)} | {matches} | {_esc(note)} |")
+    return "\n".join(lines)
+
+
+def _marker(kind: str, method: str) -> tuple[str, str]:
+    return (f"<!-- BEGIN {kind}: generated from methods/{method}/fidelity.yaml by `python -m bird.fidelity --write` -->",
+            f"<!-- END {kind} -->")
+
+
+def _blocks(method: str) -> dict[str, str]:
+    table = load_table(method)
+    subs = config_values(method).get("substitutes") or []
+    return {"table": render_rows(table.rows),
+            "inherited": render_rows(table.inherited) if table.inherited else "",
+            "substitutes": "\n".join(f'- "{s}"' for s in subs) or "- none in the config"}
+
+
+def render_readme(method: str, text: str) -> str:
+    """`text` (a README) with each generated block replaced by its rendering; a block without markers is left out."""
+    for kind, body in _blocks(method).items():
+        begin, end = _marker(kind, method)
+        pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+        if pattern.search(text):
+            text = pattern.sub(lambda _m, b=body, s=begin, e=end: f"{s}\n{b}\n{e}", text)
+    return text
+
+
+def _render_protocol(text: str) -> str:
+    begin = "<!-- BEGIN protocol: generated from methods/protocol.yaml by `python -m bird.fidelity --write` -->"
+    end = "<!-- END protocol -->"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    return pattern.sub(lambda _m: f"{begin}\n{render_rows(load_protocol())}\n{end}", text)
+
+
+def stale_documents() -> list[Path]:
+    """README files (and docs/fidelity.md) whose generated blocks differ from their data."""
+    out = [p for m in methods() if (p := METHODS_DIR / m / "README.md").is_file()
+           and render_readme(m, p.read_text()) != p.read_text()]
+    index = METHODS_DIR.parent / "docs" / "fidelity.md"
+    if index.is_file() and _render_protocol(index.read_text()) != index.read_text():
+        out.append(index)
+    return out
+
+
+def write_documents() -> list[Path]:
+    """Rewrite every stale generated block; returns the files written."""
+    written = stale_documents()
+    for path in written:
+        method = path.parent.relative_to(METHODS_DIR).as_posix() if path.name == "README.md" else None
+        text = path.read_text()
+        path.write_text(render_readme(method, text) if method else _render_protocol(text))
+    return written
+
+
+def _get(cfg: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def protocol_differences(cfg: BirdConfig) -> list[str]:
+    """Under budget=matched, one label per protocol value the config resolves differently from BIRD's matched run."""
+    if cfg.budget.protocol != "matched":
+        return []
+    return [f"budget=matched: {row.key}={_show(_plain(_get(cfg, row.key)))} where BIRD's matched runs used "
+            f"{_show(row.value)} (methods/protocol.yaml)"
+            for row in load_protocol().values() if _plain(_get(cfg, row.key)) != row.value]
+
+
+def _show(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...")
+
+
+def resolved(cfg: BirdConfig, method: str) -> list[tuple[str, str, Any, Verdict]]:
+    """(defining method, key, resolved value, verdict) for every row of the method's chain, nearest table first,
+    then BIRD's matched protocol; a protocol value that differs from BIRD's gets verdict neither."""
+    out, seen = [], set()
+    for name in chain(method):
+        table = load_table(name)
+        for key, row in {**table.rows, **table.inherited}.items():
+            if key in seen or key == "defaults":
+                continue
+            seen.add(key)
+            value = config_values(method).get("substitutes") if key == "substitutes" else _value(cfg, key, row)
+            out.append((name, key, value, row.for_protocol(cfg.budget.protocol)))
+    for key, row in load_protocol().items():
+        if key in seen:
+            continue
+        value = _plain(_get(cfg, key))
+        verdict = row.verdict if value == row.value else Verdict(
+            row.verdict.source, "neither", f"BIRD's matched runs used {row.value!r}; this config resolves {value!r}")
+        out.append(("protocol", key, value, verdict))
+    return out
+
+
+def _value(cfg: BirdConfig, key: str, row: Row) -> Any:
+    try:
+        return _plain(_get(cfg, key))
+    except AttributeError:
+        return row.value  # a key that is not a config field (e.g. the method's own name)
+
+
+def config_substitutes(cfg: BirdConfig) -> list[str]:
+    """The substitutes a config declares: its own list, those the components it names declare
+    (Component.substitute) and its differences from BIRD's matched protocol (under budget=matched). A run adds those
+    of run time."""
+    from bird.config.needs import configured
+
+    out = list(cfg.substitutes) + [c.substitute for c in configured(cfg) if c.substitute]
+    return list(dict.fromkeys(out + protocol_differences(cfg)))
+
+
+def _print_report(method: str, overrides: list[str]) -> None:
+    from bird.config.load import compose
+
+    cfg = compose([f"method={method}", *overrides])
+    print(f"method={method} {' '.join(overrides)}  (budget {cfg.budget.name}, protocol {cfg.budget.protocol})")
+    print("verdicts: paper = the method's paper; BIRD = BIRD's matched run; both; neither (with the reason)\n")
+    current = None
+    for name, key, value, v in resolved(cfg, method):
+        if name != current:
+            current = name
+            title = ("BIRD's matched protocol (methods/protocol.yaml)" if name == "protocol"
+                     else f"set by conf/method/{name}.yaml (methods/{name}/fidelity.yaml)")
+            print(f"== {title}")
+        shown = "see substitutes below" if key == "substitutes" else _show(value)
+        print(f"{key} = {shown}\n    [{v.matches}] {v.source}" + (f"\n    note: {v.note}" if v.note else ""))
+    print("\n== substitutes (as result.json records them)")
+    for label in config_substitutes(cfg):
+        print(f"- {label}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bird.fidelity", description=__doc__.splitlines()[0])
+    parser.add_argument("method", nargs="?", help=f"a method config ({', '.join(methods())})")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. budget=matched env=metaworld/push")
+    parser.add_argument("--write", action="store_true", help="rewrite the generated tables in the README files")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a table, its data or a config disagree")
+    args = parser.parse_args(argv)
+    if args.write or args.check:
+        problems = [p for m in methods() for p in table_problems(m)]
+        for p in problems:
+            print(p, file=sys.stderr)
+        stale = write_documents() if args.write else stale_documents()
+        for path in stale:
+            print(f"{'rewrote' if args.write else 'stale'}: {path}")
+        return 1 if problems or (stale and args.check) else 0
+    if args.method not in methods():
+        parser.error(f"method {args.method!r} unknown; allowed: {methods()}")
+    _print_report(args.method, args.overrides)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
