@@ -11,7 +11,7 @@ import pytest
 
 from bird.components.islands import admit, migrate
 from bird.components.operators import draw_mate
-from bird.components.tree import _elite, build_tree, rescale_counts, select_leaves
+from bird.components.tree import _elite, build_tree, rescale_counts, select_leaf
 from bird.registry import get
 from bird.stages.select import select
 from bird.state import Plan, SearchState
@@ -162,8 +162,7 @@ def test_crossover_parents_are_a_function_of_seed_iteration_and_slot(cfg):
 def test_uct_descends_to_the_first_created_of_equal_children(cfg):
     c = cfg("method=rf_agent")
     state = _state({"z": 1.0, "a": 1.0}, iteration=2)  # two root children, equal in value and visits
-    assert select_leaves(c, state, 1) == ["z"]
-    assert select_leaves(c, state, 2) == ["z", "a"]
+    assert select_leaf(c, state) == "z"
 
 
 def test_the_elite_cut_keeps_the_earliest_of_equal_nodes(cfg):
