@@ -6,7 +6,10 @@ train.normalize_reward=false so both scale the reward by Brax's reward_scaling).
 
     python bench/bench_jax.py [--task hopper] [--steps 200000] [--k 8] [--backend positional] [--quick] [--json F]
 
-Prints env steps/s of each and the ratio bird (all K candidates) / raw (one training).
+Prints env steps/s of each and the ratio bird (all K candidates) / raw (one training), for bird's learner in this
+process and as the search runs it (the isolated trainer, bird/learners/trainer_host.py), with the isolation's cost:
+the artefact inspection per program, the trainer's start-up (interpreter and layers; loading the task and compiling
+the training program, as in this process) and the result channel's cost per PPO update.
 """
 
 from __future__ import annotations
@@ -80,7 +83,9 @@ def bird_learner(cfg, k: int, out: Path) -> dict:
     ctx = {"obs_fields": obs_fields_context(spec), "task": spec.description}
     codes = [render_program(propose(ctx, random.Random(i)), "bench", "jax") for i in range(k)]
     jobs = [make_job(cfg, f"c{i}", code, i, cfg.budget.env_steps, out / f"c{i}") for i, code in enumerate(codes)]
-    jobs, failed = export_jobs(jobs)
+    start = time.perf_counter()
+    jobs, failed = export_jobs(jobs)  # export, training-size dry run and inspection of each program
+    exported = time.perf_counter() - start
     assert not failed, failed
     start = time.perf_counter()
     results = train_jax_ppo(jobs)
@@ -90,7 +95,33 @@ def bird_learner(cfg, k: int, out: Path) -> dict:
     timing = json.loads((out / "c0" / "jax_ppo.json").read_text())["timing"]
     total = sum(r.env_steps for r in results)
     return {"trainings": k, "env_steps": total, "wall_s": wall, "env_steps_per_s": total / wall, **timing,
-            "final_scores": [round(r.curve[-1].score, 3) for r in results]}
+            "final_scores": [round(r.curve[-1].score, 3) for r in results], "jobs": jobs,
+            "export_s_per_program": exported / k}
+
+
+def bird_isolated(jobs: list, inproc: dict) -> dict:
+    """The same jobs through the isolated trainer, as a search runs them; the isolation's cost next to the
+    in-process figures (both compile cold: the persistent cache is off for both)."""
+    from bird.learners.trainer_host import run_trainer
+    from bird.reward.inspector import inspect_artefact
+
+    start = time.perf_counter()
+    inspect_artefact(jobs[0].program)
+    inspect_s = time.perf_counter() - start
+    start = time.perf_counter()
+    attempt = run_trainer(jobs, len(jobs))
+    wall = time.perf_counter() - start
+    assert attempt.group is None, attempt.group
+    bad = [r.failure for r in attempt.results if not r.ok]
+    assert not bad, bad
+    total = sum(r.env_steps for r in attempt.results)
+    sec = attempt.seconds
+    n_updates = total // len(jobs) // max(1, int(inproc["steps_per_update"]))
+    inproc_train = float(inproc.get("train_s", 0.0))  # the update loop in this process, evaluation included
+    return {"wall_s": wall, "env_steps": total, "env_steps_per_s": total / wall, "seconds": sec,
+            "inspect_s_per_program": inspect_s, "trainer_start_s": sec.get("start_s"),
+            "setup_s": sec.get("setup_s"), "updates": n_updates,
+            "channel_s_per_update": (sec.get("train_s", 0.0) - inproc_train) / max(n_updates, 1)}
 
 
 def _machine() -> str:
@@ -137,14 +168,23 @@ def main() -> None:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_jax_{os.getpid()}"
     bird = bird_learner(cfg, args.k, out)
     print(f"bird jax_ppo   {args.k:>3} trainings: {bird['env_steps']:>11,} steps {bird['wall_s']:8.1f} s "
-          f"{bird['env_steps_per_s']:>10,.0f} steps/s (first update incl. compile {bird.get('first_update_s')} s, "
-          f"then {bird.get('steady_env_steps_per_s')} steps/s incl. evaluation)")
+          f"{bird['env_steps_per_s']:>10,.0f} steps/s (compile {bird.get('compile_s')} s, first update "
+          f"{bird.get('first_update_s')} s, then {bird.get('steady_env_steps_per_s')} steps/s incl. evaluation)")
     ratio = bird["env_steps_per_s"] / raw["env_steps_per_s"]
-    print(f"ratio bird/raw (env steps/s, compile included): {ratio:.2f}")
+    print(f"ratio bird/raw (env steps/s, compile included): {ratio:.2f}", flush=True)
+    iso = bird_isolated(bird.pop("jobs"), {**bird, "steps_per_update": settings.steps_per_update})
+    iso_ratio = iso["env_steps_per_s"] / raw["env_steps_per_s"]
+    print(f"bird jax_ppo isolated {args.k:>3} trainings: {iso['env_steps']:>11,} steps {iso['wall_s']:8.1f} s "
+          f"{iso['env_steps_per_s']:>10,.0f} steps/s; ratio isolated/raw {iso_ratio:.2f}")
+    print(f"isolation cost: inspection {iso['inspect_s_per_program']:.1f} s per program (export with its dry run "
+          f"{bird['export_s_per_program']:.1f} s); trainer start-up {iso['trainer_start_s']:.1f} s (interpreter, "
+          f"layers) + {iso['setup_s']:.1f} s loading the task and compiling (in this process: "
+          f"{bird.get('compile_s', 0):.1f} s compiling); {1000 * iso['channel_s_per_update']:.1f} ms per update "
+          f"on the result channel ({iso['updates']} updates); wall {iso['wall_s'] - bird['wall_s']:+.1f} s")
     if args.json:
         args.json.write_text(json.dumps({"date": str(dt.date.today()), "machine": _machine(), "args": vars(args) | {
-            "json": str(args.json)}, "settings": settings.to_json(), "raw": raw, "bird": bird, "ratio": ratio},
-            indent=1, default=str) + "\n")
+            "json": str(args.json)}, "settings": settings.to_json(), "raw": raw, "bird": bird, "ratio": ratio,
+            "isolated": iso, "ratio_isolated": iso_ratio}, indent=1, default=str) + "\n")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import os
 import platform
 from pathlib import Path
 
-__all__ = ["enable_compilation_cache", "host_cpu_key"]
+__all__ = ["cache_dir", "enable_compilation_cache", "host_cpu_key"]
 
 _DONE = False
 _CPUINFO = Path("/proc/cpuinfo")
@@ -39,6 +39,12 @@ def host_cpu_key(cpuinfo: str | None = None) -> str:
     return f"{platform.machine() or 'unknown'}-{digest}"
 
 
+def cache_dir() -> str | None:
+    """The persistent cache's directory (BIRD_JAX_CACHE, else ~/.cache/bird/jax); None when BIRD_JAX_CACHE=off."""
+    where = os.environ.get("BIRD_JAX_CACHE") or str(Path.home() / ".cache" / "bird" / "jax")
+    return None if where == "off" else where
+
+
 def enable_compilation_cache() -> None:
     """Point JAX at ~/.cache/bird/jax/<host_cpu_key()> (BIRD_JAX_CACHE replaces ~/.cache/bird/jax; BIRD_JAX_CACHE=off
     disables). Idempotent; call it before the process first imports jax."""
@@ -50,8 +56,8 @@ def enable_compilation_cache() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     # the search process and the trainer may share one GPU: allocate on demand instead of grabbing 75% each
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    where = os.environ.get("BIRD_JAX_CACHE", str(Path.home() / ".cache" / "bird" / "jax"))
-    if where == "off":
+    where = cache_dir()
+    if where is None:
         return
     import logging
 

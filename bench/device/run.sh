@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # The GPU path on one accelerator machine, in one go, stopping itself after 9 minutes in all:
 #   1. install bird with the [jax] extra, then CUDA jax at the same version (jax[cuda12]==0.9.2);
-#   2. bench/bench_jax.py at GPU scale (raw Brax PPO vs bird's jax_ppo, 8 candidates, 3M steps each);
-#   3. one matched-protocol search: method=eureka env=brax/half_cheetah budget=matched train.learner=jax_ppo.
+#   2. `python -m bird.reward check --explain`: the trainer's layers on this machine (GPU device nodes, driver ioctls);
+#   3. bench/bench_jax.py at GPU scale (raw Brax PPO vs bird's jax_ppo, 8 candidates, 3M steps each), in process and
+#      in the isolated trainer (the isolation's cost next to the ratio);
+#   4. one matched-protocol search: method=eureka env=brax/half_cheetah budget=matched train.learner=jax_ppo, trained
+#      by the isolated trainer; the summary prints the devices the trainer saw and any inactive layer.
+# Unverified on a GPU (written without one): the trainer's GPU profile (bird/reward/trainer_wall.py) is what step 2
+# and the search's jax_ppo.json show; a trainer that cannot reach the GPU inside its wall fails with the reason.
 # Each step's wall time is printed; what has not finished by the deadline is reported as such.
 #
 #   bench/device/run.sh              # on the GPU machine (needs the package registry for step 1)
@@ -47,6 +52,7 @@ else
   SEARCH=(method=eureka env=brax/half_cheetah budget=matched train.learner=jax_ppo)
 fi
 $PY -c "import jax; print('devices:', jax.devices())"
+step explain "$PY" -m bird.reward check --explain || true
 
 step bench "$PY" bench/bench_jax.py "${BENCH[@]}" --json "$OUT/bench_jax.json" || true
 RUN="$OUT/search"
@@ -66,6 +72,11 @@ for e in events:
     if e["event"] in ("iteration_done", "final_retrain", "search_done"):
         keep = {k: e[k] for k in ("iteration", "best_score", "env_steps_cum", "scores", "returned_score") if k in e}
         print(f"  search +{e['t'] - t0:6.0f} s  {e['event']}  {keep}")
+records = sorted(run.rglob("jax_ppo.json"))
+if records:  # what the isolated trainer saw: its devices and its layers
+    rec = json.loads(records[0].read_text())
+    off = [k for k, v in rec.get("isolation", {}).items() if not v]
+    print(f"  trainer devices: {rec.get('devices')}; inactive layers: {off or 'none'}")
 result = run / "result.json"
 if result.exists():
     r = json.loads(result.read_text())

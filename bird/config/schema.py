@@ -161,6 +161,12 @@ class JaxPPOConfig:
     min_updates: int = 50
     # per-task published settings: {task: {key: value}} (conf/trainer/jax_ppo.yaml)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the isolated trainer (docs/security.md): its memory in MiB (RLIMIT_AS on a CPU, plus a cgroup memory limit where
+    # the machine offers one; 0 = none), and its wall-clock limits in s: compiling the training program (trusted
+    # code, before any reward program arrives), and each PPO update with its evaluation (the watchdog)
+    trainer_memory_mb: int = 16384
+    compile_timeout_s: float = 1800.0
+    update_timeout_s: float = 600.0
 
 
 @dataclass

@@ -35,10 +35,11 @@ def _sb3_ppo(job: Any, progress: Any = None) -> TrainResult:
 
 
 def _jax_ppo(jobs: Any, progress: Any = None) -> list[TrainResult]:
-    """PPO in JAX on Brax: a list of jobs (the iteration's candidates × seeds) trained in one program."""
-    from bird.learners.jax_ppo import train_jax_ppo
+    """PPO in JAX on Brax: a list of jobs (the iteration's candidates × seeds) trained in one program, in an isolated
+    trainer process (bird/learners/jax_isolated.py)."""
+    from bird.learners.jax_isolated import train_isolated
 
-    return train_jax_ppo(jobs, progress)
+    return train_isolated(jobs, progress)
 
 
 def _no_learner(job: Any, progress: Any = None) -> TrainResult:

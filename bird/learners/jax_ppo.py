@@ -1,67 +1,42 @@
 """train.learner=jax_ppo: all of an iteration's trainings (candidates × seeds) in one vmapped JAX program on Brax.
 
-Jobs arrive with their reward programs already exported to StableHLO (bird/learners/programs.py); the learner
-deserialises and checks them and never holds program source. It returns the SB3 learner's TrainResult per job:
-the checkpoint curve (benchmark score, own and reference return, per-component means) and env steps."""
+`GroupTraining` is one group's training in the phases the isolated trainer runs them (bird/learners/trainer.py):
+construction (trusted input only: the task, the settings and the compiled training program), `load` (the exported
+reward programs, checked and compiled one by one, so a program that does not compile fails alone), `train`
+(checkpoint curves: benchmark score, own and reference return, per-component means) and `outputs` (policies,
+rollouts). The learner never holds program source. `train_jax_ppo` runs the phases in this process, with no wall:
+for tests and benchmarks of the numerics; the registered learner runs them in the isolated trainer
+(bird/learners/trainer_host.py).
+"""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
-from bird.learners.curves import write_curve
 from bird.learners.job import EVAL_SEED_BASE, TrainJob
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
-__all__ = ["train_jax_ppo"]
+__all__ = ["GroupTraining", "GroupError", "group_key", "train_jax_ppo"]
 
 Progress = Callable[[str, int, int, float | None], None]
-_PROGRAMS: dict[tuple[str, int], Any] = {}  # PPOProgram per (task, backend, settings, horizon) and width K
+_COMPILED: dict[str, tuple[Any, dict[str, float]]] = {}  # compiled PPOProgram and its compile time, per shape
 
 
-def _group_key(job: TrainJob) -> str:
+class GroupError(RuntimeError):
+    """The group's shared step failed after its programs were loaded: the culprit is not known here."""
+
+
+def group_key(job: TrainJob) -> str:
     """Jobs that can share one program: same task, backend, budget and evaluation."""
     return json.dumps([job.env.id, job.env.backend, job.env.horizon, job.env_steps, job.n_checkpoints,
                        job.eval_episodes, job.collect_episodes], default=str)
-
-
-def _program(adapter: Any, settings: Any, k: int) -> tuple[Any, int]:
-    """A compiled program for at least k trainings and its width: one already built for more slots is reused (the
-    extra slots repeat a job and are ignored): padding costs compute, a compile costs minutes of wall time on a CPU."""
-    from bird.learners.jax_core import PPOProgram
-
-    shape = json.dumps([adapter.task, adapter.backend, {**settings.to_json(), "n_updates": None}, adapter.cfg.horizon],
-                       default=str)
-    widths = sorted(w for (s, w) in _PROGRAMS if s == shape and w >= k)
-    if widths:
-        return _PROGRAMS[(shape, widths[0])], widths[0]
-    _PROGRAMS[(shape, k)] = PPOProgram(adapter.env, adapter.defn.score, settings, k, adapter.cfg.horizon)
-    return _PROGRAMS[(shape, k)], k
-
-
-def _load_programs(jobs: list[TrainJob]) -> tuple[list[Any], dict[int, Failure]]:
-    """The deserialised program of each job (None = reference reward) and the jobs that cannot train."""
-    from bird.reward.jax_export import ExportError, load
-
-    slots: list[Any] = []
-    failures: dict[int, Failure] = {}
-    for i, job in enumerate(jobs):
-        slots.append(None)
-        if job.program is not None:
-            try:
-                slots[i] = load(job.program)
-            except ExportError as exc:
-                failures[i] = Failure(FailureKind(exc.kind), exc.reason[:500])
-        elif job.code is not None:
-            failures[i] = Failure(FailureKind.TRAIN_ERROR, "train.learner=jax_ppo trains exported programs only "
-                                  "(reward.language=jax); this job carries Python source")
-    return slots, failures
 
 
 def _checkpoints(n_updates: int, n_checkpoints: int) -> list[int]:
@@ -69,38 +44,119 @@ def _checkpoints(n_updates: int, n_checkpoints: int) -> list[int]:
     return sorted({max(1, -(-n_updates * k // n_checkpoints)) for k in range(1, n_checkpoints + 1)})
 
 
-class _Run:
-    """One group of jobs trained together; fills curves and failures checkpoint by checkpoint."""
+def _compile(program: Any, width: int, eval_episodes: int) -> dict[str, float]:
+    """Compile the program's functions for `width` slots now (ahead of time, from shapes only) and use the compiled
+    executables from here on; returns the seconds taken. Trusted code and input only: no reward program yet."""
+    import jax
+    import jax.numpy as jnp
 
-    def __init__(self, jobs: list[TrainJob], progress: Progress | None) -> None:
-        import jax
+    start = time.monotonic()
+    keys = jax.ShapeDtypeStruct((width, 2), jnp.uint32)
+    lowered = program.init.lower(keys)  # each function is traced once: its lowering gives the next one's shapes
+    state, program.init = lowered.out_info, lowered.compile()
+    lowered = program.collect.lower(state)
+    roll, program.collect = lowered.out_info[1], lowered.compile()
+    reward = jax.ShapeDtypeStruct(roll.ref_reward.shape, jnp.float32)
+    eval_keys = jax.ShapeDtypeStruct((width, eval_episodes, 2), jnp.uint32)
+    program.update = program.update.lower(state, roll, reward).compile()
+    program.evaluate = program.evaluate.lower(state, eval_keys, keys).compile()
+    program.reset_window = program.reset_window.lower(state).compile()
+    program.shapes = (state, roll)
+    return {"compile_s": round(time.monotonic() - start, 2)}
 
+
+class GroupTraining:
+    """One group of jobs trained together; see the module docstring for the phases.
+
+    :param jobs: the group (same `group_key`); their programs, if any, arrive in `load`.
+    :param width: training slots of the compiled program (>= len(jobs)); extra slots repeat a job and are ignored.
+        A group retrained without a culprit keeps its width: the same compiled program, the same numbers.
+    """
+
+    def __init__(self, jobs: list[TrainJob], width: int) -> None:
         from bird.envs.registry import make_adapter
-        from bird.learners.jax_rewards import RewardStep
+        from bird.learners.jax_core import PPOProgram
         from bird.learners.jax_settings import resolve_settings
 
-        self.jobs, self.progress, self.start = jobs, progress, time.monotonic()
+        self.jobs, self.width, self.start = list(jobs), max(width, len(jobs)), time.monotonic()
         self.adapter = make_adapter(jobs[0].env)
         if self.adapter.spec.suite != "brax":
             raise ValueError(f"train.learner=jax_ppo trains Brax tasks (env=brax/...), not {jobs[0].env.id}")
         first = jobs[0]
         self.settings = resolve_settings(first.train.jax, self.adapter.task, first.env_steps,
                                          first.train.normalize_reward)
-        slots, self.failures = _load_programs(jobs)
-        self.live = [i for i in range(len(jobs)) if i not in self.failures]
+        key = json.dumps([self.adapter.task, self.adapter.backend, {**self.settings.to_json(), "n_updates": None},
+                          self.adapter.cfg.horizon, self.width, first.eval_episodes], default=str)
+        if key not in _COMPILED:  # a process that trains several groups (the tests) compiles each shape once
+            program = PPOProgram(self.adapter.env, self.adapter.defn.score, self.settings, self.width,
+                                 self.adapter.cfg.horizon)
+            _COMPILED[key] = (program, _compile(program, self.width, first.eval_episodes))
+        self.program, timing = _COMPILED[key]
+        self.timing: dict[str, float] = dict(timing)
+        self.random_q, self.scale = self.adapter.score_normalisation()
+        self.failures: dict[int, Failure] = {}
         self.curves: dict[int, list[Checkpoint]] = {i: [] for i in range(len(jobs))}
         self.keepers = {i: CheckpointKeeper(job.train) for i, job in enumerate(jobs)}  # train.checkpoint_selection
-        self.shipped: dict[int, tuple[int, dict[str, Any]]] = {}
         self.label = any(needs_eval_own_return(job.train) for job in jobs)
-        self.updates, self.slot_jobs = 0, []
-        self.timing: dict[str, float] = {}
+        self.live: list[int] = []
+        self.updates = 0
+
+    @property
+    def rows(self) -> int:
+        """Rows of one slot's rollout: what every reward artefact of this group must be exported for."""
+        return self.settings.decisions_per_update * self.settings.num_envs
+
+    # -- load -------------------------------------------------------------------------------------------------
+    def load(self, programs: list[Any]) -> dict[int, Failure]:
+        """Check, deserialise and compile each job's ExportedReward (None = the reference reward) for this
+        group's rollout; a program that fails any of it fails alone. Raises GroupError when the programs compile
+        one by one but not together. Returns the failures."""
+        import jax
+
+        from bird.learners.jax_rewards import RewardStep
+        from bird.reward.jax_export import ExportError, load
+
+        loaded: dict[int, Any] = {}
+        for i, (job, prog) in enumerate(zip(self.jobs, programs, strict=True)):
+            if prog is None and job.code is not None:
+                self.failures[i] = Failure(FailureKind.TRAIN_ERROR, "train.learner=jax_ppo trains exported programs "
+                                           "only (reward.language=jax); this job carries Python source")
+            elif prog is not None and prog.rows != self.rows:
+                self.failures[i] = Failure(FailureKind.BAD_OUTPUT, f"exported for {prog.rows:,} rows; this "
+                                           f"training's rollout has {self.rows:,} per slot")
+            elif prog is not None:
+                try:
+                    loaded[i] = load(prog)
+                    self.jobs[i] = replace(job, program=prog)
+                except ExportError as exc:
+                    self.failures[i] = Failure(FailureKind(exc.kind), exc.reason[:500])
+        _, roll = self.program.shapes
+        one = jax.tree.map(lambda x: jax.ShapeDtypeStruct((1, *x.shape[1:]), x.dtype), roll)
+        for i, exp in loaded.items():  # one by one first: a program that does not compile is that job's failure
+            step = RewardStep([exp])
+            try:
+                step.compile(one, jax.eval_shape(step.init))
+            except Exception as exc:  # noqa: BLE001 - XLA's errors for an untrusted program are its failure
+                self.failures[i] = Failure(FailureKind.RUNTIME_ERROR, f"the exported program does not compile for "
+                                           f"this training: {type(exc).__name__}: {str(exc)[:300]}")
+        self.live = [i for i in range(len(self.jobs)) if i not in self.failures]
         if not self.live:
-            return
-        self.program, width = _program(self.adapter, self.settings, len(self.live))
-        self.slot_jobs = self.live + [self.live[0]] * (width - len(self.live))  # job index of each training slot
-        self.exported = [slots[i] for i in self.slot_jobs]
+            return self.failures
+        self.slot_jobs = self.live + [self.live[0]] * (self.width - len(self.live))  # job index of each slot
+        self.exported = [loaded.get(i) for i in self.slot_jobs]
         self.rewards = RewardStep(self.exported)
-        self.random_q, self.scale = self.adapter.score_normalisation()
+        try:
+            self.rewards.compile(roll, jax.eval_shape(self.rewards.init))
+        except Exception as exc:  # noqa: BLE001 - every program compiled alone: the culprit is not known here
+            raise GroupError(f"the group's reward step does not compile: {type(exc).__name__}: {str(exc)[:300]}") \
+                from None
+        self._init_state()
+        return self.failures
+
+    def _init_state(self) -> None:
+        import jax
+
+        jobs, first = self.jobs, self.jobs[0]
         seeds = np.asarray([jobs[i].seed for i in self.slot_jobs])
         self.state = self.program.init(jax.vmap(jax.random.PRNGKey)(seeds))
         self.sums = self.rewards.init()
@@ -109,7 +165,8 @@ class _Run:
         self.eval_keys = jax.vmap(jax.vmap(jax.random.PRNGKey))(eval_seeds)
         self.eval_key = jax.vmap(jax.random.PRNGKey)(seeds + 7)
 
-    def _evaluate(self, update: int) -> None:
+    # -- train ------------------------------------------------------------------------------------------------
+    def _evaluate(self, update: int, on_checkpoint: Callable[[int, Checkpoint], None]) -> None:
         q, length = (np.asarray(x, dtype=np.float64) for x in self.program.evaluate(
             self.state, self.eval_keys, self.eval_key))
         w = self.state.window
@@ -120,7 +177,7 @@ class _Run:
         if self.label:  # the candidate's own return on the same greedy episodes
             from bird.learners.jax_rollouts import eval_own_returns
 
-            eval_own = eval_own_returns(self.program, self.state, self.eval_keys, self.rewards, self.sums)
+            eval_own = eval_own_returns(self.program, self.state, self.eval_keys, self.exported, self.rows)
         for slot, i in enumerate(self.live):
             if i in self.failures:
                 continue
@@ -135,116 +192,131 @@ class _Run:
                 steps_done, float(np.mean((q[slot] - self.random_q) / self.scale)), float(q[slot].mean()),
                 float(own), float(ref), float(length[slot].mean()),
                 {n: float(sums[slot, c] / max(steps, 1.0)) for c, n in enumerate(names)}, float(eval_own[slot])))
-            self.keepers[i].offer(self.curves[i][-1], lambda s=slot: self._policy(s))
-            if self.progress:
-                self.progress(self.jobs[i].candidate_id, steps_done, self.jobs[i].env_steps, self.curves[i][-1].score)
+            self.keepers[i].offer(self.curves[i][-1], lambda s=slot: self._params(s))
+            on_checkpoint(i, self.curves[i][-1])
         self.state, self.sums = self.program.reset_window(self.state), self.rewards.reset(self.sums)
 
-    def train(self) -> None:
+    def train(self, on_update: Callable[[int], None] = lambda u: None,
+              on_checkpoint: Callable[[int, Checkpoint], None] = lambda i, c: None) -> None:
+        """Every update; `on_update(u)` after each (and its evaluation), `on_checkpoint(job, checkpoint)` at each
+        checkpoint. Exceptions of the shared step are GroupError."""
         import jax
 
+        if not self.live:
+            return
         timeout = self.jobs[0].train.timeout_s
         marks = set(_checkpoints(self.settings.n_updates, self.jobs[0].n_checkpoints))
-        start = time.monotonic()
+        start = steady = time.monotonic()
         for update in range(1, self.settings.n_updates + 1):
             self.updates = update
-            self.state, roll = self.program.collect(self.state)
-            reward, self.sums = self.rewards(roll, self.sums)
-            self.state = self.program.update(self.state, roll, reward)
-            if update == 1:  # the first update compiles (or loads from the persistent cache)
-                jax.block_until_ready(self.state.key)
-                self.timing["first_update_s"] = round(time.monotonic() - start, 2)
-                steady = time.monotonic()
-            if update in marks:
-                self._evaluate(update)
+            try:
+                self.state, roll = self.program.collect(self.state)
+                reward, self.sums = self.rewards(roll, self.sums)
+                self.state = self.program.update(self.state, roll, reward)
+                if update == 1:
+                    jax.block_until_ready(self.state.key)
+                    self.timing["first_update_s"] = round(time.monotonic() - start, 2)
+                    steady = time.monotonic()
+                if update in marks:
+                    self._evaluate(update, on_checkpoint)
+            except Exception as exc:  # noqa: BLE001 - which program made the shared step fail is not known here
+                raise GroupError(f"training update {update} failed: {type(exc).__name__}: {str(exc)[:300]}") \
+                    from None
+            on_update(update)
             if timeout and time.monotonic() - self.start > timeout:
                 for i in self.live:
                     self.failures.setdefault(i, Failure(FailureKind.TIMEOUT,
                                                         f"training exceeded train.timeout_s={timeout:g}"))
                 return
         jax.block_until_ready(self.state.key)
+        self.timing["train_s"] = round(time.monotonic() - start, 2)
         if self.settings.n_updates > 1:  # env steps per second of all slots after the first update, evaluation included
             rate = (self.settings.n_updates - 1) * self.settings.steps_per_update * len(self.slot_jobs)
             self.timing["steady_env_steps_per_s"] = round(rate / max(time.monotonic() - steady, 1e-9), 1)
 
-    def _policy(self, slot: int) -> Any:
+    # -- outputs ----------------------------------------------------------------------------------------------
+    def trained(self) -> list[int]:
+        return [i for i in self.live if i not in self.failures]
+
+    def _params(self, slot: int) -> Any:
         """A host copy of one slot's greedy policy: (observation normaliser, policy network parameters)."""
         import jax
 
         return jax.device_get(jax.tree.map(lambda x: x[slot], (self.state.normalizer, self.state.params.policy)))
 
-    def _restore(self, slot: int, policy: Any) -> None:
+    def _restore(self, slot: int, params: Any) -> None:
         import jax
 
-        normalizer, params = jax.tree.map(lambda x, y: x.at[slot].set(y),
-                                          (self.state.normalizer, self.state.params.policy), policy)
-        self.state = self.state.replace(normalizer=normalizer, params=self.state.params.replace(policy=params))
+        normalizer, policy = jax.tree.map(lambda x, y: x.at[slot].set(y),
+                                          (self.state.normalizer, self.state.params.policy), params)
+        self.state = self.state.replace(normalizer=normalizer, params=self.state.params.replace(policy=policy))
 
-    def _ship(self) -> None:
-        """Put each trained job's chosen checkpoint back into its slot (train.checkpoint_selection)."""
+    def ship(self) -> dict[int, int]:
+        """Put each trained job's chosen checkpoint back into its slot (train.checkpoint_selection), before its
+        policy and rollouts are taken; {job: index of the shipped checkpoint}. The record (checkpoint.json) is the
+        host's to write: it recomputes the choice from the curve it validated (bird/learners/jax_outputs.py)."""
+        shipped = {}
         for slot, i in enumerate(self.live):
             if i not in self.failures:
-                self.shipped[i] = self.keepers[i].ship(self.jobs[i].out_dir, lambda p, s=slot: self._restore(s, p))
+                index, params, _ = self.keepers[i].choose()
+                if params is not None:
+                    self._restore(slot, params)
+                shipped[i] = index
+        return shipped
 
-    def _outputs(self) -> tuple[dict[int, str], dict[int, str]]:
-        """rollouts.npz (train.collect_episodes) and policy.msgpack (run.save_policies) of the jobs that trained."""
+    def policy(self, i: int) -> bytes:
+        """The shipped parameters (observation normaliser, policy network) of job i, flax msgpack bytes."""
         import flax.serialization
-        import jax
 
-        ok = [i for i in self.live if i not in self.failures]
-        rollouts: dict[int, str] = {}
-        if ok and self.jobs[0].collect_episodes:
-            from bird.learners.jax_rollouts import collect_rollouts_jax
+        return flax.serialization.to_bytes(self._params(self.live.index(i)))
 
-            rollouts = collect_rollouts_jax(self.program, self.state, self.slot_jobs, len(self.live), self.jobs,
-                                            self.exported, self.random_q, self.scale)
-            rollouts = {i: p for i, p in rollouts.items() if i in ok}
-        policies = {}
-        for slot, i in enumerate(self.live):
-            if i in ok and self.jobs[i].save_policy:
-                params = jax.tree.map(lambda x, s=slot: x[s], (self.state.normalizer, self.state.params.policy))
-                policies[i] = str(Path(self.jobs[i].out_dir) / "policy.msgpack")
-                Path(policies[i]).write_bytes(flax.serialization.to_bytes(params))
-        return rollouts, policies
+    def rollouts(self) -> dict[int, dict[str, np.ndarray]]:
+        """rollouts.npz arrays of the jobs that trained (train.collect_episodes)."""
+        from bird.learners.jax_rollouts import record_rollouts_jax
 
-    def results(self) -> list[TrainResult]:
-        for job in self.jobs:
-            Path(job.out_dir).mkdir(parents=True, exist_ok=True)
-        if self.live:
-            self._ship()
-        rollouts, policies = self._outputs() if self.live else ({}, {})
-        wall = time.monotonic() - self.start
-        out = []
-        for i, job in enumerate(self.jobs):
-            curve = self.curves[i]
-            write_curve(Path(job.out_dir) / "curve.csv", curve)
-            (Path(job.out_dir) / "jax_ppo.json").write_text(json.dumps(
-                {"settings": self.settings.to_json(), "batch_size_k": len(self.live), "timing": self.timing,
-                 "slots": len(self.slot_jobs), "program": job.program.digest if job.program is not None else None},
-                indent=1) + "\n")
-            steps = self.updates * self.settings.steps_per_update if i in self.live else 0
-            shipped, choice = self.shipped.get(i, (-1, {}))
-            out.append(TrainResult(job.candidate_id, job.seed, tuple(curve), steps, wall, self.failures.get(i),
-                                   policies.get(i), rollouts.get(i), shipped, choice))
-        return out
+        ok = self.trained()
+        if not ok or not self.jobs[0].collect_episodes:
+            return {}
+        out = record_rollouts_jax(self.program, self.state, self.slot_jobs, len(self.live), self.jobs,
+                                  self.exported, self.random_q, self.scale)
+        return {i: d for i, d in out.items() if i in ok}
+
+    def summary(self) -> dict[str, Any]:
+        """What jax_ppo.json records besides the program digest (bird/learners/jax_outputs.py)."""
+        return {"settings": self.settings.to_json(), "batch_size_k": len(self.live), "timing": self.timing,
+                "slots": self.width}
 
 
 def train_jax_ppo(jobs: list[TrainJob], progress: Progress | None = None) -> list[TrainResult]:
-    """Train every job; jobs that share a task and budget are trained together in one program."""
+    """Train every job in this process (no wall: tests and benchmarks); jobs that share a task and budget are
+    trained together in one program."""
     from bird.jax_cache import enable_compilation_cache
+    from bird.learners.jax_outputs import write_result
 
     enable_compilation_cache()
     groups: dict[str, list[int]] = {}
     for i, job in enumerate(jobs):
-        groups.setdefault(_group_key(job), []).append(i)
+        groups.setdefault(group_key(job), []).append(i)
     results: list[TrainResult | None] = [None] * len(jobs)
     for idx in groups.values():
         group = [jobs[i] for i in idx]
         try:
-            run = _Run(group, progress)
-            if run.live:
-                run.train()
-            done = run.results()
+            run = GroupTraining([replace(j, program=None) for j in group], len(group))
+            run.load([j.program for j in group])
+
+            def checkpoint(i: int, c: Checkpoint, run: GroupTraining = run) -> None:
+                if progress:
+                    progress(run.jobs[i].candidate_id, c.env_steps, run.jobs[i].env_steps, c.score)
+
+            run.train(on_checkpoint=checkpoint)
+            run.ship()  # the same choice write_result records in checkpoint.json
+            rollouts = run.rollouts()
+            wall = time.monotonic() - run.start
+            done = [write_result(job, run.curves[k], run.updates * run.settings.steps_per_update
+                                 if k in run.live else 0, wall, run.failures.get(k), run.summary(),
+                                 run.policy(k) if job.save_policy and k in run.trained() else None,
+                                 rollouts.get(k))
+                    for k, job in enumerate(group)]
         except Exception as exc:  # noqa: BLE001 - a learner crash is recorded for each job, the search goes on
             failure = Failure(FailureKind.TRAIN_ERROR, f"{type(exc).__name__}: {exc}"[:500])
             done = [TrainResult(j.candidate_id, j.seed, (), 0, 0.0, failure) for j in group]

@@ -1,8 +1,8 @@
 """The candidates' rewards for a rollout, from their exported programs (one small compile per iteration).
 
-`exported.call` has no vmap rule, so each program is called on its own candidates' slice of the batched rollout
-(a Python loop over programs inside one jitted function). Component sums and a finite flag per candidate are carried
-on the device and read at checkpoints."""
+Each artefact is exported for exactly one training slot's rollout (T decisions × N envs rows) and `exported.call`
+has no vmap rule, so every slot's program is called on that slot's rows (a Python loop over slots inside one jitted
+function). Component sums and a finite flag per candidate are carried on the device and read at checkpoints."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 import flax
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 __all__ = ["RewardStep", "ComponentSums"]
 
@@ -31,13 +30,15 @@ class RewardStep:
 
     def __init__(self, programs: list[Any | None]) -> None:
         self.k = len(programs)
-        groups: dict[int, tuple[Any, list[int]]] = {}
-        for i, exp in enumerate(programs):
-            if exp is not None:
-                groups.setdefault(id(exp), (exp, []))[1].append(i)
-        self.groups = [(exp, np.asarray(idx)) for exp, idx in groups.values()]
-        self.n_components = max([int(exp.out_avals[0].shape[1]) - 1 for exp, _ in self.groups] + [1])
+        self.slots = [(i, exp) for i, exp in enumerate(programs) if exp is not None]
+        self.n_components = max([int(exp.out_avals[0].shape[1]) - 1 for _, exp in self.slots] + [1])
         self._fn = jax.jit(self._call)
+
+    def compile(self, roll: Any, acc: ComponentSums) -> None:
+        """Compile now, for a rollout shaped like `roll` (arrays or jax.ShapeDtypeStruct): the candidates' code is
+        compiled before the first update, where a failure can still be told apart from a training failure."""
+        args = (roll.obs, roll.action, roll.next_obs, roll.ref_reward, acc)
+        self._fn = jax.jit(self._call).lower(*args).compile()
 
     def init(self) -> ComponentSums:
         return ComponentSums(jnp.zeros((self.k, self.n_components)), jnp.zeros(()), jnp.ones(self.k, dtype=bool))
@@ -48,13 +49,12 @@ class RewardStep:
     def _call(self, obs: jax.Array, act: jax.Array, nxt: jax.Array, ref: jax.Array,
               acc: ComponentSums) -> tuple[jax.Array, ComponentSums]:
         reward, sums, finite = ref, acc.sums, acc.finite
-        for exp, idx in self.groups:
-            lead = obs[idx].shape[:-1]  # (g, T, N)
-            cols = exp.call(obs[idx].reshape(-1, obs.shape[-1]), act[idx].reshape(-1, act.shape[-1]),
-                            nxt[idx].reshape(-1, nxt.shape[-1])).reshape(lead + (-1,))
-            reward = reward.at[idx].set(cols[..., 0])
-            sums = sums.at[idx, : cols.shape[-1] - 1].add(cols[..., 1:].sum(axis=(1, 2)))
-            finite = finite.at[idx].set(finite[idx] & jnp.isfinite(cols).all(axis=(1, 2, 3)))
+        for i, exp in self.slots:
+            cols = exp.call(obs[i].reshape(-1, obs.shape[-1]), act[i].reshape(-1, act.shape[-1]),
+                            nxt[i].reshape(-1, nxt.shape[-1])).reshape(obs.shape[1:3] + (-1,))  # (T, N, 1 + C)
+            reward = reward.at[i].set(cols[..., 0])
+            sums = sums.at[i, : cols.shape[-1] - 1].add(cols[..., 1:].sum(axis=(0, 1)))
+            finite = finite.at[i].set(finite[i] & jnp.isfinite(cols).all())
         steps = acc.steps + obs.shape[1] * obs.shape[2]
         return reward, ComponentSums(sums, steps, finite)
 

@@ -1,20 +1,33 @@
-"""Deterministic episodes of the trained JAX policies: saved as rollouts.npz in the format of
-bird/learners/rollouts.py (the trajectory store's input), labelled with each candidate's exported reward, and
-summed under it at a checkpoint (the own-reward return that train.checkpoint_selection reads)."""
+"""Deterministic episodes of the trained JAX policies: the arrays of rollouts.npz (bird/learners/rollouts.py, the
+trajectory store's input), labelled with each candidate's exported reward, and summed under it at a checkpoint (the
+own-reward return that train.checkpoint_selection reads)."""
 
 from __future__ import annotations
 
 import functools
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from bird.learners.job import ROLLOUT_SEED_BASE
-from bird.learners.rollouts import save_rollouts
 
-__all__ = ["collect_rollouts_jax", "eval_own_returns"]
+__all__ = ["record_rollouts_jax", "eval_own_returns", "columns"]
+
+
+def columns(exp: Any, rows: int, *inputs: np.ndarray) -> np.ndarray:
+    """An artefact exported for exactly `rows` rows, called on any number of rows: zero-padded chunks of `rows`
+    (the padding rows' values are dropped). float32 in, (n, 1 + C) float64 out."""
+    import jax
+
+    call = jax.jit(exp.call)
+    n = len(inputs[0])
+    out = []
+    for start in range(0, max(n, 1), rows):
+        chunk = [np.asarray(x[start:start + rows], dtype=np.float32) for x in inputs]
+        pad = rows - len(chunk[0])
+        chunk = [np.pad(c, ((0, pad), (0, 0))) for c in chunk]
+        out.append(np.asarray(call(*chunk), dtype=np.float64)[: rows - pad])
+    return np.concatenate(out)[:n]
 
 
 def _record(program: Any, ts: Any, reset_keys: Any) -> dict[str, Any]:
@@ -52,30 +65,37 @@ def _recorder(program: Any) -> Any:
     return jax.jit(jax.vmap(lambda ts, k: _record(program, ts, k)))
 
 
-def eval_own_returns(program: Any, state: Any, reset_keys: Any, rewards: Any, sums: Any) -> np.ndarray:
+def eval_own_returns(program: Any, state: Any, reset_keys: Any, exported: list[Any], rows: int) -> np.ndarray:
     """(K,) each slot's own-reward return on its greedy episodes from `reset_keys` (K, E), mean over the episodes.
 
-    :param rewards: the slots' RewardStep (bird/learners/jax_rewards.py); its component sums are left untouched.
+    :param exported: each slot's deserialised artefact (None: the reference reward), exported for `rows` rows.
     """
-    rec = _recorder(program)(state, reset_keys)  # (K, T, E, ·)
-    roll = SimpleNamespace(obs=rec["obs"], action=rec["actions"], next_obs=rec["next_obs"], ref_reward=rec["ref"])
-    reward, _ = rewards(roll, sums)
-    own = np.asarray((reward * rec["active"]).sum(axis=1), dtype=np.float64)  # rows after an episode's done: 0
-    return own.mean(axis=1)
-
-
-def collect_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live: int, jobs: list[Any],
-                         exported: list[Any], random_q: float, scale: float) -> dict[int, str]:
-    """Write rollouts.npz for the jobs of the first n_live slots (slot_jobs[s] = the job of slot s); returns
-    {job index: path}."""
     import jax
-    import jax.numpy as jnp
+
+    rec = jax.device_get(_recorder(program)(state, reset_keys))  # (K, T, E, ·)
+    own = np.zeros(len(exported))
+    for slot, exp in enumerate(exported):
+        if exp is None:
+            reward = np.asarray(rec["ref"][slot], dtype=np.float64)
+        else:
+            t, e = rec["active"][slot].shape
+            flat = [np.asarray(rec[k][slot]).reshape(t * e, -1) for k in ("obs", "actions", "next_obs")]
+            reward = columns(exp, rows, *flat)[:, 0].reshape(t, e)
+        own[slot] = (reward * rec["active"][slot]).sum(axis=0).mean()  # rows after an episode's done weigh 0
+    return own
+
+
+def record_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live: int, jobs: list[Any],
+                        exported: list[Any], random_q: float, scale: float) -> dict[int, dict[str, np.ndarray]]:
+    """The rollouts.npz arrays of the jobs of the first n_live slots (slot_jobs[s] = the job of slot s):
+    {job index: {name: array}}."""
+    import jax
 
     n = jobs[0].collect_episodes
     seeds = np.asarray([[ROLLOUT_SEED_BASE + 1000 * jobs[i].seed + k for k in range(n)] for i in slot_jobs])
     keys = jax.vmap(jax.vmap(jax.random.PRNGKey))(seeds)
     rec = jax.device_get(_recorder(program)(state, keys))
-    paths = {}
+    out = {}
     for slot, i in enumerate(slot_jobs[:n_live]):
         active = rec["active"][slot] > 0  # (T, E)
         order = [(t, e) for e in range(n) for t in range(active.shape[0]) if active[t, e]]  # episode-major
@@ -85,14 +105,11 @@ def collect_rollouts_jax(program: Any, state: Any, slot_jobs: list[int], n_live:
         if exported[slot] is None:
             data["reward"] = np.asarray(rec["ref"][slot][t_idx, e_idx], dtype=np.float64)
         else:
-            cols = np.asarray(jax.jit(exported[slot].call)(*(jnp.asarray(data[k], jnp.float32)
-                                                               for k in ("obs", "actions", "next_obs"))))
+            cols = columns(exported[slot], jobs[i].program.rows, *(data[k] for k in ("obs", "actions", "next_obs")))
             data["reward"] = cols[:, 0].astype(np.float64)
             data.update({f"comp/{c}": cols[:, j + 1].astype(np.float64)
                          for j, c in enumerate(jobs[i].program.components)})
         q = np.asarray(rec["quantity"][slot], dtype=np.float64)
         data.update(score=(q - random_q) / scale, quantity=q, length=np.bincount(e_idx, minlength=n))
-        path = Path(jobs[i].out_dir) / "rollouts.npz"
-        save_rollouts(path, data)
-        paths[i] = str(path)
-    return paths
+        out[i] = data
+    return out

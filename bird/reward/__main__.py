@@ -1,7 +1,8 @@
 """`python -m bird.reward check FILE env=mujoco/hopper`: the verify checks on a file; JSON verdict, exit 0/1.
 A program that imports jax is checked as reward.language=jax (traced and exported in the sandbox) unless the
 overrides say otherwise.
-`python -m bird.reward check --explain`: every isolation layer of the reward sandbox and whether it is active here."""
+`python -m bird.reward check --explain`: every isolation layer of the reward sandbox and of the JAX trainer, and
+whether it is active here."""
 
 from __future__ import annotations
 
@@ -37,8 +38,36 @@ def _host_layers() -> list[dict[str, Any]]:
     ]
 
 
+def _trainer_layers() -> list[dict[str, Any]]:
+    from bird.jax_cache import cache_dir
+    from bird.reward.replies import RewardProgramError
+    from bird.reward.trainer_wall import explain_trainer
+
+    try:
+        return explain_trainer(cache=cache_dir())
+    except RewardProgramError as exc:
+        return [{"name": "trainer", "active": False, "detail": f"did not start: {exc.failure.reason}"}]
+
+
+def _trainer_host_layers() -> list[dict[str, Any]]:
+    return [
+        {"name": "watchdog", "active": True,
+         "detail": "every phase has a wall-clock deadline (start-up, compile, load, each update with its evaluation: "
+                   "train.jax.update_timeout_s, outputs); when one passes the trainer's group is killed"},
+        {"name": "artefact_inspection", "active": True,
+         "detail": "each artefact deserialised and checked in a throwaway isolated process first: exact signature, "
+                   "no custom call, no symbolic shape; the training-size dry run in the reward worker before that"},
+        {"name": "culprit_search", "active": True,
+         "detail": "a failed shared step retrains halves of the group in fresh trainers until the culprit is alone"},
+        {"name": "result_channel", "active": True,
+         "detail": "curves, statistics, policies and rollouts framed on a pipe and validated before anything is "
+                   "written; the trainer writes no file"},
+    ]
+
+
 def explain(language: str = "numpy") -> tuple[str, bool]:
-    """The layer report of a freshly started worker plus the host-side protections; (text, all active)."""
+    """The layer report of a freshly started worker and trainer, plus the host-side protections; (text, all
+    active)."""
     from bird.reward.languages import get_language
     from bird.reward.sandbox import WorkerProcess
 
@@ -48,12 +77,16 @@ def explain(language: str = "numpy") -> tuple[str, bool]:
     finally:
         worker.close()
     host = _host_layers()
+    trainer = _trainer_layers()
     lines = [f"reward sandbox on {platform.node()} (kernel {platform.release()}, host uid {os.geteuid()}, "
              f"language {language})"]
-    for title, group in (("worker, applied before the program is imported:", layers), ("host side:", host)):
+    for title, group in (("worker, applied before the program is imported:", layers), ("host side:", host),
+                         ("JAX trainer (train.learner=jax_ppo), applied before any reward program reaches it:",
+                          trainer), ("trainer host side:", _trainer_host_layers())):
         lines.append(title)
         lines += [f"  [{'active' if d['active'] else 'INACTIVE'}] {d['name']:<20} {d['detail']}" for d in group]
     inactive = [d["name"] for d in layers + host if not d["active"]]
+    inactive += [f"trainer {d['name']}" for d in trainer if not d["active"]]
     lines.append("all layers active" if not inactive else f"INACTIVE layers: {', '.join(inactive)}")
     return "\n".join(lines), not inactive
 

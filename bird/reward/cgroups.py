@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["KINDS", "PREFIX", "parent", "enter", "remove"]
+__all__ = ["KINDS", "PREFIX", "parent", "enter", "fired", "remove"]
 
 PREFIX = "bird-worker-"
 KINDS = frozenset({"v2", "any", "off"})  # IsolationConfig.cgroup
@@ -90,6 +90,20 @@ def enter(name: str, max_tasks: int, memory_bytes: int | None, v1: bool = False)
         parts.append(f"memory.max={memory_bytes // 2**20} MiB")
     _write(f"{path}/cgroup.procs", "0")  # 0: the writing process
     return f"cgroup {kind} {path}: {', '.join(parts)}"
+
+
+def fired(name: str) -> str:
+    """Which limit of cgroup `name` the kernel enforced so far, as text ("" when none, or no such cgroup): the
+    out-of-memory killer (memory.events oom_kill) or the task limit (pids.events max)."""
+    found = parent(v1=True)
+    if found is None:
+        return ""
+    path, hits = os.path.join(found[0], name), []
+    for fname, key, what in (("memory.events", "oom_kill", "memory.max"), ("pids.events", "max", "pids.max")):
+        counts = dict(line.split() for line in _read(f"{path}/{fname}").splitlines() if len(line.split()) == 2)
+        if counts.get(key, "0") not in ("", "0"):
+            hits.append(what)
+    return f"{' and '.join(hits)} of its cgroup ({path})" if hits else ""
 
 
 def remove(name: str, wait_s: float = 2.0) -> None:

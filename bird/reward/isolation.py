@@ -11,6 +11,7 @@ and last seccomp (which forbids the syscalls the earlier steps use).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import importlib
 import math
 import os
@@ -24,7 +25,7 @@ from dataclasses import asdict, dataclass
 from bird.reward import cgroups, landlock, namespaces, seccomp_policy
 
 __all__ = ["IsolationConfig", "Layer", "LAYERS", "STEPS", "WORKER_UID_BASE", "CPU_BUDGET_S", "SetupRefused", "apply",
-           "arm_cpu_limit", "cpu_budget", "harden_host", "limit_tasks", "read_paths_for", "refuse_unreadable", "release_tasks",
+           "arm_cpu_limit", "cpu_budget", "drop_identity", "harden_host", "limit_tasks", "tasks_fired", "read_paths_for", "refuse_unreadable", "release_tasks",
            "thread_task_limit", "worker_uid"]
 
 # A root host drops each worker to a uid of its own, WORKER_UID_BASE + the host-visible pid of the process it started
@@ -47,7 +48,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 class IsolationConfig:
     """What the host asks of one worker.
 
-    :param memory_mb: address-space limit (RLIMIT_AS).
+    :param memory_mb: address-space limit (RLIMIT_AS) and the cgroup's memory.max; 0 = no RLIMIT_AS (a GPU
+        process: CUDA reserves far more address space than it uses; `cgroup_memory_mb` is then its memory limit).
     :param call_timeout_s: per-call limit; the CPU soft limit is armed from it.
     :param host_pid: the parent; the worker exits if it is not its parent (the parent died first).
     :param threads: the language needs threads after start-up (RLIMIT_NPROC then cannot be 0).
@@ -63,6 +65,13 @@ class IsolationConfig:
         makes them writable: Landlock and seccomp still refuse writes until the caller extends them.
     :param cgroup: which cgroup of its own to make where one can be made: "v2" (pids.max, memory.max; the default),
         "any" (also the pids controller of a cgroup v1 hierarchy), "off".
+    :param cgroup_memory_mb: the cgroup's memory.max when it differs from memory_mb (None: memory_mb).
+    :param ioctls: (mask, value) pairs of ioctl requests seccomp allows on top of TCGETS/FIONREAD (a GPU driver's).
+    :param max_files: RLIMIT_NOFILE.
+    :param defer_uid_drop: a root process stays root (inside every other layer) until `drop_identity()`, so that
+        it can still read an installation only root can reach while it loads trusted code (the trainer).
+    :param cpu_budget_s: hard RLIMIT_CPU over the process's life (capped by the host's own); 0 = no CPU limit (a
+        long training, bounded by the host's wall-clock watchdog instead).
     """
 
     memory_mb: int
@@ -77,6 +86,24 @@ class IsolationConfig:
     devices: tuple[str, ...] = ()
     writable_paths: tuple[str, ...] = ()
     cgroup: str = "v2"
+    cgroup_memory_mb: int | None = None
+    ioctls: tuple[tuple[int, int], ...] = ()
+    max_files: int = 64
+    defer_uid_drop: bool = False
+    cpu_budget_s: int = CPU_BUDGET_S
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> IsolationConfig:
+        """The inverse of to_json (lists back to tuples); unknown keys are an error."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if set(data) - fields:
+            raise ValueError(f"unknown isolation settings {sorted(set(data) - fields)} (known: {sorted(fields)})")
+        tuples = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) for k, v in data.items()
+                  if isinstance(v, list)}
+        return cls(**{**data, **tuples})  # type: ignore[arg-type]
 
 
 class SetupRefused(RuntimeError):
@@ -181,6 +208,11 @@ def limit_tasks(max_tasks: int, memory_mb: int | None = None, cgroup: str = "v2"
     return Layer("task_limit", active, f"at most {max(max_tasks, 1)} task(s): " + "; ".join(parts))
 
 
+def tasks_fired(outer_pid: int) -> str:
+    """Host side, before release_tasks: which limit of the worker's cgroup fired ("" when none or no cgroup)."""
+    return cgroups.fired(cgroups.PREFIX + str(outer_pid))
+
+
 def release_tasks(outer_pid: int) -> None:
     """Host side, once the worker `outer_pid` is reaped: remove the cgroup it made, if any."""
     cgroups.remove(cgroups.PREFIX + str(outer_pid))
@@ -196,26 +228,31 @@ def _mount_namespace(cfg: IsolationConfig) -> Layer:
 
 def _resource_limits(cfg: IsolationConfig) -> Layer:
     limits = {
-        resource.RLIMIT_AS: cfg.memory_mb * 2**20,
         resource.RLIMIT_FSIZE: 0,  # no file may grow
         resource.RLIMIT_CORE: 0,
-        resource.RLIMIT_NOFILE: 64,
+        resource.RLIMIT_NOFILE: cfg.max_files,
     }
+    if cfg.memory_mb:
+        limits[resource.RLIMIT_AS] = cfg.memory_mb * 2**20
     for res, value in limits.items():
         resource.setrlimit(res, (value, value))
-    budget = cpu_budget()
-    resource.setrlimit(resource.RLIMIT_CPU, (budget, budget))
-    arm_cpu_limit(cfg.call_timeout_s)
-    return Layer("resource_limits", True,
-                 f"RLIMIT_AS={cfg.memory_mb} MiB, RLIMIT_FSIZE=0, RLIMIT_CPU per call {math.ceil(cfg.call_timeout_s) + 1} s"
-                 f" (life {budget} s), RLIMIT_NOFILE=64, RLIMIT_CORE=0 (processes and threads: task_limit)")
+    budget = cpu_budget(cfg.cpu_budget_s) if cfg.cpu_budget_s else 0
+    if budget:
+        resource.setrlimit(resource.RLIMIT_CPU, (budget, budget))
+        arm_cpu_limit(cfg.call_timeout_s)
+    memory = f"RLIMIT_AS={cfg.memory_mb} MiB" if cfg.memory_mb else "no RLIMIT_AS (a GPU process: the cgroup's memory.max)"
+    cpu = (f"RLIMIT_CPU per call {math.ceil(cfg.call_timeout_s) + 1} s (life {budget} s)" if budget
+           else "no RLIMIT_CPU (the host's wall-clock watchdog)")
+    return Layer("resource_limits", bool(cfg.memory_mb or cfg.cgroup_memory_mb),
+                 f"{memory}, RLIMIT_FSIZE=0, {cpu}, RLIMIT_NOFILE={cfg.max_files}, RLIMIT_CORE=0 (processes and "
+                 "threads: task_limit)")
 
 
-def cpu_budget() -> int:
-    """The hard RLIMIT_CPU a worker gets: CPU_BUDGET_S, or the lower hard limit this process already runs under
+def cpu_budget(budget: int = CPU_BUDGET_S) -> int:
+    """The hard RLIMIT_CPU a worker gets: `budget`, or the lower hard limit this process already runs under
     (a batch system's `ulimit -t`), which it could not raise."""
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-    return CPU_BUDGET_S if hard == resource.RLIM_INFINITY else min(CPU_BUDGET_S, hard)
+    return budget if hard == resource.RLIM_INFINITY else min(budget, hard)
 
 
 def arm_cpu_limit(seconds: float) -> None:
@@ -244,21 +281,56 @@ def _drop_capabilities() -> None:
     _check(_libc.capset(ctypes.byref(header), data), "capset")
 
 
-def _unprivileged_user(was_root: bool) -> Layer:
+def _capabilities() -> tuple[int, int]:
+    """(effective, permitted) capability sets of the calling thread, from capget (no /proc needed)."""
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    _check(_libc.capget(ctypes.byref(header), data), "capget")
+    return (data[0].effective | data[1].effective << 32, data[0].permitted | data[1].permitted << 32)
+
+
+def _to_worker_uid() -> str:
+    uid = worker_uid()
+    os.setgroups([])  # glibc applies each of these to every thread of the process
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid,) * 3 or os.getresgid() != (uid,) * 3:
+        raise OSError("uid/gid did not change")
+    return f"dropped from root to uid/gid {uid} (this worker's own), no supplementary groups"
+
+
+def _unprivileged_user(was_root: bool, defer: bool = False) -> Layer:
+    if was_root and defer:
+        return Layer("unprivileged_user", False, "deferred: root inside the other layers until its trusted code is "
+                                                 "loaded, then dropped before it receives any artefact")
     if was_root:
-        uid = worker_uid()
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-        if os.getresuid() != (uid,) * 3 or os.getresgid() != (uid,) * 3:
-            raise OSError("uid/gid did not change")
-        how = f"dropped from root to uid/gid {uid} (this worker's own), no supplementary groups"
+        how = _to_worker_uid()
     else:
         _drop_capabilities()  # the capabilities it holds inside its own user namespace
         how = "already an unprivileged user; capabilities in its user namespace dropped"
     if int(_status_field("CapEff") or "1", 16) != 0 or int(_status_field("CapPrm") or "1", 16) != 0:
         raise OSError("capabilities remain after the drop")
     return Layer("unprivileged_user", True, how + "; no capabilities")
+
+
+def drop_identity(cfg: IsolationConfig) -> Layer:
+    """The deferred uid drop of a root process (`defer_uid_drop`), with every thread; then the parent-death signal
+    and non-dumpability again (a credential change clears the one and may reset the other)."""
+    if not (cfg.defer_uid_drop and os.geteuid() == 0 and os.getresuid() == (0, 0, 0)):
+        raise OSError("drop_identity is for a root process that deferred its uid drop")
+    how = _to_worker_uid()
+    if _capabilities() != (0, 0):
+        raise OSError("capabilities remain after the drop")
+    _parent_death_signal(cfg.host_pid)
+    _non_dumpable()
+    seccomp_policy.seal()  # from here on no set*id, no dumpability or parent-death change
+    return Layer("unprivileged_user", True, how + " (after loading its trusted code); no capabilities; set*id, "
+                                                  "PR_SET_DUMPABLE and PR_SET_PDEATHSIG sealed by a second filter")
 
 
 def refuse_unreadable(paths: Sequence[str]) -> None:
@@ -303,21 +375,31 @@ def _no_new_privs() -> Layer:
     return Layer("no_new_privs", True, "PR_SET_NO_NEW_PRIVS=1")
 
 
-def _landlock(paths: Sequence[str]) -> Layer:
+def _landlock(paths: Sequence[str], devices: Sequence[str] = ()) -> Layer:
     if len(os.listdir("/proc/self/task")) != 1:
         raise OSError("Landlock restricts only the calling thread, and this process has several")
-    res = landlock.restrict(list(paths))
+    res = landlock.restrict(list(dict.fromkeys(paths)), list(devices))
     parts = [f"ABI {res.abi}", f"read-only: {', '.join(res.read_paths)}" if res.filesystem else "no filesystem rules",
+             *([f"read-write and ioctl: {', '.join(res.device_paths)}"] if res.device_paths else []),
              "TCP bind/connect denied" if res.network else "network rules need ABI 4",
              "signals and abstract unix sockets scoped" if res.scoped else "scoping needs ABI 6"]
     return Layer("landlock", res.filesystem and res.network and res.scoped, "; ".join(parts))
 
 
-def _seccomp(cfg: IsolationConfig) -> Layer:
-    n = seccomp_policy.install(cfg.threads, cfg.extra_syscalls)
+_DEFERRED_DROP_SYSCALLS = ("setresuid", "setresgid", "setgroups", "capget", "seccomp")
+
+
+def _seccomp(cfg: IsolationConfig, was_root: bool = False) -> Layer:
+    deferred = cfg.defer_uid_drop and was_root
+    n = seccomp_policy.install(cfg.threads, cfg.extra_syscalls + (_DEFERRED_DROP_SYSCALLS if deferred else ()),
+                               cfg.ioctls, device_opens=bool(cfg.devices), deferred_drop=deferred)
     threads = "threads allowed (clone with CLONE_THREAD only)" if cfg.threads else "no clone"
-    return Layer("seccomp", True, f"allowlist of {n} syscalls + read-only open, self-only signals, {threads}; "
-                                  "fork/exec/socket/ptrace/process_vm_* denied; clone3 -> ENOSYS")
+    opens = ("read-only open (read-write without create/truncate/append: device nodes)" if cfg.devices
+             else "read-only open")
+    ioctls = f", {len(cfg.ioctls)} ioctl request patterns of the device driver" if cfg.ioctls else ""
+    drop = "; set*id until the deferred uid drop" if deferred else ""
+    return Layer("seccomp", True, f"allowlist of {n} syscalls + {opens}, self-only signals, {threads}{ioctls}; "
+                                  f"fork/exec/socket/ptrace/process_vm_* denied; clone3 -> ENOSYS{drop}")
 
 
 def read_paths_for(modules: Sequence[str]) -> list[str]:
@@ -341,6 +423,10 @@ def _read_paths(cfg: IsolationConfig) -> list[str]:
     return read_paths_for(cfg.read_modules) + list(cfg.extra_read_paths)
 
 
+def _cgroup_memory(cfg: IsolationConfig) -> int | None:
+    return cfg.cgroup_memory_mb if cfg.cgroup_memory_mb is not None else cfg.memory_mb or None
+
+
 def _max_tasks(cfg: IsolationConfig) -> int:
     return cfg.max_tasks if cfg.max_tasks is not None else thread_task_limit() if cfg.threads else 1
 
@@ -349,16 +435,16 @@ def _max_tasks(cfg: IsolationConfig) -> int:
 STEPS: dict[str, Callable[[IsolationConfig, bool], Layer]] = {
     "network_namespace": lambda cfg, root: _network_namespace(),
     "pid_namespace": lambda cfg, root: _pid_namespace(cfg),
-    "task_limit": lambda cfg, root: limit_tasks(_max_tasks(cfg), cfg.memory_mb, cfg.cgroup),
+    "task_limit": lambda cfg, root: limit_tasks(_max_tasks(cfg), _cgroup_memory(cfg), cfg.cgroup),
     "empty_workdir": lambda cfg, root: _empty_workdir(),
     "mount_namespace": lambda cfg, root: _mount_namespace(cfg),
     "resource_limits": lambda cfg, root: _resource_limits(cfg),
-    "unprivileged_user": lambda cfg, root: _unprivileged_user(root),
+    "unprivileged_user": lambda cfg, root: _unprivileged_user(root, cfg.defer_uid_drop),
     "non_dumpable": lambda cfg, root: _non_dumpable(),
     "parent_death_signal": lambda cfg, root: _parent_death_signal(cfg.host_pid),
     "no_new_privs": lambda cfg, root: _no_new_privs(),
-    "landlock": lambda cfg, root: _landlock(_read_paths(cfg)),
-    "seccomp": lambda cfg, root: _seccomp(cfg),
+    "landlock": lambda cfg, root: _landlock(_read_paths(cfg), cfg.devices),
+    "seccomp": lambda cfg, root: _seccomp(cfg, root),
 }
 
 
@@ -384,6 +470,8 @@ def apply(cfg: IsolationConfig) -> list[Layer]:
         if needed is None and name not in ("network_namespace", "pid_namespace"):
             import_modules(cfg)  # after the namespaces (the pid namespace forks), before the tree and the limits
             needed = [p for p in _read_paths(cfg) if os.path.exists(p)]  # seen before the uid drop
+        if name == "seccomp" and cfg.devices and not any(x.name == "landlock" and x.active for x in layers):
+            cfg = dataclasses.replace(cfg, devices=())  # read-write opens only where Landlock picks the files
         try:
             layers.append(STEPS[name](cfg, was_root))
         except Exception as exc:  # noqa: BLE001 - an unavailable layer is reported, never silently skipped

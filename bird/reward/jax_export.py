@@ -1,58 +1,61 @@
 """Reward programs as serialised StableHLO (reward.language=jax): traced in the sandbox, called inside the trainer.
 
-Sandbox side (the reward worker loads this file by path, so it imports only the standard library, numpy and jax):
-`JaxProgram` wraps a program's `compute_reward` into f(obs (B, D), action (B, A), next_obs (B, D)) -> (B, 1 + C)
-float32 columns [reward, *components], exported with `jax.export` for a symbolic batch dimension B.
-Trainer side: `load` deserialises the bytes and checks them (signature, effects, custom calls) before the learner
-calls `Exported.call` inside its compiled program. The trainer never holds the program's source or its Python.
+Sandbox side (the reward worker preloads this file, so it imports only the standard library, numpy, jax and
+bird.reward.artefacts): `JaxProgram` wraps a program's `compute_reward` into f(obs (B, D), action (B, A),
+next_obs (B, D)) -> (B, 1 + C) float32 columns [reward, *components], exported with `jax.export`: for a symbolic
+batch size B (the worker's own numeric calls), or for exactly the training batch's rows (the artefact the trainer
+gets: no symbolic shapes, no shape assertions, no custom calls).
+Trainer side: `load` checks the bytes' metadata (bird/reward/artefacts.py) before deserialising them; the learner
+then calls `Exported.call` inside its compiled program. The trainer never holds the program's source or its Python.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from bird.reward.artefacts import (
+    ALLOWED_PLATFORMS,
+    MAX_ROWS,
+    ArtefactError,
+    Expected,
+    check_metadata,
+    check_module,
+)
 from bird.reward.fields import Fields
 
-__all__ = ["ExportedReward", "ExportError", "JaxProgram", "load", "columns", "PLATFORMS", "setup_worker"]
+__all__ = ["ExportedReward", "ExportError", "JaxProgram", "load", "PLATFORMS", "MAX_ROWS", "setup_worker"]
 
-PLATFORMS = ("cpu", "cuda")  # lowered for both, so a CPU sandbox serves a GPU trainer
-# custom calls a reward program may lower to: shape checks and linear-algebra kernels (no host callbacks, no kernels
-# written by the caller such as Mosaic/Pallas)
-_ALLOWED_CUSTOM_CALLS = re.compile(
-    r"^(shape_assertion|lapack_[a-z0-9]+_ffi|cusolver_[a-z0-9]+_ffi|hipsolver_[a-z0-9]+_ffi|"
-    r"cu_lu_pivots_to_permutation|hip_lu_pivots_to_permutation|Eigh|LuDecomposition|Qr|"
-    r"ProductOfElementaryHouseholderReflectors)$")
-_FORBIDDEN_OPS = ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv")
+PLATFORMS = ALLOWED_PLATFORMS  # lowered for both, so a CPU sandbox serves a GPU trainer
+ExportError = ArtefactError  # the name the learner and the worker use
 _TRACE_HINT = ("compute_reward must use jax.numpy (jnp) on its inputs: numpy calls, float()/bool() of an array and "
                "Python if/while on array values cannot be traced (use jnp.where)")
-
-
-class ExportError(ValueError):
-    """A program that cannot be exported or an artefact that fails the checks; `kind` is a FailureKind value."""
-
-    def __init__(self, kind: str, reason: str) -> None:
-        super().__init__(reason)
-        self.kind, self.reason = kind, reason
+_CUSTOM_CALL_HINT = ("it lowers to a native kernel (a custom call), which the trainer refuses: jnp.linalg's "
+                     "solve/inv/det/eig*/svd/qr/cholesky do; use elementwise terms, sums and norms")
 
 
 @dataclass(frozen=True)
 class ExportedReward:
-    """What the trainer receives for one reward program: serialised StableHLO and the component names."""
+    """What the trainer receives for one reward program: serialised StableHLO for batches of exactly `rows` rows
+    and the component names."""
 
     hlo: bytes
     components: tuple[str, ...]
     obs_dim: int
     act_dim: int
+    rows: int
 
     @property
     def digest(self) -> str:
         return hashlib.sha256(self.hlo).hexdigest()[:16]
+
+    @property
+    def expected(self) -> Expected:
+        return Expected(self.obs_dim, self.act_dim, len(self.components), self.rows)
 
 
 # -- sandbox side ---------------------------------------------------------------------------------------------
@@ -89,7 +92,7 @@ class JaxProgram:
     """A loaded compute_reward, exported once at construction; calls run the exported computation."""
 
     def __init__(self, fn: Callable, fields: list[list], obs_dim: int, act_dim: int,
-                 platforms: tuple[str, ...] = PLATFORMS) -> None:
+                 platforms: tuple[str, ...] = PLATFORMS, rows: int | None = None) -> None:
         import jax
         from jax import export
 
@@ -110,7 +113,7 @@ class JaxProgram:
             cols += [_column(f"component {k!r}", v, batch) for k, v in out[1].items()]
             return jnp.stack(cols, axis=1)
 
-        (b,) = export.symbolic_shape("b")
+        (b,) = export.symbolic_shape("b") if rows is None else (rows,)
         specs = [jax.ShapeDtypeStruct((b, d), np.float32) for d in (obs_dim, act_dim, obs_dim)]
         try:
             self.exported = export.export(jax.jit(flat), platforms=platforms)(*specs)
@@ -119,7 +122,20 @@ class JaxProgram:
         except Exception as exc:  # noqa: BLE001 - any tracing failure of an untrusted program is a failure record
             raise ExportError("runtime_error", f"{_TRACE_HINT}. {type(exc).__name__}: {str(exc)[:240]}") from None
         self._call = jax.jit(self.exported.call)
-        self.obs_dim, self.act_dim = obs_dim, act_dim
+        self.obs_dim, self.act_dim, self.rows = obs_dim, act_dim, rows
+        if rows is not None:  # the artefact for the trainer: the checks it will meet, with a repair hint
+            text = self.exported.mlir_module()
+            if "custom_call" in text:
+                target = text.split("custom_call", 1)[1].split("(", 1)[0].strip(" @")[:60]
+                raise ExportError("rejected", f"the program calls custom target {target!r}: {_CUSTOM_CALL_HINT}")
+
+    def dry_run(self, seed: int) -> None:
+        """One call at the exported size on standard normal rows (compile included): loops and sorts that only
+        bite at the training batch size bite here."""
+        rng = np.random.default_rng(seed)
+        cast = [rng.standard_normal((self.rows, d), dtype=np.float32) for d in (self.obs_dim, self.act_dim,
+                                                                                 self.obs_dim)]
+        self._call(*cast).block_until_ready()
 
     def serialize(self) -> bytes:
         return bytes(self.exported.serialize())
@@ -139,37 +155,19 @@ def _platform() -> str:
     return {"gpu": "cuda"}.get(backend, backend)
 
 
-def _check_module(text: str) -> None:
-    for name in set(re.findall(r"custom_call\s*@([\w.]+)", text)):
-        if not _ALLOWED_CUSTOM_CALLS.match(name):
-            raise ExportError("rejected", f"the exported program calls custom target {name!r}")
-    for op in _FORBIDDEN_OPS:
-        if op in text:
-            raise ExportError("rejected", f"the exported program uses {op} (host communication)")
-
-
 def load(prog: ExportedReward) -> Any:
-    """Deserialise and check one program; returns a jax.export.Exported whose `call` the learner jits."""
+    """Check the metadata, deserialise, and check the module (signature, operations); returns a jax.export.Exported
+    whose `call` the learner jits. The artefact was inspected in a throwaway process before it got here
+    (bird/reward/inspector.py); the trainer repeats every check (it parses the module to compile it anyway)."""
     from jax import export
 
+    want = prog.expected
+    platforms = check_metadata(prog.hlo, want)
+    if _platform() not in platforms:
+        raise ExportError("bad_output", f"exported for {list(platforms)}; the trainer runs on {_platform()}")
     try:
         exp = export.deserialize(bytearray(prog.hlo))
     except Exception as exc:  # noqa: BLE001 - corrupt bytes are this candidate's failure
         raise ExportError("bad_output", f"cannot deserialise the exported program: {type(exc).__name__}") from None
-    ins = [(tuple(str(d) for d in a.shape), str(a.dtype)) for a in exp.in_avals]
-    want = [(("b", str(prog.obs_dim)), "float32"), (("b", str(prog.act_dim)), "float32"),
-            (("b", str(prog.obs_dim)), "float32")]
-    outs = [(tuple(str(d) for d in a.shape), str(a.dtype)) for a in exp.out_avals]
-    if ins != want or outs != [(("b", str(1 + len(prog.components))), "float32")]:
-        raise ExportError("bad_output", f"exported signature {ins} -> {outs} does not match the task")
-    if exp.ordered_effects or exp.unordered_effects or exp.nr_devices != 1:
-        raise ExportError("rejected", "the exported program has side effects or spans several devices")
-    if _platform() not in exp.platforms:
-        raise ExportError("bad_output", f"exported for {exp.platforms}; the trainer runs on {_platform()}")
-    _check_module(exp.mlir_module())
+    check_module(exp, want)
     return exp
-
-
-def columns(exp: Any, obs: Any, act: Any, nxt: Any) -> Any:
-    """[reward, *components] (B, 1 + C) float32 for float32 inputs of any batch size; call inside jit."""
-    return exp.call(obs, act, nxt)

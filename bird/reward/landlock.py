@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["abi_version", "restrict", "LandlockResult"]
@@ -19,7 +21,8 @@ _RULE_PATH_BENEATH = 1
 # filesystem rights, by the ABI version that introduced them
 _FS_V1 = (1 << 13) - 1  # EXECUTE, WRITE_FILE, READ_FILE, READ_DIR, REMOVE_DIR/FILE, MAKE_CHAR/DIR/REG/SOCK/FIFO/BLOCK/SYM
 _FS_BY_ABI = {2: 1 << 13, 3: 1 << 14, 5: 1 << 15}  # REFER, TRUNCATE, IOCTL_DEV
-_EXECUTE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 2, 1 << 3
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_IOCTL_DEV = 1 << 15  # ABI 5
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
@@ -61,6 +64,7 @@ class LandlockResult:
     network: bool = False  # TCP bind and connect denied
     scoped: bool = False  # signals and abstract unix sockets confined to the sandbox
     read_paths: list[str] = field(default_factory=list)
+    device_paths: list[str] = field(default_factory=list)  # read, write and (ABI >= 5) ioctl: GPU device nodes
 
 
 def _fs_rights(abi: int) -> int:
@@ -71,9 +75,24 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
-def restrict(read_paths: list[str]) -> LandlockResult:
-    """Restrict this (single-threaded) process: read and map files under `read_paths` only, write nothing,
-    no TCP, no signals outside the sandbox. Raises OSError when the kernel refuses; returns what is enforced."""
+def _add_rule(ruleset: int, path: str, access: int) -> bool:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return False  # a path that does not exist here needs no rule
+    try:
+        rule = _PathBeneathAttr(access, fd)
+        _syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
+                 ctypes.c_uint32(0))
+        return True
+    finally:
+        os.close(fd)
+
+
+def restrict(read_paths: Sequence[str], device_paths: Sequence[str] = ()) -> LandlockResult:
+    """Restrict this (single-threaded) process: read and map files under `read_paths` only, write nothing except
+    the device nodes in `device_paths` (read, write, ioctl: a GPU's), no TCP, no signals outside the sandbox.
+    Raises OSError when the kernel refuses; returns what is enforced."""
     abi = abi_version()
     if abi < 1:
         raise OSError("Landlock is not available in this kernel")
@@ -84,19 +103,13 @@ def restrict(read_paths: list[str]) -> LandlockResult:
     result = LandlockResult(abi, True, abi >= 4, abi >= 6)
     try:
         for path in read_paths:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # a path that does not exist here needs no rule
-            try:
-                is_dir = os.path.isdir(path)
-                access = _READ_FILE | _EXECUTE | (_READ_DIR if is_dir else 0)
-                rule = _PathBeneathAttr(access, fd)
-                _syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
-                         ctypes.c_uint32(0))
+            if _add_rule(ruleset, path, _READ_FILE | _EXECUTE | (_READ_DIR if os.path.isdir(path) else 0)):
                 result.read_paths.append(path)
-            finally:
-                os.close(fd)
+        for path in device_paths:  # character devices only: never a directory or a regular file
+            if not os.path.exists(path) or not stat.S_ISCHR(os.stat(path).st_mode):
+                continue
+            if _add_rule(ruleset, path, _READ_FILE | _WRITE_FILE | (_IOCTL_DEV if abi >= 5 else 0)):
+                result.device_paths.append(path)
         _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)

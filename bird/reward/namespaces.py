@@ -238,10 +238,14 @@ def _bind(real: str, root: str, writable: bool) -> None:
         _mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _locked_flags(real))
 
 
-def _mount_proc(target: str) -> str:
+def _mount_proc(target: str, entries: bool = False) -> str:
+    """A /proc of this pid namespace at `target`: process directories only, or also the machine-wide entries
+    (`entries`: /proc/cpuinfo, /proc/meminfo, /proc/driver/... for the trainer; Landlock then picks the readable)."""
     os.mkdir(target, 0o555)
     flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-    for data, what in (("hidepid=invisible,subset=pid", "process directories only (subset=pid)"), (None, "")):
+    first = ("hidepid=invisible", "its process directories and machine-wide entries") if entries else \
+        ("hidepid=invisible,subset=pid", "process directories only (subset=pid)")
+    for data, what in (first, (None, "")):
         try:
             _mount("proc", target, "proc", flags, data)
             return f"/proc of the new pid namespace only, {what or 'all entries'}"
@@ -265,7 +269,8 @@ def _pivot_root(root: str) -> None:
 def build_tree(read_paths: Sequence[str], devices: Sequence[str] = (), writable_paths: Sequence[str] = ()) -> TreeResult:
     """Enter a new mount namespace whose root is a read-only tmpfs holding only `read_paths` (read-only),
     `writable_paths` (read-write), /dev/{null,zero,full,random,urandom} plus `devices` (read-write, e.g. the GPU's
-    /dev/nvidia*), and /proc when this process is pid 1 of its own pid namespace. The current directory (an empty
+    /dev/nvidia*), and /proc when this process is pid 1 of its own pid namespace (then read paths under /proc are
+    that /proc's, not binds of the host's). The current directory (an empty
     one the caller made, not "/") holds the new root and is recreated, empty, inside it."""
     cwd = os.getcwd()
     if cwd == "/":
@@ -274,7 +279,8 @@ def build_tree(read_paths: Sequence[str], devices: Sequence[str] = (), writable_
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)  # nothing done here propagates to the host
     root = cwd
     _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=1m,nr_inodes=8192")
-    reals = {p: _mirror(p, root) for p in list(read_paths) + list(writable_paths)}
+    fresh_proc = [p for p in read_paths if STATE.pid and (p == "/proc" or p.startswith("/proc/"))]  # its own /proc
+    reals = {p: _mirror(p, root) for p in list(read_paths) + list(writable_paths) if p not in fresh_proc}
     writable = {reals[p] for p in writable_paths if reals[p]}
     bound: list[str] = []
     for real in sorted({r for r in reals.values() if r}):
@@ -290,7 +296,8 @@ def build_tree(read_paths: Sequence[str], devices: Sequence[str] = (), writable_
             if host not in devices:
                 _mount(None, root + host, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _locked_flags(host))
             dev.append(host)
-    proc = _mount_proc(root + "/proc") if STATE.pid else "no /proc (no pid namespace of its own: it would show the host's)"
+    entries = any(not p.startswith(("/proc/self", "/proc/thread-self")) for p in fresh_proc)
+    proc = _mount_proc(root + "/proc", entries) if STATE.pid else "no /proc (no pid namespace of its own: it would show the host's)"
     os.makedirs(root + cwd, 0o755, exist_ok=True)
     _mount(None, root, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, "mode=0755")
     _pivot_root(root)

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-import re
 import select
 import shutil
 import signal
@@ -16,40 +14,36 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bird.envs.base import ObsIndex
-from bird.reward import isolation, protocol
+from bird.reward import isolation, protocol, replies
 from bird.reward.languages import Language, get_language
+from bird.reward.replies import COMPONENT_NAME, MAX_COMPONENTS, RewardProgramError
 from bird.reward.static import CONTRACT_ENTRIES, check_source
 from bird.types import Failure, FailureKind
 
-__all__ = ["SandboxedReward", "RewardProgramError", "SandboxSetupError", "WorkerProcess", "COMPONENT_NAME"]
+__all__ = ["SandboxedReward", "RewardProgramError", "SandboxSetupError", "WorkerProcess", "COMPONENT_NAME",
+           "JAX_DRY_RUN_SEED", "BOOT", "worker_paths"]
 
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 60.0  # interpreter + numpy import + layers: trusted code, not the program
-COMPONENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-MAX_COMPONENTS = 32
-_KINDS = {"runtime_error", "bad_output", "non_finite", "timeout"}
-_BOOT = ("import importlib, json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
+_BOOT = ("import importlib, json, site, sys; paths = json.loads(sys.argv[2]); sys.path[:0] = paths; "
+         # an interpreter outside the venv: its site-packages' .pth files (editable installs) as the venv would
+         "[site.addsitedir(p) for p in paths if p.endswith(('site-packages', 'dist-packages'))]; "
          "importlib.import_module(sys.argv[3]).main(int(sys.argv[1]))")
 _warned: set[tuple[str, ...]] = set()
+BOOT = _BOOT  # `python -I -c BOOT FD PATHS MODULE`: how every isolated process (and the trainer's compile step) starts
 
 
 _TRACE_TIMEOUT_S = 120.0  # jax tracing and lowering of one program (XLA's first compile included)
 _MAX_EXPORT_BYTES = 16 * 2**20  # serialised StableHLO of one reward program
-
-
-class RewardProgramError(RuntimeError):
-    """The program failed (raised, timed out, returned bad or non-finite values); carries the Failure record."""
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(f"{failure.kind}: {failure.reason}")
-        self.failure = failure
+JAX_DRY_RUN_SEED = 20  # the dry run's inputs: standard normal rows from this seed
 
 
 class SandboxSetupError(RuntimeError):
@@ -57,7 +51,7 @@ class SandboxSetupError(RuntimeError):
     change. Raised when the first worker starts, before any program runs."""
 
 
-def _worker_paths() -> list[str]:
+def worker_paths() -> list[str]:
     """sys.path for the worker: where bird is, then the host's absolute path entries (it starts with -I)."""
     root = str(Path(__file__).resolve().parents[2])
     return list(dict.fromkeys([root] + [p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)]))
@@ -72,7 +66,7 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _death(code: int | None, call_timeout_s: float) -> Failure:
+def _death(code: int | None, call_timeout_s: float, name: str = "reward worker", cgroup: str = "") -> Failure:
     if code is not None and code < 0:
         sig = -code
         if sig == signal.SIGXCPU:
@@ -82,31 +76,48 @@ def _death(code: int | None, call_timeout_s: float) -> Failure:
             return Failure(FailureKind.RUNTIME_ERROR, "the file-size limit fired (RLIMIT_FSIZE=0: no file may grow)")
         if sig == signal.SIGSYS:
             return Failure(FailureKind.RUNTIME_ERROR, "the syscall filter (seccomp) killed the worker")
+        if sig == signal.SIGKILL and cgroup:
+            return Failure(FailureKind.RUNTIME_ERROR, f"{name} killed (SIGKILL): {cgroup} fired")
         if sig == signal.SIGKILL:
-            return Failure(FailureKind.RUNTIME_ERROR, "reward worker killed (SIGKILL): its CPU-time budget "
+            return Failure(FailureKind.RUNTIME_ERROR, f"{name} killed (SIGKILL): its CPU-time budget "
                                                       f"({isolation.CPU_BUDGET_S} s) or the out-of-memory killer")
-        return Failure(FailureKind.RUNTIME_ERROR, f"reward worker crashed ({signal.Signals(sig).name})")
-    return Failure(FailureKind.RUNTIME_ERROR, f"reward worker exited (code {code}) before replying")
+        try:
+            signame = signal.Signals(sig).name
+        except ValueError:
+            signame = f"signal {sig}"
+        return Failure(FailureKind.RUNTIME_ERROR, f"{name} crashed ({signame})")
+    return Failure(FailureKind.RUNTIME_ERROR, f"{name} exited (code {code}) before replying")
 
 
 class WorkerProcess:
-    """One isolated worker: spawn, framed requests with deadlines, validated reply frames, group kill.
+    """One isolated process: spawn, framed requests with deadlines, validated reply frames, group kill.
 
-    :param module: the worker entry module; its main(result_fd) must call bird.reward.worker.start() first.
+    :param language: the reward-program language (its environment and init message); None with `init` and `env`.
+    :param module: the entry module; its main(result_fd) applies the layers first (bird.reward.worker.start).
     :param extra_paths: put before the host's sys.path in the worker (where a test's entry module lives).
+    :param init: the first request (it carries the isolation settings); default: the language's.
+    :param env: the process's whole environment besides PATH; default: the language's.
+    :param name: how messages name this process ("reward worker", "trainer", ...).
+    :param layer_names: the layers it must report; `warn`: log the inactive ones once per process (the trainer
+        reports after its deferred uid drop instead).
     """
 
-    def __init__(self, language: Language, memory_mb: int, call_timeout_s: float,
-                 module: str = "bird.reward.worker", extra_paths: tuple[str, ...] = ()) -> None:
+    def __init__(self, language: Language | None, memory_mb: int, call_timeout_s: float,
+                 module: str = "bird.reward.worker", extra_paths: tuple[str, ...] = (),
+                 init: dict[str, Any] | None = None, env: Mapping[str, str] | None = None,
+                 startup_timeout_s: float = STARTUP_TIMEOUT_S,
+                 name: str = "reward worker", layer_names: tuple[str, ...] = isolation.LAYERS,
+                 warn: bool = True) -> None:
         isolation.harden_host()  # the parent and every training process: /proc/<pid>/environ and mem unreadable
         self.call_timeout_s = call_timeout_s
+        self.name = name
         self.seq = 0
-        self.workdir = tempfile.mkdtemp(prefix="bird-reward-")
+        self.workdir = tempfile.mkdtemp(prefix=f"bird-{name.split()[0]}-")
         r, w = os.pipe()
-        env = {"PATH": os.defpath, **language.env}
+        env = {"PATH": os.defpath, **(env if env is not None else language.env if language else {})}
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT, str(w), json.dumps([*extra_paths, *_worker_paths()]), module],
+                [sys.executable, "-I", "-c", _BOOT, str(w), json.dumps([*extra_paths, *worker_paths()]), module],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(w,),
                 env=env, cwd=self.workdir, start_new_session=True, close_fds=True,
             )
@@ -124,23 +135,21 @@ class WorkerProcess:
         os.set_blocking(self._stdin, False)  # a worker that stops reading must not block the host
         self._out_poll = select.poll()
         self._out_poll.register(self._stdin, select.POLLOUT)
-        init = {"language": language.name, "isolation": {
-            "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
-        reply, _ = self.request(init, b"", STARTUP_TIMEOUT_S, 0, "worker start-up (interpreter, imports, layers)",
-                                f"{STARTUP_TIMEOUT_S:g} s start-up limit")
+        if init is None:
+            assert language is not None, "a WorkerProcess without a language needs its init message"
+            init = {"language": language.name, "isolation": {
+                "memory_mb": memory_mb, "call_timeout_s": call_timeout_s, "host_pid": os.getpid()}}
+        reply, _ = self.request(init, b"", startup_timeout_s, 0, f"{name} start-up (interpreter, imports, layers)",
+                                f"{startup_timeout_s:g} s start-up limit")
         if "refused" in reply:
             self.close()
             raise SandboxSetupError("the reward sandbox cannot start: " + protocol.clean_text(reply["refused"], 1500))
-        self.layers = [{"name": protocol.clean_text(d.get("name"), 40), "active": d.get("active") is True,
-                        "detail": protocol.clean_text(d.get("detail"), 800)}
-                       for d in reply.get("layers", []) if isinstance(d, dict)]
-        missing = [n for n in isolation.LAYERS if n not in {d["name"] for d in self.layers}]
-        self.layers += [{"name": n, "active": False, "detail": "not reported by the worker"} for n in missing]
+        self.layers = replies.layer_list(reply.get("layers"), layer_names)
         inactive = tuple(d["name"] for d in self.layers if not d["active"])
-        if inactive and inactive not in _warned:
+        if warn and inactive and inactive not in _warned:
             _warned.add(inactive)
-            log.warning("reward sandbox runs without these OS layers: %s (python -m bird.reward check --explain)",
-                        ", ".join(inactive))
+            log.warning("%s runs without these OS layers: %s (python -m bird.reward check --explain)",
+                        name, ", ".join(inactive))
 
     @property
     def inactive_layers(self) -> dict[str, str]:
@@ -150,16 +159,25 @@ class WorkerProcess:
     def request(self, header: dict[str, Any], payload: bytes, timeout: float, max_payload: int, what: str,
                 limit: str) -> tuple[dict[str, Any], bytes]:
         """Send one request; return the reply header and payload, both size-checked. Raises RewardProgramError."""
-        self.seq += 1
         deadline = time.monotonic() + timeout
+        self.send(header, payload, deadline, what, limit)
+        return self.receive(deadline, max_payload, what, limit)
+
+    def send(self, header: dict[str, Any], payload: bytes, deadline: float, what: str, limit: str) -> None:
+        """Write one request (a new sequence number) before `deadline` (time.monotonic)."""
+        self.seq += 1
         self._write(protocol.encode({**header, "seq": self.seq}, payload), deadline, what, limit)
+
+    def receive(self, deadline: float, max_payload: int, what: str, limit: str) -> tuple[dict[str, Any], bytes]:
+        """The next reply frame of the current request, read before `deadline`: a JSON object of at most
+        protocol.MAX_HEADER bytes with the current sequence number, and at most `max_payload` payload bytes."""
         (hlen,) = struct.unpack("<I", self._read(4, deadline, what, limit))
         if hlen > protocol.MAX_HEADER:
             self._bad(f"reply header of {hlen} bytes (limit {protocol.MAX_HEADER})")
         try:
             reply = json.loads(self._read(hlen, deadline, what, limit))
-        except ValueError:
-            self._bad("a reply header that is not JSON")
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested too deep to read
+            self._bad("a reply header that is not JSON (or nested too deeply)")
         if not isinstance(reply, dict) or reply.get("seq") != self.seq:
             self._bad("a reply frame out of sequence")
         (plen,) = struct.unpack("<Q", self._read(8, deadline, what, limit))
@@ -169,7 +187,7 @@ class WorkerProcess:
 
     def _bad(self, what: str) -> None:
         self.close()
-        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, f"reward worker sent {what}"))
+        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, f"{self.name} sent {what}"))
 
     def _write(self, data: bytes, deadline: float, what: str, limit: str) -> None:
         view = memoryview(data)
@@ -229,8 +247,9 @@ class WorkerProcess:
                 code = -info.si_status if killed else info.si_status
                 break
             time.sleep(0.01)
+        fired = isolation.tasks_fired(self.proc.pid)  # read before close() removes its cgroup
         self.close()
-        return _death(code, self.call_timeout_s)
+        return _death(code, self.call_timeout_s, self.name, fired)
 
     def close(self) -> None:
         """Kill the worker's whole process group, reap it, remove its working directory and its cgroup."""
@@ -254,27 +273,11 @@ class WorkerProcess:
             self.workdir = ""
 
 
-def _failure_from(reply: dict[str, Any]) -> Failure:
-    kind = reply.get("kind")
-    kind = FailureKind(kind) if kind in _KINDS else FailureKind.RUNTIME_ERROR
-    return Failure(kind, protocol.clean_text(reply.get("reason", "unknown error"), 500),
-                   protocol.clean_text(reply.get("detail", ""), 4000, newlines=True))
-
-
 def _decode_table(reply: dict[str, Any], data: bytes, batch: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """reward (B,), {component: (B,)} from a float64 (B, 1 + n) table; names are short identifiers."""
-    names = reply.get("names")
-    if not isinstance(names, list) or len(names) > MAX_COMPONENTS:
-        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, f"at most {MAX_COMPONENTS} components allowed"))
-    for name in names:
-        if not isinstance(name, str) or not COMPONENT_NAME.fullmatch(name):
-            shown = protocol.clean_text(name, 80)
-            raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, f"component name {shown!r} must be an identifier "
-                                                                     "(letters, digits, _; at most 64 characters)"))
-    if len(set(names)) != len(names):
-        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "duplicate component names"))
+    names = replies.component_names(reply.get("names"))
     if len(data) != batch * (1 + len(names)) * 8:
-        raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "worker reply has the wrong size"))
+        raise replies.bad("worker reply has the wrong size")
     values = np.frombuffer(data, dtype="<f8").reshape(batch, 1 + len(names))
     if not np.isfinite(values).all():
         bad = ["reward", *names][int(np.where(~np.isfinite(values).all(axis=0))[0][0])]
@@ -318,31 +321,27 @@ class SandboxedReward:
         load = {"code": code, "entry": entry, "fields": fields, "contract": contract}
         reply, _ = self._worker.request(load, b"", call_timeout_s, 0, "module-level code",
                                         f"per-call time limit (call_timeout_s={call_timeout_s:g} s, wall clock)")
-        if not reply.get("ok"):
+        try:
+            self._loaded(reply, action_dim)
+        except BaseException:
             self.close()
-            raise RewardProgramError(_failure_from(reply))
-        plan = reply.get("plan_list", [])
-        if not isinstance(plan, list) or len(plan) > 64:
-            self.close()
-            raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "plan_list must be a list of at most 64 strings"))
-        self.plan_list: list[str] = [protocol.clean_text(p, 300) for p in plan]  # progress_program only
-        weights = reply.get("weights", {})
-        if (not isinstance(weights, dict) or len(weights) > 64
-                or not all(isinstance(v, int | float) and math.isfinite(v) for v in weights.values())):
-            self.close()
-            raise RewardProgramError(Failure(FailureKind.BAD_OUTPUT, "REWARD_WEIGHTS must map at most 64 names to finite numbers"))
-        self.weights: dict[str, float] = {protocol.clean_text(k, 100): float(v) for k, v in weights.items()}  # weighted only
+            raise
+
+    def _loaded(self, reply: dict[str, Any], action_dim: int | None) -> None:
+        """Read the load reply; a jax program is traced and exported now (its failures are this program's)."""
+        if not replies.is_ok(reply):
+            raise RewardProgramError(replies.failure_from(reply))
+        self.plan_list: list[str] = replies.text_list(reply.get("plan_list", []), 64, 300, "plan_list")
+        self.weights: dict[str, float] = replies.finite_map(reply.get("weights", {}), 64, "REWARD_WEIGHTS")
         self.action_dim = action_dim
-        if language == "jax":  # traced and exported now: tracing failures are this program's failure
+        if self.language.name == "jax":
             if action_dim is None:
-                self.close()
                 raise ValueError("a jax reward program is exported for a fixed action size: pass action_dim")
             reply, _ = self._worker.request({"op": "trace", "act_dim": int(action_dim)}, b"", _TRACE_TIMEOUT_S, 0,
                                             "jax tracing", f"tracing time limit ({_TRACE_TIMEOUT_S:g} s)")
-            if not reply.get("ok"):
-                self.close()
-                raise RewardProgramError(_failure_from(reply))
-            self.component_names = tuple(protocol.clean_text(n, 64) for n in reply.get("names", []))
+            if not replies.is_ok(reply):
+                raise RewardProgramError(replies.failure_from(reply))
+            self.component_names = replies.component_names(reply.get("names"))
 
     @property
     def inactive_layers(self) -> dict[str, str]:
@@ -368,27 +367,37 @@ class SandboxedReward:
         reply, data = self._worker.request(
             header, payload, self.call_timeout_s, b * (1 + MAX_COMPONENTS) * 8, "reward program",
             f"per-call time limit (call_timeout_s={self.call_timeout_s:g} s, wall clock)")
-        if not reply.get("ok"):
-            raise RewardProgramError(_failure_from(reply))
+        if not replies.is_ok(reply):
+            raise RewardProgramError(replies.failure_from(reply))
         reward, comps = _DECODERS[self.language.reply](reply, data, b)
-        debug = reply.get("debug", {})
-        self.last_debug = {int(k): protocol.clean_text(v, 600) for k, v in debug.items()
-                           if isinstance(k, str) and k.isdigit() and int(k) in rows} if isinstance(debug, dict) else {}
+        self.last_debug = replies.debug_texts(reply.get("debug"), rows)
         self.component_names = tuple(comps)
         return reward, comps
 
-    def export(self) -> Any:
-        """The program as an ExportedReward (serialised StableHLO + component names); reward.language=jax only."""
-        from bird.reward.jax_export import ExportedReward
+    def export(self, rows: int, dry_run_timeout_s: float) -> Any:
+        """The program as an ExportedReward for batches of exactly `rows` rows (serialised StableHLO + component
+        names; reward.language=jax only), after a dry run at that size: the worker compiles and runs the exported
+        computation once on `rows` rows within `dry_run_timeout_s` (wall clock), so loops and sorts that only bite
+        at training size fail here, as this program's failure, and not in the trainer."""
+        from bird.reward.jax_export import MAX_ROWS, ExportedReward
 
         if self.language.name != "jax":
             raise ValueError(f"only jax programs can be exported (this one is {self.language.name})")
-        reply, data = self._worker.request({"op": "export"}, b"", _TRACE_TIMEOUT_S, _MAX_EXPORT_BYTES, "jax export",
-                                           f"tracing time limit ({_TRACE_TIMEOUT_S:g} s)")
-        if not reply.get("ok") or not data:
-            raise RewardProgramError(_failure_from(reply))
-        names = tuple(protocol.clean_text(n, 64) for n in reply.get("names", []))
-        return ExportedReward(bytes(data), names, self.obs_index.dim, int(self.action_dim or 0))
+        if not 1 <= rows <= MAX_ROWS:
+            raise ValueError(f"rows={rows} is outside 1..{MAX_ROWS}")
+        reply, data = self._worker.request({"op": "export", "rows": int(rows)}, b"", _TRACE_TIMEOUT_S,
+                                           _MAX_EXPORT_BYTES, "jax export", f"tracing time limit ({_TRACE_TIMEOUT_S:g} s)")
+        if not replies.is_ok(reply) or not data:
+            raise RewardProgramError(replies.failure_from(reply))
+        names = replies.component_names(reply.get("names"))
+        if names != self.component_names:
+            raise replies.bad(f"the export names components {list(names)}, the trace {list(self.component_names)}")
+        reply, _ = self._worker.request(
+            {"op": "dry_run", "rows": int(rows), "seed": JAX_DRY_RUN_SEED}, b"", dry_run_timeout_s, 0,
+            f"the training-size dry run ({rows:,} rows)", f"dry-run time limit ({dry_run_timeout_s:g} s, wall clock)")
+        if not replies.is_ok(reply):
+            raise RewardProgramError(replies.failure_from(reply))
+        return ExportedReward(bytes(data), names, self.obs_index.dim, int(self.action_dim or 0), int(rows))
 
     def close(self) -> None:
         if hasattr(self, "_worker"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import string
+import threading
 
 from bird.reward.languages import Language, get_language
 from bird.types import Failure, FailureKind
@@ -359,6 +360,9 @@ def _weights_failure(tree: ast.Module) -> Failure | None:
     return None
 
 
+_PARSING = threading.Lock()  # CPython 3.11's parser fails ("AST constructor recursion depth mismatch") in two threads
+
+
 def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_ARGS),
                  contract: str = "compute_reward", language: str = "numpy") -> Failure | None:
     """Return the first reason to reject `code`, or None when the static checks pass.
@@ -369,7 +373,8 @@ def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_AR
     :param language: the reward-program language (bird/reward/languages.py): which modules may be imported.
     """
     try:
-        tree = ast.parse(code)
+        with _PARSING:
+            tree = ast.parse(code)
     except SyntaxError as exc:
         return Failure(FailureKind.COMPILE_ERROR, f"line {exc.lineno}: {exc.msg}")
     except (RecursionError, MemoryError, ValueError) as exc:  # nested too deeply for the parser; null bytes

@@ -65,13 +65,20 @@ def start(result_fd: int) -> tuple[Session, Language]:
         extra_syscalls=language.extra_syscalls, extra_read_paths=language.extra_read_paths,
     )
     session.memory_mb, session.call_timeout_s = cfg.memory_mb, cfg.call_timeout_s
+    apply_layers(session, cfg)
+    return session, language
+
+
+def apply_layers(session: Session, cfg: isolation.IsolationConfig) -> list[isolation.Layer]:
+    """Apply the layers and report them to the host; a refusal (isolation.SetupRefused) is reported and ends the
+    process (the host raises SandboxSetupError with its message)."""
     try:
         layers = isolation.apply(cfg)
     except isolation.SetupRefused as exc:
         session.send({"ok": False, "refused": str(exc)})
         sys.exit(0)
     session.send({"ok": True, "layers": [layer.to_json() for layer in layers]})
-    return session, language
+    return layers
 
 
 def _load(session: Session, language: Language) -> Any:

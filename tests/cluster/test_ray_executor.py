@@ -116,3 +116,15 @@ def test_a_search_on_ray_gives_the_local_pools_result_bit_for_bit(ray_address, m
     assert result["config_hash"] == expected["config_hash"]
     comparison = compare_runs(read_run(local), read_run(tmp_path / "ray"))
     assert comparison.identical, [str(d) for d in comparison.differences][:10]
+
+
+def test_the_jax_trainer_walls_itself_inside_a_ray_task(ray_address):
+    """train.learner=jax_ppo on Ray: the Ray task is the trainer's host, as a local pool's worker is; the trainer it
+    starts there applies every layer, its deferred uid drop included (the training itself: tests/jaxpath)."""
+    import ray
+
+    from bird.reward.trainer_wall import explain_trainer
+
+    layers = ray.get(ray.remote(explain_trainer).options(num_cpus=1, max_retries=0).remote())
+    assert {d["name"] for d in layers} >= {"landlock", "seccomp", "network_namespace", "unprivileged_user"}
+    assert [d for d in layers if not d["active"]] == []

@@ -48,7 +48,7 @@ def test_sandbox_runs_the_exported_program_and_the_trainer_gets_the_same_numbers
     want, want_comps = _expected(spec, act, nxt)
     with SandboxedReward(PROGRAM, spec.obs_index, language="jax", action_dim=spec.action_dim) as program:
         reward, comps = program(obs, act, nxt)
-        exported = program.export()
+        exported = program.export(len(obs), 30.0)
     np.testing.assert_allclose(reward, want, rtol=1e-5, atol=1e-6)
     assert list(comps) == ["v", "c", "h", "bonus"] and exported.components == ("v", "c", "h", "bonus")
     for name, value in want_comps.items():
@@ -56,8 +56,8 @@ def test_sandbox_runs_the_exported_program_and_the_trainer_gets_the_same_numbers
     assert isinstance(exported.hlo, bytes)
     assert not [ln for ln in PROGRAM.splitlines() if ln.strip() and ln.strip().encode() in exported.hlo]  # no source
     assert b"compute_reward" not in exported.hlo  # no function names from the program (locations stripped)
-    cols = jax.jit(load(exported).call)(*(jnp.asarray(x, jnp.float32) for x in (obs[:4], act[:4], nxt[:4])))
-    np.testing.assert_allclose(np.asarray(cols)[:, 0], want[:4], rtol=1e-5, atol=1e-6)  # any batch size
+    cols = jax.jit(load(exported).call)(*(jnp.asarray(x, jnp.float32) for x in (obs, act, nxt)))
+    np.testing.assert_allclose(np.asarray(cols)[:, 0], want, rtol=1e-5, atol=1e-6)  # at the exported size
 
 
 @pytest.mark.parametrize("body, kind, words", [
@@ -91,9 +91,11 @@ def test_jax_imports_are_allowed_only_for_the_jax_language():
                         language="jax").kind == FailureKind.REJECTED
 
 
-def _host_callback_program(obs_dim: int, act_dim: int) -> ExportedReward:
+def _host_callback_program(obs_dim: int, act_dim: int, rows: int) -> ExportedReward:
     """An artefact a compromised sandbox could send: StableHLO calling the host-callback target (jax.export refuses
-    it unless its safety check is disabled, as here)."""
+    it unless its safety check is disabled, as here; the record of that is then removed from the metadata)."""
+    import dataclasses
+
     import jax
     import jax.numpy as jnp
     from jax import export
@@ -104,25 +106,29 @@ def _host_callback_program(obs_dim: int, act_dim: int) -> ExportedReward:
         r = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(obs.shape[:1], jnp.float32))(obs[:, 0])
         return jnp.stack([r], axis=1)
 
-    (b,) = export.symbolic_shape("b")
-    specs = [jax.ShapeDtypeStruct((b, d), jnp.float32) for d in (obs_dim, act_dim, obs_dim)]
+    specs = [jax.ShapeDtypeStruct((rows, d), jnp.float32) for d in (obs_dim, act_dim, obs_dim)]
     exp = export.export(jax.jit(f), disabled_checks=[export.DisabledSafetyCheck.custom_call(target)])(*specs)
-    return ExportedReward(bytes(exp.serialize()), (), obs_dim, act_dim)
+    exp = dataclasses.replace(exp, disabled_safety_checks=())
+    return ExportedReward(bytes(exp.serialize()), (), obs_dim, act_dim, rows)
 
 
-def test_trainer_rejects_artefacts_with_host_callbacks_corrupt_bytes_or_the_wrong_signature(spec):
+def test_inspector_and_trainer_reject_host_callbacks_corrupt_bytes_or_the_wrong_signature(spec):
+    from bird.reward.inspector import inspect_artefact
+
     with SandboxedReward(PROGRAM, spec.obs_index, language="jax", action_dim=spec.action_dim) as program:
-        good = program.export()
-    load(good)  # positive control: the genuine artefact passes
+        good = program.export(32, 30.0)
+    load(good)  # positive control: the genuine artefact passes both
+    assert inspect_artefact(good) is None
+    failure = inspect_artefact(_host_callback_program(spec.obs_index.dim, spec.action_dim, 32))
+    assert failure is not None and failure.kind == FailureKind.REJECTED and "custom_call" in failure.reason
     with pytest.raises(ExportError) as err:
-        load(_host_callback_program(spec.obs_index.dim, spec.action_dim))
-    assert err.value.kind == "rejected" and "callback" in err.value.reason
-    with pytest.raises(ExportError) as err:
-        load(ExportedReward(good.hlo[: len(good.hlo) // 2], good.components, good.obs_dim, good.act_dim))
+        load(ExportedReward(good.hlo[: len(good.hlo) // 2], good.components, good.obs_dim, good.act_dim, 32))
     assert err.value.kind == "bad_output"
     with pytest.raises(ExportError) as err:
-        load(ExportedReward(good.hlo, good.components, good.obs_dim + 1, good.act_dim))
-    assert "signature" in err.value.reason
+        load(ExportedReward(good.hlo, good.components, good.obs_dim + 1, good.act_dim, 32))
+    assert "the task needs" in err.value.reason
+    with pytest.raises(ExportError):
+        load(ExportedReward(good.hlo, good.components, good.obs_dim, good.act_dim, 64))  # exported for 32 rows
 
 
 def test_a_jax_program_is_traced_and_exported_behind_the_os_layers(spec):
@@ -133,7 +139,7 @@ def test_a_jax_program_is_traced_and_exported_behind_the_os_layers(spec):
         active = {layer["name"] if isinstance(layer, dict) else layer.name for layer in program.layers} - set(
             program.inactive_layers)
         limit = next(d["detail"] for d in program.layers if d["name"] == "task_limit")
-        exported = program.export()
+        exported = program.export(16, 30.0)
     assert set(_numpy_layers(spec)) <= active
     assert "task_limit" not in active or f"at most {isolation.thread_task_limit()} task(s)" in limit, limit
     assert exported.components == ("x",) and len(exported.hlo) > 1000

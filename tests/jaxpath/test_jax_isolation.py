@@ -1,7 +1,9 @@
-"""A reward program's Python never runs in the trainer: the pool sends exported bytes, never source, and the
-trainer process ends up holding no module, function or code object of the program."""
+"""A reward program's Python never runs in the trainer: the pool sends exported bytes, never source, the trainer's
+host (the pool's worker) ends up holding no module, function or code object of the program, and the trainer itself
+is a separate process behind every OS layer (recorded in each job's jax_ppo.json)."""
 
 import gc
+import json
 import pickle
 import sys
 import types
@@ -47,6 +49,10 @@ def test_trainer_receives_exported_bytes_and_never_runs_program_python(jax_cfg, 
             blob = pickle.dumps(job)
             for source in (FORWARD, UPRIGHT):
                 assert not [ln for ln in source.splitlines() if len(ln.strip()) > 8 and ln.strip().encode() in blob]
+        for job in shipped:
+            record = json.loads((tmp_path / job.candidate_id / "jax_ppo.json").read_text())
+            assert record["isolation"] and all(record["isolation"].values()), record["isolation"]
+            assert record["devices"] and record["program"] == job.program.digest
         assert submit(trainer_view).result() == {"functions": 0, "modules": []}
         submit(run_program_in_process, FORWARD).result()  # positive control: the same check sees executed source
         assert submit(trainer_view).result()["functions"] == 1

@@ -57,17 +57,12 @@ def _assert_same_curve(a, b):
 
 
 def test_k_trainings_in_one_program_equal_k_separate_runs(make_jobs):
-    from bird.learners.jax_ppo import _PROGRAMS, train_jax_ppo
+    from bird.learners.jax_ppo import train_jax_ppo
 
-    # 2 wide, like the pool-run tests (their worker processes load this program from the session's cache)
+    # 2 wide, like the pool-run tests (their trainers load this program from the session's cache)
     jobs = make_jobs([(FORWARD, 0), (UPRIGHT, 1)], env_steps=192)  # 3 PPO updates, 2 checkpoints
     together = train_jax_ppo(jobs)
-    compiled = dict(_PROGRAMS)
-    _PROGRAMS.clear()  # each separate run gets its own 1-wide program (no padding)
-    try:
-        alone = [train_jax_ppo([job])[0] for job in jobs]
-    finally:
-        _PROGRAMS.update(compiled)
+    alone = [train_jax_ppo([job])[0] for job in jobs]  # each separate run gets its own 1-wide program
     for a, b in zip(together, alone, strict=True):
         _assert_same_curve(a, b)
     assert together[0].curve[-1].components.keys() == {"forward", "ctrl"}

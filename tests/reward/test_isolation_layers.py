@@ -165,8 +165,13 @@ def test_task_limit_stops_a_thread_bomb_at_the_workers_own_limit(test_user):
     if ROOT and cgroups.parent(v1=True) is not None:  # here: the v1 pids hierarchy, the same files as v2
         out = run(["task_limit"], lambda: [_thread_bomb(), os.getpid()], config(threads=True, max_tasks=12,
                                                                                  cgroup="any"))
+        fired = isolation.tasks_fired(out["found"][1])  # what the host reads for a killed worker's message
         isolation.release_tasks(out["found"][1])  # what the host does once a worker is reaped
         assert out["found"][0] == 11 and "pids.max=12" in out["layers"][0]["detail"]
+        assert fired.startswith("pids.max of its cgroup (") and f"bird-worker-{out['found'][1]})" in fired, fired
+        calm = run(["task_limit"], os.getpid, config(threads=True, max_tasks=12, cgroup="any"))["found"]
+        assert isolation.tasks_fired(calm) == "", "a limit that never fired is not reported"
+        isolation.release_tasks(calm)
         made = re.search(r"cgroup v1 (\S+):", out["layers"][0]["detail"]).group(1)
         assert os.path.basename(made) == f"bird-worker-{out['found'][1]}" and not os.path.exists(made)
 
@@ -727,8 +732,8 @@ def test_a_failing_prctl_raises_with_its_errno():
     assert err.value.errno == 22
 
 
-def test_status_fields_are_read_from_proc():
-    assert isolation._status_field("Pid") == str(os.getpid())
-    assert isolation._status_field("NoSuchField") == ""
-    assert isolation._status_field("Uid").split()[0] == str(os.getuid())
+def test_capabilities_are_read_with_capget():
+    with open("/proc/self/status") as fh:
+        status = dict(line.split(":", 1) for line in fh)
+    assert isolation._capabilities() == (int(status["CapEff"], 16), int(status["CapPrm"], 16))
 

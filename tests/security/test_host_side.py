@@ -61,6 +61,10 @@ def _failure(program: SandboxedReward, **kw):
     ("duplicate_names", FailureKind.BAD_OUTPUT, "duplicate component names"),
     ("exit_in_call", FailureKind.RUNTIME_ERROR, "exited (code 3)"),
     ("never_replies", FailureKind.TIMEOUT, "reward program exceeded the per-call time limit (call_timeout_s=2 s"),
+    ("deep_json", FailureKind.BAD_OUTPUT, "nested too deeply"),
+    ("names_not_list", FailureKind.BAD_OUTPUT, "as a list of names"),
+    ("failure_odd_types", FailureKind.RUNTIME_ERROR, '{"a": [1, 2]}'),
+    ("ok_not_true", FailureKind.RUNTIME_ERROR, "unknown error"),
 ])
 def test_bad_replies_become_recorded_failures(fake, scenario, kind, words):
     failure = _failure(fake(scenario))
@@ -94,6 +98,33 @@ def test_texts_from_a_program_are_bounded_and_stripped(fake):
     assert len(failure.reason) <= 500 and len(failure.detail) <= 4000
     assert not CONTROL.search(failure.reason) and not CONTROL.search(failure.detail.replace("\n", ""))
     assert failure.reason.startswith("[2J[31mRRR") and "line one\nline two" in failure.detail
+
+
+def test_debug_keys_that_are_not_ascii_decimals_are_ignored(fake):
+    """"²".isdigit() is True but int("²") raises: such keys once broke every call."""
+    with fake("debug_not_int") as program:
+        _call(program, debug_rows=[0, 2])
+        assert program.last_debug == {0: "kept"}
+
+
+@pytest.mark.parametrize("scenario, words", [("plan_list_string", "plan_list must be a list"),
+                                             ("weights_odd", "REWARD_WEIGHTS must be a number")])
+def test_bad_load_replies_become_recorded_failures(fake, scenario, words):
+    with pytest.raises(RewardProgramError) as err:
+        fake(scenario)
+    assert err.value.failure.kind == FailureKind.BAD_OUTPUT and words in err.value.failure.reason
+
+
+@pytest.mark.parametrize("scenario, words", [
+    ("jax_trace_names_string", "as a list of names"), ("jax_trace_names_bad", "must be an identifier"),
+    ("jax_export_names_dict", "as a list of names"), ("jax_export_names_other", "the export names components"),
+    ("jax_dry_run_fails", "spun"),
+])
+def test_trace_and_export_replies_get_the_numpy_paths_name_checks(fake, scenario, words):
+    """The jax language's trace and export replies: the same name, count and type checks as a numpy call's."""
+    with pytest.raises(RewardProgramError) as err, fake(scenario, language="jax", action_dim=1) as program:
+        program.export(64, 5.0)
+    assert words in err.value.failure.reason, err.value.failure
 
 
 def test_debug_text_only_for_rows_asked_and_cleaned(fake):

@@ -56,8 +56,37 @@ def _call_reply(session, scenario: str, b: int) -> None:  # noqa: C901 - one bra
             pass
     elif scenario == "never_replies":
         time.sleep(60)
+    elif scenario == "deep_json":  # nested past the JSON reader's recursion limit, within the 64 KiB header limit
+        h = (f'{{"seq": {session.seq}, "ok": true, "names": ' + "[" * 30000 + "]" * 30000 + "}").encode()
+        _raw(session, struct.pack("<I", len(h)) + h + struct.pack("<Q", 0))
+    elif scenario == "names_not_list":
+        session.send({"ok": True, "names": "abc"}, table(0))
+    elif scenario == "debug_not_int":  # keys that pass str.isdigit() but not int()
+        session.send({"ok": True, "names": [], "debug": {"\u00b2": "sup", "\u2460": "circled", "0": "kept"}},
+                     table(0))
+    elif scenario == "failure_odd_types":
+        session.send({"ok": False, "kind": ["runtime_error"], "reason": {"a": [1, 2]}, "detail": 12})
+    elif scenario == "ok_not_true":
+        session.send({"ok": "yes", "names": []}, table(0))
     else:
         session.send({"ok": True, "names": []}, table(0))
+
+
+def _jax_replies(session, scenario: str) -> None:
+    while True:
+        try:
+            header, _ = session.recv()
+        except EOFError:
+            return
+        op = header.get("op")
+        if op == "trace":
+            names = {"jax_trace_names_string": "abc", "jax_trace_names_bad": ["ok", "bad name"]}.get(scenario, ["a"])
+            session.send({"ok": True, "names": names})
+        elif op == "export":
+            names = {"jax_export_names_dict": {"a": 1}, "jax_export_names_other": ["b"]}.get(scenario, ["a"])
+            session.send({"ok": True, "names": names}, b"\x00" * 128)
+        elif op == "dry_run":
+            session.send({"ok": scenario != "jax_dry_run_fails", "kind": "timeout", "reason": "spun"})
 
 
 def main(result_fd: int) -> None:
@@ -66,6 +95,14 @@ def main(result_fd: int) -> None:
     scenario = load["code"].splitlines()[0].removeprefix("# scenario: ").strip()
     if scenario == "plan_list_flood":
         session.send({"ok": True, "plan_list": ["step"] * 1000})
+    elif scenario == "plan_list_string":
+        session.send({"ok": True, "plan_list": "not a list"})
+    elif scenario == "weights_odd":
+        session.send({"ok": True, "weights": {"a": True, "b": float("inf")}})
+    elif scenario.startswith("jax_"):  # the jax language's trace and export replies
+        session.send({"ok": True})
+        _jax_replies(session, scenario)
+        return
     else:
         session.send({"ok": True, "plan_list": ["\x1b[31mred\x00 step"]} if scenario == "plan_list_clean" else {"ok": True})
     if scenario == "stops_reading":  # alive, but never reads another request

@@ -1,0 +1,71 @@
+"""A trainer that applies the real trainer layers, then answers with the scenario its first job's id names
+(`candidate_id` = "scenario:NAME"): well-formed runs, malformed frames, wrong values, silence, a crash."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import signal
+import struct
+import time
+
+from bird.reward import isolation
+from bird.reward.worker import Session
+
+SETTINGS = {"steps_per_update": 64, "n_updates": 3}
+CHECKPOINT = {"score": 0.1, "quantity": 0.2, "own_return": 1.0, "reference_return": 2.0, "episode_length": 10.0,
+              "components": {"a": 0.5}, "eval_own_return": math.nan}
+
+
+def _raw(session: Session, data: bytes) -> None:
+    os.write(session.result_fd, data)
+
+
+def main(result_fd: int) -> None:  # noqa: C901 - one branch per scenario
+    session = Session(result_fd)
+    init, _ = session.recv()
+    cfg = isolation.IsolationConfig.from_json(init["isolation"])
+    session.send({"ok": True, "layers": [layer.to_json() for layer in isolation.apply(cfg)]})
+    header, payload = session.recv()
+    jobs = pickle.loads(payload)  # noqa: S301 - from the host
+    scenario = jobs[0].candidate_id.removeprefix("scenario:")
+    drop = [isolation.drop_identity(cfg).to_json()] if cfg.defer_uid_drop and os.geteuid() == 0 else []
+    if scenario == "setup_deep_json":
+        h = (f'{{"seq": {session.seq}, "ok": true, "rows": ' + "[" * 30000 + "]" * 30000 + "}").encode()
+        _raw(session, struct.pack("<I", len(h)) + h + struct.pack("<Q", 0))
+        time.sleep(30)
+    settings = {} if scenario == "setup_no_settings" else SETTINGS
+    session.send({"ok": True, "rows": 32, "settings": settings, "timing": {"compile_s": 1.0}, "layers": drop,
+                  "devices": ["TFRT_CPU_0"]})
+    session.recv()  # load
+    live = [0, 7] if scenario == "load_live_out_of_range" else [0]
+    failures = {"²": {"kind": "timeout"}} if scenario == "load_failure_key" else {}
+    session.send({"ok": True, "failures": failures, "live": live})
+    session.recv()  # train
+    if scenario == "train_never_replies":
+        time.sleep(60)
+    if scenario == "train_crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    for update in range(1, 4 if scenario != "train_update_flood" else 40):
+        if update in (2, 3) and scenario != "train_update_flood":
+            checkpoint = {**CHECKPOINT, "env_steps": update * 64}
+            if scenario == "train_checkpoint_inf":
+                checkpoint["score"] = math.inf
+            if scenario == "train_checkpoint_extra":
+                checkpoint["secret"] = 1
+            session.send({"event": "checkpoint", "job": 0, "checkpoint": checkpoint})
+        session.send({"event": "update", "update": update + (1 if scenario == "train_update_skips" else 0)})
+    shipped = {"0": 0 if scenario == "train_ships_another_checkpoint" else 1}  # "final": the last of 2
+    session.send({"event": "trained", "failures": {}, "updates": 3, "timing": {"compile_s": 1.0}, "shipped": shipped})
+    try:
+        session.recv()  # outputs
+    except EOFError:
+        return
+    if scenario == "outputs_oversized":
+        h = json.dumps({"event": "output", "job": 0, "policy": 8, "arrays": [], "seq": session.seq}).encode()
+        _raw(session, struct.pack("<I", len(h)) + h + struct.pack("<Q", 1 << 40))
+        time.sleep(30)
+    session.send({"event": "output", "job": 0, "policy": 8, "arrays": []}, b"POLICY!!")
+    session.send({"event": "done"})

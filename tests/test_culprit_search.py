@@ -1,0 +1,69 @@
+"""The culprit search of the isolated JAX trainer (bird/learners/jax_isolated.py), against a stand-in for one
+trainer run: a group fails when it holds a poisoned program, as a real trainer's shared step does. The real
+trainer's version of this (a hanging artefact among clean programs) is tests/security/test_jax_path.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bird.learners.jax_isolated import search_culprits
+from bird.learners.trainer_host import Attempt
+from bird.reward.jax_export import ExportedReward
+from bird.types import Failure, FailureKind, TrainResult
+
+HANG = Failure(FailureKind.TIMEOUT, "training update 1 exceeded train.jax.update_timeout_s=600")
+
+
+@pytest.fixture
+def jobs(compose_cfg, tmp_path):
+    from bird.learners.job import make_job
+
+    cfg = compose_cfg("env=brax/hopper", "train.learner=jax_ppo")
+    return [replace(make_job(cfg, f"c{i}", None, i, 192, tmp_path / f"c{i}"),
+                    program=ExportedReward(bytes([i]) * 64, (), 11, 3, 32)) for i in range(7)]
+
+
+class Trainer:
+    """One run per call: the group fails (after its programs were sent) when it holds a poisoned candidate."""
+
+    def __init__(self, poisoned: set[str], blame: bool = True) -> None:
+        self.poisoned, self.blame, self.calls = poisoned, blame, []
+
+    def __call__(self, group, width, progress=None) -> Attempt:
+        self.calls.append(([j.candidate_id for j in group], width))
+        if any(j.candidate_id in self.poisoned for j in group):
+            return Attempt(group=HANG, blame=self.blame)
+        return Attempt(results=[TrainResult(j.candidate_id, j.seed, (), 192, 1.0) for j in group])
+
+
+def test_each_culprit_fails_alone_and_every_other_job_trains_in_a_group_without_one(jobs):
+    trainer = Trainer({"c2", "c5"})
+    found = search_culprits(jobs, 7, runner=trainer)
+    assert sorted(found) == list(range(7)) and [found[i].candidate_id for i in range(7)] == [j.candidate_id for j in jobs]
+    assert {r.candidate_id for r in found.values() if r.failure is not None} == {"c2", "c5"}
+    assert found[2].failure == HANG and found[0].env_steps == 192
+    assert (["c2"], 7) in trainer.calls and (["c5"], 7) in trainer.calls  # each found alone
+    assert {w for _, w in trainer.calls} == {7}  # every retry keeps the group's width
+    trained = [g for g, _ in trainer.calls if not set(g) & {"c2", "c5"}]
+    assert sorted(c for g in trained for c in g) == ["c0", "c1", "c3", "c4", "c6"]  # each trained exactly once
+    assert len(trainer.calls) <= 1 + 2 * 2 * 3  # at most two halves per level for each culprit
+
+
+def test_a_group_without_a_culprit_is_trained_once(jobs):
+    trainer = Trainer(set())
+    assert all(r.failure is None for r in search_culprits(jobs, 7, runner=trainer).values())
+    assert len(trainer.calls) == 1
+
+
+def test_a_failure_before_the_programs_arrived_is_every_jobs_and_is_not_retried(jobs):
+    trainer = Trainer({"c3"}, blame=False)  # e.g. the trainer did not start, or the training program did not compile
+    found = search_culprits(jobs, 7, runner=trainer)
+    assert len(trainer.calls) == 1 and all(r.failure == HANG for r in found.values())
+
+
+def test_a_group_of_reference_reward_jobs_is_not_searched(jobs):
+    trainer = Trainer({"c0"})
+    found = search_culprits([replace(j, program=None) for j in jobs[:3]], 3, runner=trainer)
+    assert len(trainer.calls) == 1 and all(r.failure == HANG for r in found.values())
