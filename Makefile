@@ -26,8 +26,9 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# the README's overhead figure; ARGS='--steps 256 --n-envs 2 --repeats 1' is a smoke run (tests/bench)
 bench: $(STAMP)
-	$(PY) bench/bench_overhead.py
+	$(PY) bench/bench_overhead.py $(ARGS)
 
 # mutation testing of the core modules (hours on 2 cores; not part of CI): docs/testing.md
 mutate: $(STAMP)

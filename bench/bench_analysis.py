@@ -1,6 +1,6 @@
 """Time the analysis layer on a SYNTHETIC 10,000-run collection (made-up scores; for timing only).
 
-    .venv/bin/python bench/bench_analysis.py [--n-runs 10000] [--keep DIR]
+    .venv/bin/python bench/bench_analysis.py [--n-runs 10000] [--keep DIR]     (--n-runs 200: a smoke run, seconds)
 
 Writes the collection in the docs/rundir.md layout into a temp dir (minimal files: status, result, one
 candidate.json per candidate), then times: reading the run directories, Parquet export, DuckDB aggregation over
@@ -50,9 +50,10 @@ def _timed(label: str, fn, results: dict):
 
 
 def _layout(n_runs: int) -> list[tuple[str, str, str, int, float]]:
-    """10 methods x 4 benchmarks x 25 tasks x 10 seeds = 10,000 runs (truncated to n_runs)."""
+    """10 methods x 4 benchmarks x 25 tasks x 10 seeds = 10,000 runs, truncated to n_runs; tasks, then seeds vary
+    slowest, so a small n_runs still has every method on every benchmark (200 runs: one task, 5 seeds)."""
     cells = [(f"method{m}", f"suite{b}", f"task{t:02d}", s, 0.15 * m - 0.7)
-             for m in range(10) for b in range(4) for t in range(25) for s in range(10)]
+             for t in range(25) for s in range(10) for b in range(4) for m in range(10)]
     return cells[:n_runs]
 
 

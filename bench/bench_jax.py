@@ -19,6 +19,7 @@ import datetime as dt
 import json
 import os
 import platform
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,12 +70,13 @@ def raw_brax(cfg, settings, adapter) -> dict:
 
 
 def bird_learner(cfg, k: int, out: Path) -> dict:
-    """bird's jax_ppo on K offline-synthesised programs (exported in the sandbox first; export time not counted)."""
+    """bird's jax_ppo numerics in this process on K offline-synthesised programs (prepared as the executors do;
+    the export is timed apart)."""
     import random
 
+    from bird.executors.jobs import prepare
     from bird.learners.jax_ppo import train_jax_ppo
     from bird.learners.job import make_job
-    from bird.learners.programs import export_jobs
     from bird.llm.offline.proposals import propose
     from bird.llm.offline.terms import render_program
     from bird.prompts import obs_fields_context
@@ -84,14 +86,17 @@ def bird_learner(cfg, k: int, out: Path) -> dict:
     codes = [render_program(propose(ctx, random.Random(i)), "bench", "jax") for i in range(k)]
     jobs = [make_job(cfg, f"c{i}", code, i, cfg.budget.env_steps, out / f"c{i}") for i, code in enumerate(codes)]
     start = time.perf_counter()
-    jobs, failed = export_jobs(jobs)  # export, training-size dry run and inspection of each program
+    groups, failed = prepare(cfg.train.learner, jobs)  # as the executors do: export, dry run, inspection; one group
     exported = time.perf_counter() - start
-    assert not failed, failed
+    if failed or len(groups) != 1:
+        raise RuntimeError(f"{len(groups)} groups, programs that did not export: {failed}")
+    jobs = groups[0]
     start = time.perf_counter()
-    results = train_jax_ppo(jobs)
+    results = train_jax_ppo(jobs)  # the numerics in this process, without the trainer's wall
     wall = time.perf_counter() - start
     bad = [r.failure for r in results if not r.ok]
-    assert not bad, bad
+    if bad:
+        raise RuntimeError(f"bird's trainings failed: {bad}")
     timing = json.loads((out / "c0" / "jax_ppo.json").read_text())["timing"]
     total = sum(r.env_steps for r in results)
     return {"trainings": k, "env_steps": total, "wall_s": wall, "env_steps_per_s": total / wall, **timing,
@@ -165,14 +170,14 @@ def main() -> None:
     print(f"raw brax ppo.train   1 training : {raw['env_steps']:>11,} steps {raw['wall_s']:8.1f} s "
           f"{raw['env_steps_per_s']:>10,.0f} steps/s (steady training {raw['steady_training_env_steps_per_s']})",
           flush=True)
-    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_jax_{os.getpid()}"
-    bird = bird_learner(cfg, args.k, out)
-    print(f"bird jax_ppo   {args.k:>3} trainings: {bird['env_steps']:>11,} steps {bird['wall_s']:8.1f} s "
-          f"{bird['env_steps_per_s']:>10,.0f} steps/s (compile {bird.get('compile_s')} s, first update "
-          f"{bird.get('first_update_s')} s, then {bird.get('steady_env_steps_per_s')} steps/s incl. evaluation)")
-    ratio = bird["env_steps_per_s"] / raw["env_steps_per_s"]
-    print(f"ratio bird/raw (env steps/s, compile included): {ratio:.2f}", flush=True)
-    iso = bird_isolated(bird.pop("jobs"), {**bird, "steps_per_update": settings.steps_per_update})
+    with tempfile.TemporaryDirectory(prefix="bench_jax_") as out:
+        bird = bird_learner(cfg, args.k, Path(out))
+        print(f"bird jax_ppo   {args.k:>3} trainings: {bird['env_steps']:>11,} steps {bird['wall_s']:8.1f} s "
+              f"{bird['env_steps_per_s']:>10,.0f} steps/s (compile {bird.get('compile_s')} s, first update "
+              f"{bird.get('first_update_s')} s, then {bird.get('steady_env_steps_per_s')} steps/s incl. evaluation)")
+        ratio = bird["env_steps_per_s"] / raw["env_steps_per_s"]
+        print(f"ratio bird/raw (env steps/s, compile included): {ratio:.2f}", flush=True)
+        iso = bird_isolated(bird.pop("jobs"), {**bird, "steps_per_update": settings.steps_per_update})
     iso_ratio = iso["env_steps_per_s"] / raw["env_steps_per_s"]
     print(f"bird jax_ppo isolated {args.k:>3} trainings: {iso['env_steps']:>11,} steps {iso['wall_s']:8.1f} s "
           f"{iso['env_steps_per_s']:>10,.0f} steps/s; ratio isolated/raw {iso_ratio:.2f}")

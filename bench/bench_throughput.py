@@ -3,9 +3,10 @@ compute estimates (`python -m bird.sweeps`) divide by.
 
     python bench/bench_throughput.py [--env mujoco/hopper metaworld/push] [--steps 32768] [--repeats 2]
 
-Runs bird's training path (bird.learners.sb3_ppo.train_ppo) with budget=matched's learner settings (SB3 PPO at its
+Runs bird's learner as the executors call it (`call_learner`) with budget=matched's learner settings (SB3 PPO at its
 defaults on one env, as BIRD's matched runs; one torch thread) on the env's reference reward, with a single
 end-of-training evaluation episode. Extra overrides (e.g. trainer=sb3_tuned) go after --override.
+`--steps 256 --repeats 1` is a smoke run (seconds).
 
 Two rates per run: env steps per wall second, and per CPU second of the process (user + system, its children
 included). On a shared machine the wall rate falls with the load; the CPU rate is what one dedicated core does, and it
@@ -21,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 from bird.config.load import compose
+from bird.executors.jobs import call_learner
 from bird.learners.job import make_job
-from bird.learners.sb3_ppo import train_ppo
 
 
 def _cpu_s() -> float:
@@ -36,7 +37,8 @@ def steps_per_s(env: str, steps: int, overrides: list[str] | None = None) -> tup
                    *(overrides or [])])
     with tempfile.TemporaryDirectory() as out:
         cpu = _cpu_s()
-        result = train_ppo(make_job(cfg, "bench", None, 0, steps, Path(out)))
+        job = make_job(cfg, "bench", None, 0, steps, Path(out))
+        result = call_learner(cfg.train.learner, [job], lambda *_: None)[0]
         cpu = _cpu_s() - cpu
     if result.failure is not None:
         raise RuntimeError(f"{env}: {result.failure}")

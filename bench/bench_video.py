@@ -1,7 +1,7 @@
 """What recording the returned policy costs: whole smoke searches with video.record=none vs returned, side by side,
 interleaved, same seed; plus the per-clip render time from the clips' JSON.
 
-    python bench/bench_video.py [--envs mujoco/hopper metaworld/push] [--repeats 3] [--budget smoke]
+    python bench/bench_video.py [--envs mujoco/hopper metaworld/push] [--repeats 3] [--budget smoke] [--set K=V ...]
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(env: str, record: str, budget: str, out: Path) -> tuple[float, list[dict]]:
+def run(env: str, record: str, budget: str, out: Path, extra: list[str]) -> tuple[float, list[dict]]:
     """Wall time of one `python -m bird` search and its clip records."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "bird", f"budget={budget}", f"env={env}", f"video.record={record}",
-                    "run.progress=false", "run.skip_completed=false", f"hydra.run.dir={out}"],
-                   check=True, cwd=ROOT, capture_output=True, timeout=3600)
+    done = subprocess.run([sys.executable, "-m", "bird", f"budget={budget}", f"env={env}", f"video.record={record}",
+                           "run.progress=false", "run.skip_completed=false", f"hydra.run.dir={out}", *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"the {env} search (video.record={record}) exited {done.returncode}:\n{done.stderr[-3000:]}")
     wall = time.perf_counter() - start
     clips = [json.loads(p.read_text()) for p in sorted(out.glob("final/seed*/episode*.json"))]
     return wall, clips
@@ -34,6 +36,7 @@ def main() -> None:
     ap.add_argument("--envs", nargs="+", default=["mujoco/hopper", "metaworld/push"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--budget", default="smoke")
+    ap.add_argument("--set", nargs="*", default=[], help="extra config overrides, e.g. budget.max_iterations=1")
     args = ap.parse_args()
     print("| env | budget | video.record=none (median s) | returned (median s) | ratio | clip: steps, frames, render s |")
     print("|---|---|---|---|---|---|")
@@ -43,7 +46,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for k in range(args.repeats):
                 for record in ("none", "returned") if k % 2 == 0 else ("returned", "none"):
-                    wall, recs = run(env, record, args.budget, Path(tmp) / f"{record}{k}")
+                    wall, recs = run(env, record, args.budget, Path(tmp) / f"{record}{k}", args.set)
                     walls[record].append(wall)
                     clips += recs
         off, on = statistics.median(walls["none"]), statistics.median(walls["returned"])

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 
 import pytest
 from run_kills import copy_at_event, killed_copy_of, killed_late
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# A JAX compilation cache for this session only, shared by this process and every process it starts (pool workers,
+# command lines, bench scripts inherit the environment): a program compiles once per session, as on a clean CI
+# machine, and tests never write to ~/.cache. Set BIRD_JAX_CACHE yourself to keep compiled programs between runs.
+if "BIRD_JAX_CACHE" not in os.environ:
+    os.environ["BIRD_JAX_CACHE"] = tempfile.mkdtemp(prefix="bird-jax-cache-")
+    atexit.register(shutil.rmtree, os.environ["BIRD_JAX_CACHE"], True)
 
-SMOKE = ["budget=smoke", "run.progress=false"]
+import background  # noqa: E402  (tests/background.py: long subprocesses beside the suite)
+from smoke_overrides import SMOKE  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -105,10 +114,25 @@ def rehearse_prompts():
 # Tests that fork this pytest process to apply the sandbox's OS layers in the child run first: later packages start
 # Ray, JAX and web servers in this process, and in the full suite the layer tests then failed (unshare: EINVAL).
 FORK_FIRST = ("tests/reward/", "tests/security/")
+# The bench smoke tests run last: by then the bench scripts they read have run beside the suite (tests/background.py).
+LAST = ("tests/bench/",)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "background(name): needs the named job of tests/background.py, which starts "
+                            "once the session has collected the test and runs beside the suite")
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected: only the selected tests' jobs start
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=lambda item: not item.nodeid.startswith(FORK_FIRST))  # stable: the order within each part stays
+    # stable: the order within each part stays
+    items.sort(key=lambda item: 0 if item.nodeid.startswith(FORK_FIRST) else 2 if item.nodeid.startswith(LAST) else 1)
+    if not config.option.collectonly:
+        background.start([m.args[0] for item in items for m in item.iter_markers("background")])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    background.stop()
 
 
 @pytest.fixture

@@ -115,7 +115,9 @@ def _expected_operators(cfg) -> set[str]:
     return set(cfg.tree.actions) | ({"mutation", "crossover"} if cfg.generate.crossover_rate > 0 else set())
 
 
-@pytest.mark.parametrize("env", TASKS)
+# brax tasks: their reset and step compile beside the suite first (tests/background.py, job "brax_envs")
+@pytest.mark.parametrize("env", [pytest.param(t, marks=pytest.mark.background("brax_envs")) if t.startswith("brax/")
+                                 else t for t in TASKS])
 @pytest.mark.parametrize("method", METHODS)
 def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp_path, method, env):
     try:

@@ -103,7 +103,7 @@ def test_joblib_multirun_sweep_runs_every_cell(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "bird", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "budget=smoke",
          "budget.max_iterations=1", "env=mujoco/inverted_pendulum", "method=eureka,zeroshot", "run.progress=false",
-         f"hydra.sweep.dir={sweep}"],
+         "video.record=none", f"hydra.sweep.dir={sweep}"],
         capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
@@ -116,7 +116,7 @@ def test_joblib_multirun_sweep_runs_every_cell(tmp_path):
 def test_rerunning_a_completed_run_directory_skips_it_and_a_different_config_is_refused(tmp_path):
     run = tmp_path / "run"
     base = [sys.executable, "-m", "bird", "budget=smoke", "budget.max_iterations=1", "method=zeroshot",
-            "env=mujoco/inverted_pendulum", "run.progress=false", f"hydra.run.dir={run}"]
+            "env=mujoco/inverted_pendulum", "run.progress=false", "video.record=none", f"hydra.run.dir={run}"]
     first = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
     before = (run / "result.json").read_text()
@@ -135,7 +135,7 @@ def _events(run: Path) -> list[str]:
 def test_skip_completed_false_reruns_and_a_half_written_directory_starts_afresh(tmp_path):
     run = tmp_path / "run"
     base = [sys.executable, "-m", "bird", "budget=smoke", "budget.max_iterations=1", "method=zeroshot",
-            "env=mujoco/inverted_pendulum", "run.progress=false", f"hydra.run.dir={run}"]
+            "env=mujoco/inverted_pendulum", "run.progress=false", "video.record=none", f"hydra.run.dir={run}"]
     first = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
     started = json.loads((run / "status.json").read_text())["started"]

@@ -41,11 +41,13 @@ step() {  # step NAME CMD...: run with what is left of the budget; record its wa
   return $rc
 }
 
-if (( DRY )); then
-  BENCH=(--task hopper --steps 4096 --k 2 --quick --checkpoints 2 --eval-episodes 2 --horizon 200)
-  SEARCH=(method=eureka env=brax/hopper budget=smoke train.learner=jax_ppo
-          "train.jax.policy_hidden_layer_sizes=[16]" "train.jax.value_hidden_layer_sizes=[16]" train.jax.num_envs=4
-          train.jax.batch_size=4 train.jax.num_minibatches=2 train.jax.unroll_length=8 train.jax.min_updates=1)
+if (( DRY )); then  # inverted_pendulum: the Brax task that compiles fastest on a CPU (tests/bench runs this)
+  BENCH=(--task inverted_pendulum --steps 128 --k 2 --quick --checkpoints 1 --eval-episodes 1 --horizon 20)
+  SEARCH=(method=eureka env=brax/inverted_pendulum budget=smoke budget.max_candidates=1 budget.max_iterations=1
+          budget.env_steps=256 budget.final_env_steps=256 budget.n_checkpoints=1 budget.eval_episodes=1 env.horizon=20
+          train.learner=jax_ppo "train.jax.policy_hidden_layer_sizes=[16]" "train.jax.value_hidden_layer_sizes=[16]"
+          train.jax.num_envs=4 train.jax.batch_size=4 train.jax.num_minibatches=2 train.jax.unroll_length=8
+          train.jax.num_updates_per_batch=1 train.jax.min_updates=1)
 else
   step install bash -c "make -s .venv/.bird-installed && $PY -m pip install -q 'jax[cuda12]==0.9.2'" || true
   BENCH=(--task half_cheetah --steps 3000000 --k 8)

@@ -95,7 +95,7 @@ def test_a_killed_training_worker_is_recorded_and_the_search_finishes(ray_addres
 def test_smoke_search_cli_on_ray_attached_by_address(ray_address, tmp_path):
     run = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "bird", "budget=smoke", "env=mujoco/hopper", "train.executor=ray",
-                           f"ray.address={ray_address}", f"hydra.run.dir={run}"],
+                           f"ray.address={ray_address}", "video.record=none", f"hydra.run.dir={run}"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((run / "result.json").read_text())

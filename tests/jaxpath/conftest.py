@@ -1,14 +1,12 @@
 """JAX path fixtures: one composed config with test-speed learner settings, reward programs exported once.
 
-Every test here trains brax/hopper with the same settings, so the compiled training program is built once per
-session (and loaded from JAX's persistent cache by the pool's worker process)."""
+Every test here trains brax/hopper with the same settings (TINY), so the training program compiles once per session,
+beside the suite (warm_programs.py, a background job: tests/background.py), and every test loads it from JAX's
+persistent cache: the tests that train wait for that job (`jax_cfg`)."""
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
 
 import pytest
 
@@ -29,13 +27,8 @@ def pytest_report_header(config):
     return None if HAVE_JAX else "tests/jaxpath: not collected (the [jax] extra is not installed; make test installs it)"
 
 
-# A compilation cache for this session only, shared by this process and the pool's worker processes (they inherit the
-# environment): programs compile once per session, as on a clean CI machine, and tests never write to ~/.cache.
-# Set BIRD_JAX_CACHE yourself to keep compiled programs between local runs.
+# The session's compilation cache (BIRD_JAX_CACHE, set in tests/conftest.py) is shared with the pool's worker processes.
 if HAVE_JAX:
-    if "BIRD_JAX_CACHE" not in os.environ:
-        os.environ["BIRD_JAX_CACHE"] = tempfile.mkdtemp(prefix="bird-jax-cache-")
-        atexit.register(shutil.rmtree, os.environ["BIRD_JAX_CACHE"], True)
     from bird.jax_cache import enable_compilation_cache
 
     enable_compilation_cache()  # before this process compiles anything, so its programs go to the cache too
@@ -44,7 +37,21 @@ from jax_programs import TINY  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def jax_cfg(compose_cfg):
+def jax_programs_compiled() -> None:
+    """Waits for the background job that compiles the training programs into the session's cache; if it failed, the
+    tests compile what they need themselves (and show the failure, if it is theirs too)."""
+    import warnings
+
+    import background
+
+    done = background.result("jax_programs")
+    if done.returncode != 0:
+        warnings.warn(f"the JAX warm-up exited {done.returncode}; the tests compile for themselves:\n"
+                      f"{done.stderr[-3000:]}", stacklevel=1)
+
+
+@pytest.fixture(scope="session")
+def jax_cfg(compose_cfg, jax_programs_compiled):
     return compose_cfg(*TINY)
 
 

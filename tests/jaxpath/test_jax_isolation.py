@@ -8,9 +8,12 @@ import pickle
 import sys
 import types
 
+import pytest
 from jax_programs import FORWARD, UPRIGHT
 
 from bird.executors.local import TrainPool
+
+pytestmark = pytest.mark.background("jax_programs")  # the training programs, compiled beside the suite
 
 _KEEP: list = []
 

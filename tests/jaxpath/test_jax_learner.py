@@ -12,6 +12,8 @@ from bird.config.schema import JaxPPOConfig
 from bird.learners.jax_settings import BRAX_DEFAULTS, resolve_settings
 from bird.types import FailureKind
 
+pytestmark = pytest.mark.background("jax_programs")  # the training programs, compiled beside the suite
+
 TABLE = {"hopper": {"num_envs": 2048, "batch_size": 512, "num_minibatches": 32, "unroll_length": 20,
                     "learning_rate": 3e-4}}
 

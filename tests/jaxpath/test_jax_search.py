@@ -8,10 +8,13 @@ import sys
 import pytest
 from jax_programs import FORWARD, TINY
 
+pytestmark = pytest.mark.background("jax_programs")  # the training programs, compiled beside the suite
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["eureka", "zeroshot"])
-def test_search_on_brax_hopper_with_jax_ppo_writes_a_finite_returned_score(compose_cfg, tmp_path, method):
+def test_search_on_brax_hopper_with_jax_ppo_writes_a_finite_returned_score(compose_cfg, jax_programs_compiled, tmp_path,
+                                                                          method):
     from bird.loop import search
 
     cfg = compose_cfg(f"method={method}", *TINY)
@@ -42,7 +45,7 @@ def test_methods_that_need_what_brax_lacks_fail_before_any_work(method, missing)
     assert missing in str(err.value)
 
 
-def test_check_cli_traces_a_jax_program_for_a_brax_task(tmp_path):
+def test_check_cli_traces_a_jax_program_for_a_brax_task(jax_programs_compiled, tmp_path):
     path = tmp_path / "reward.py"
     path.write_text(FORWARD)
     out = subprocess.run([sys.executable, "-m", "bird.reward", "check", str(path), "env=brax/hopper",

@@ -53,7 +53,7 @@ def _search(run_dir: Path, overrides: list[str]) -> dict[str, Any]:
     from bird.config.load import compose
     from bird.loop import search
 
-    fast = ["budget.env_steps=1024", "final.retrain=false"]  # smoke, smaller: 2 iterations x 2 candidates remain
+    fast = ["budget.env_steps=1024", "final.retrain=false", "video.record=none"]  # smoke, smaller, no clip
     cfg = compose(["budget=smoke", "run.progress=false", *fast, *overrides])
     return search(cfg, run_dir)
 

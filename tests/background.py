@@ -1,0 +1,146 @@
+"""Long subprocesses that run beside the suite: the suite is mostly one process, so on 2 cores one core is often idle.
+
+A test that needs one is marked `@pytest.mark.background("NAME")`. Once the session has collected its tests,
+conftest.py starts every job they need in one runner process that runs them one after another (so together they never
+take more than one core), and the test collects the job's exit status and output with `result("NAME")`. Each job is a
+plain command from the repository root (`command(NAME, out)`): run it by hand to debug it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _table(out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """name -> (argv, extra environment); `out` is the job's own scratch folder. In the order the runner runs them."""
+    py = sys.executable
+    return {
+        # what the JAX path tests train, compiled into the session's JAX cache before they need it
+        "jax_programs": ([py, "tests/jaxpath/warm_programs.py", "training", str(out)], {}),
+        # the Brax tasks' reset and step, compiled into that cache before the leak audit's rehearsals need them
+        "brax_envs": ([py, "tests/jaxpath/warm_programs.py", "envs"], {}),
+        # bench/ scripts at smoke budgets (tests/bench/test_bench_scripts.py reads what they print)
+        "make_bench": (["make", "-s", "bench", "STAMP=", f"PY={py}",
+                        "ARGS=--steps 256 --n-envs 2 --repeats 1 --sandbox-repeats 1"], {}),
+        "throughput": ([py, "bench/bench_throughput.py", "--env", "mujoco/hopper", "--steps", "256", "--repeats", "1"],
+                       {}),
+        "analysis": ([py, "bench/bench_analysis.py", "--n-runs", "200"], {}),
+        "isolation": ([py, "bench/bench_isolation.py", "--repeats", "1", "--languages", "numpy", "jax"], {}),
+        "video": ([py, "bench/bench_video.py", "--envs", "mujoco/inverted_pendulum", "--repeats", "1", "--set",
+                   "budget.max_iterations=1", "budget.max_candidates=1", "budget.env_steps=256",
+                   "budget.final_env_steps=256", "env.horizon=50"], {}),
+        "device_dry_run": (["bash", "bench/device/run.sh", "--dry-run"],
+                           {"PYTHON": py, "OUT": str(out), "BIRD_DEVICE_BUDGET_S": "840"}),
+    }
+
+
+NAMES = tuple(_table(Path()))
+
+
+def command(name: str, out: Path) -> tuple[list[str], dict[str, str]]:
+    """The job's argv and extra environment."""
+    if name not in NAMES:
+        raise ValueError(f"unknown background job {name!r}; known: {list(NAMES)}")
+    return _table(out)[name]
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+    out: Path  # the job's scratch folder (removed when the session ends)
+
+
+class _Runner:
+    """One process running jobs in turn; job NAME writes NAME.out and NAME.err, then NAME.rc when it has finished."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.dir = Path(tempfile.mkdtemp(prefix="bird-tests-background-"))
+        plan = []
+        for name in names:
+            argv, env = command(name, self.dir / name)
+            plan.append({"name": name, "argv": argv, "env": env, "out": str(self.dir / name)})
+        (self.dir / "plan.json").write_text(json.dumps(plan))
+        with open(self.dir / "runner.log", "w") as log:
+            self.proc = subprocess.Popen([sys.executable, __file__, str(self.dir), str(os.getpid())], cwd=ROOT,
+                                         start_new_session=True,
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+    def result(self, name: str, timeout: float) -> Result:
+        done, deadline = self.dir / f"{name}.rc", time.monotonic() + timeout
+        while not done.exists():
+            if self.proc.poll() is not None and not done.exists():
+                raise RuntimeError(f"the background runner exited ({self.proc.returncode}) before {name!r} finished: "
+                                   + (self.dir / "runner.log").read_text()[-3000:])
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"background job {name!r} has not finished after {timeout:.0f} s")
+            time.sleep(0.5)
+        text = [(self.dir / f"{name}.{s}").read_text(errors="replace") for s in ("out", "err")]
+        return Result(int(done.read_text()), *text, self.dir / name)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_RUNNERS: list[_Runner] = []
+
+
+def start(names: list[str]) -> None:
+    """Run these jobs (those no runner has yet), in the table's order, one after another beside the suite."""
+    started = {n for r in _RUNNERS for n in r.names}
+    todo = [n for n in NAMES if n in set(names) - started]
+    unknown = set(names) - set(NAMES)
+    if unknown:
+        raise ValueError(f"unknown background jobs {sorted(unknown)}; known: {list(NAMES)}")
+    if todo:
+        _RUNNERS.append(_Runner(todo))
+
+
+def result(name: str, timeout: float = 1800) -> Result:
+    """The job's exit status and output, once it has finished (started now if no runner has it)."""
+    start([name])
+    runner = next(r for r in _RUNNERS if name in r.names)
+    return runner.result(name, timeout)
+
+
+def stop() -> None:
+    """Kill what is still running and remove the jobs' files (end of session)."""
+    while _RUNNERS:
+        _RUNNERS.pop().stop()
+
+
+def _run_plan(folder: Path, suite_pid: int) -> None:
+    """The runner process: each job of plan.json in turn. When the suite's process is gone (killed, so its session end
+    never stopped us), the runner kills its process group: the running job, its children and itself."""
+    for job in json.loads((folder / "plan.json").read_text()):
+        Path(job["out"]).mkdir(parents=True, exist_ok=True)
+        with open(folder / f"{job['name']}.out", "w") as out, open(folder / f"{job['name']}.err", "w") as err:
+            proc = subprocess.Popen(job["argv"], cwd=ROOT, env={**os.environ, **job["env"]}, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err)
+            while proc.poll() is None:
+                if os.getppid() != suite_pid:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    os.killpg(0, signal.SIGKILL)  # the runner's process group: the job, its children and the runner
+                time.sleep(0.5)
+        (folder / f"{job['name']}.rc.tmp").write_text(str(proc.returncode))
+        os.replace(folder / f"{job['name']}.rc.tmp", folder / f"{job['name']}.rc")
+
+
+if __name__ == "__main__":
+    _run_plan(Path(sys.argv[1]), int(sys.argv[2]))

@@ -1,0 +1,100 @@
+"""Every script in bench/ runs end to end at a tiny budget, as a user runs it (a command from the repository root), and
+prints its figures: a benchmark that breaks fails here, not when someone next wants its number.
+
+The commands run beside the suite (tests/background.py has each one); these tests read what they printed. The
+executor bench needs the cluster tests' Ray and is tested there (tests/cluster/test_bench_executor.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import background
+import pytest
+
+
+def output(name: str) -> str:
+    """stdout of the finished background job; fails the test with its stderr when it exited non-zero."""
+    done = background.result(name)
+    assert done.returncode == 0, f"{name} exited {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def figure(pattern: str, text: str) -> float:
+    """The number the regex's group 1 finds in `text` (thousands separators allowed); it must be finite and > 0."""
+    found = re.search(pattern, text)
+    assert found, f"{pattern!r} not in the output:\n{text}"
+    value = float(found.group(1).replace(",", ""))
+    assert math.isfinite(value) and value > 0, (pattern, value)
+    return value
+
+
+@pytest.mark.background("make_bench")
+def test_make_bench_runs_the_overhead_bench_through_the_public_learner():
+    """`make bench` (the README's overhead figure) at a smoke budget; the Makefile's install step is skipped
+    (STAMP=) and the running interpreter used."""
+    out = output("make_bench")
+    assert "256 steps trained (--steps 256), n_envs 2" in out
+    for side in (r"raw SB3 PPO \(reference reward\)\s+", r"bird training \(sandboxed reward\) "):
+        figure(side + r"median\s+([\d.]+) s", out)
+        figure(side + r"median.* CPU\s+([\d.]+) s", out)
+    figure(r"overhead ratio bird/raw = ([\d.]+) \(wall\)", out)
+    figure(r"overhead ratio bird/raw = .*, ([\d.]+) \(CPU\)", out)
+    figure(r"worker start-up (\d+) ms", out)
+    figure(r"with 4 checkpoint evaluations \(4 episodes each\): ([\d.]+) s", out)
+
+
+@pytest.mark.background("throughput")
+def test_throughput_bench_measures_one_training():
+    out = output("throughput")
+    figure(r"mujoco/hopper\s+([\d,]+)\s+[\d,]+", out)  # steps per wall second
+    figure(r"mujoco/hopper\s+[\d,]+\s+([\d,]+)", out)  # steps per CPU second
+
+
+@pytest.mark.background("analysis")
+def test_analysis_bench_times_every_stage_on_a_small_synthetic_collection():
+    out = output("analysis")
+    assert "-> 200 runs, 600 iterations" in out
+    for stage in ("read_runs", "save_parquet", "DuckDB aggregate", "BCa (B=10^4) for 40 benchmark x method cells",
+                  "Bradley–Terry pooled fit (10 methods)", "Bradley–Terry intervals"):
+        assert re.search(rf"{re.escape(stage)}.*\s[\d.]+ s$", out, re.M), stage
+
+
+@pytest.mark.background("isolation")
+def test_isolation_bench_times_a_worker_with_and_without_the_namespace_layers():
+    out = output("isolation")
+    for language in ("numpy", "jax"):
+        line = next(x for x in out.splitlines() if x.startswith(f"{language}: start-up median"))
+        full = figure(r"start-up median ([\d.]+) ms with every layer", line)
+        base = figure(r", ([\d.]+) ms without pid_namespace/task_limit/mount_namespace", line)
+        assert full > 0 and base > 0
+        assert figure(r"\(ratio ([\d.]+)\)", line) == pytest.approx(full / base, abs=0.01 + 0.01 * full / base)
+        figure(r"one 1,024-row call ([\d.]+) ms vs", line)
+    assert re.search(r"load average [\d.]+ after", out)
+
+
+@pytest.mark.slow
+@pytest.mark.background("video")
+def test_video_bench_times_a_search_with_and_without_a_clip():
+    out = output("video")
+    row = next(line for line in out.splitlines() if line.startswith("| mujoco/inverted_pendulum | smoke |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert all(float(c) > 0 for c in cells[2:5]), row
+    assert re.fullmatch(r"\d+ / \d+ / [\d.]+", cells[5]), row  # the clip's steps / frames / render seconds
+
+
+@pytest.mark.slow
+@pytest.mark.background("device_dry_run")
+def test_device_script_dry_run_runs_the_jax_bench_and_a_search():
+    """bench/device/run.sh --dry-run: bench/bench_jax.py (raw Brax PPO vs bird's jax_ppo) and a jax_ppo search at
+    tiny budgets on the CPU, as the GPU machine runs them at full size."""
+    out = output("device_dry_run")
+    assert re.search(r"bench: finished after \d+ s", out), out
+    assert re.search(r"search: finished after \d+ s", out), out
+    done = background.result("device_dry_run")
+    result = json.loads((done.out / "search" / "result.json").read_text())
+    assert math.isfinite(result["returned_score"]) and f"search result: returned_score={result['returned_score']}" in out
+    bench = json.loads((done.out / "bench_jax.json").read_text())
+    assert bench["raw"]["trainings"] == 1 and bench["bird"]["trainings"] == 2
+    assert bench["ratio"] > 0 and len(bench["bird"]["final_scores"]) == 2
