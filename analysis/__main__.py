@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bird.analysis", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     lb = sub.add_parser("leaderboard", help="write leaderboard.md/.html and PNG figures")
-    lb.add_argument("runs", nargs="+", help="run directories, sweep folders, or a Parquet export directory")
+    lb.add_argument("runs", nargs="+", help="run directories, sweep folders, bundles (NAME.bird), or a Parquet "
+                    "export directory")
     lb.add_argument("--out", required=True, help="output directory")
     lb.add_argument("--pair", nargs=2, metavar=("A", "B"), help="methods for the paired-difference figure")
     lb.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples for means (BCa)")
@@ -89,15 +92,35 @@ def _epic(args: argparse.Namespace) -> int:
     return 0
 
 
-def _source(paths: Sequence[str]):
-    from pathlib import Path
+def _source(paths: Sequence[str], out: str | None = None):
+    """Runs from run directories, sweep folders, a Parquet export, or bundles (unpacked under OUT/runs/, or a
+    temporary folder without OUT)."""
+    import tempfile
 
     from .rundir import read_runs
     from .store import load_parquet
 
     if len(paths) == 1 and (Path(paths[0]) / "runs.parquet").is_file():
         return load_parquet(paths[0])
-    return read_runs(paths)
+    into = Path(out) / "runs" if out else Path(tempfile.mkdtemp(prefix="bird-bundle-"))
+    return read_runs([str(d) for p in paths for d in _unbundled(p, into)])
+
+
+def _unbundled(path: str, into: Path) -> list:
+    """[path], or a bundle's run directories, unpacked once into `into/<bundle name>/` (kept: the report links
+    to their files)."""
+    from bird.bundle import Bundle, is_bundle, unpack
+    from bird.bundle.archive import sha256
+
+    if not is_bundle(path):
+        return [path]
+    bundle, marker = Bundle(path), into / Path(path).stem / "BUNDLE.json"
+    digest = sha256(Path(path).read_bytes())
+    if marker.is_file() and json.loads(marker.read_text()).get("sha256") == digest:
+        return [marker.parent / c["id"] for c in bundle.cells]
+    runs = unpack(path, marker.parent)
+    marker.write_text(json.dumps({"bundle": Path(path).name, "sha256": digest}) + "\n")
+    return runs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,10 +129,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _epic(args)
     if args.command == "agreement":
         return _agreement(args)
+    from bird.bundle import BundleError
+
+    try:
+        source = _source(args.runs, args.out)
+    except BundleError as exc:
+        print(f"bird.analysis: {exc}", file=sys.stderr)
+        return 2
     if args.command == "export":
         from .store import save_parquet
 
-        coll = _source(args.runs)
+        coll = source
         out = save_parquet(coll, args.out)
         print(f"wrote {len(coll.runs)} runs ({len(coll.skipped)} skipped) to {out}")
         return 0
@@ -117,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .report import build_leaderboard, write_leaderboard
 
     l2 = l2_from_prior_sd_elo(args.prior_sd_elo) if args.prior_sd_elo else args.l2
-    lb = build_leaderboard(_source(args.runs), pair=tuple(args.pair) if args.pair else None,
+    lb = build_leaderboard(source, pair=tuple(args.pair) if args.pair else None,
                            n_resamples=args.n_resamples, bt_resamples=args.bt_resamples,
                            curve_resamples=args.curve_resamples, l2=l2, random_state=args.seed)
     bundle = args.bundle or (args.runs[0] if len(args.runs) == 1 and args.runs[0].endswith(".bird") else None)

@@ -30,7 +30,7 @@ __all__ = ["CHECKPOINT_NAME", "CheckpointError", "SavedSearch", "save", "load", 
 CHECKPOINT_NAME = "checkpoint.pkl"
 _FORMAT = 1
 # append-only files whose lines after the checkpoint belong to the in-flight iteration
-_CUT_FILES = ("screens.jsonl", "population.jsonl")
+_CUT_FILES = ("screens.jsonl", "population.jsonl", "islands.jsonl", "subtasks.jsonl")
 _JOURNAL = "llm_calls.jsonl"
 _LOST_JOURNAL = "lost_llm_calls.jsonl"
 _TRACKED = (*_CUT_FILES, _JOURNAL)
@@ -163,9 +163,11 @@ def rewind(root: Path, saved: SavedSearch) -> dict[str, Any]:
         shutil.rmtree(root / "final")
         removed.append("final")
     for name in _CUT_FILES:
-        if _size(root / name) > saved.sizes.get(name, 0):
+        if name not in saved.sizes:  # a checkpoint written before bird cut this file: leave it as it is
+            continue
+        if _size(root / name) > saved.sizes[name]:
             with open(root / name, "rb+") as fh:
-                fh.truncate(saved.sizes.get(name, 0))
+                fh.truncate(saved.sizes[name])
     lost_calls, lost_cost = _move_tail(root, saved.sizes.get(_JOURNAL, 0))
     _drop_partial_line(root / "events.jsonl")
     return {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "from_iteration": done,

@@ -24,6 +24,7 @@ from bird.components.subtasks import co_evolve_subtasks
 from bird.components.tree import rescale_counts
 from bird.config.needs import needs_judge
 from bird.config.schema import BirdConfig
+from bird.environment import determinism, record_environment
 from bird.envs.registry import make_adapter
 from bird.executors import Executor, make_executor
 from bird.executors.local import default_workers
@@ -70,6 +71,7 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
     tracker = None
     try:
         (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+        host = record_environment(run.root)
         preflight(cfg.reward.language or "numpy")  # a sandbox that cannot start here is refused before any work
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())
@@ -87,6 +89,8 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
             pool.close()
         result = build_result(cfg, state, generator, scores, time.monotonic() - start, resumes)
         result["videos"] = summarise_clips(run.root, cfg.video.record)
+        sampled = generator.cacheable or bool(state.judge is not None and state.judge.cacheable)
+        result["determinism"] = determinism(cfg, host, sampled)
         write_json(run.root / "result.json", result)
         tracker.finish(result)
         run.event("search_done", returned=state.returned, returned_score=result["returned_score"])

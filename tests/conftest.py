@@ -8,6 +8,7 @@ import shutil
 import tempfile
 
 import pytest
+from run_kills import copy_at_event, killed_copy_of, killed_late
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # A JAX compilation cache for this session only, shared by this process and every process it starts (pool workers,
@@ -61,17 +62,20 @@ METHOD_SMOKE_EXTRA = {"rda": SHORT, "era_u": SHORT, "era_s": SHORT}
 
 
 def method_smoke_overrides(method: str) -> tuple[str, ...]:
-    """Overrides of a method's shared end-to-end smoke search (two iterations, offline generator)."""
+    """Overrides of a method's shared end-to-end smoke search (two iterations, offline generator; a generous per-call
+    limit: under heavy machine load a sandbox timeout would make a resumed or repeated run differ)."""
     env = METHOD_SMOKE_ENV.get(method, "mujoco/inverted_pendulum")
     extra = ("demos.n_expert=2", "demos.n_negative=2", "demos.max_train=2", "train.collect_episodes=1") \
         if env.startswith("metaworld") else ()
-    return (f"method={method}", f"env={env}", "budget.max_iterations=2", *extra, *METHOD_SMOKE_EXTRA.get(method, ()))
+    return (f"method={method}", f"env={env}", "budget.max_iterations=2", "verify.call_timeout_s=60", *extra,
+            *METHOD_SMOKE_EXTRA.get(method, ()))
 
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory, compose_cfg):
     """Memoised offline smoke searches, shared by every test that reads a real run directory in one session:
-    smoke_run(*overrides) -> (run directory, result.json content)."""
+    smoke_run(*overrides) -> (run directory, result.json content). Each keeps a copy of its run directory as a kill
+    late in iteration 2 would have left it (`killed_copy`)."""
     runs: dict[tuple[str, ...], tuple] = {}
 
     def _run(*overrides: str):
@@ -79,7 +83,8 @@ def smoke_run(tmp_path_factory, compose_cfg):
             from bird.loop import search
 
             path = tmp_path_factory.mktemp("smoke_run")
-            runs[overrides] = (path, search(compose_cfg(*overrides), path))
+            with copy_at_event(killed_late(overrides), killed_copy_of(path)):
+                runs[overrides] = (path, search(compose_cfg(*overrides), path))
         return runs[overrides]
 
     return _run
@@ -89,6 +94,12 @@ def smoke_run(tmp_path_factory, compose_cfg):
 def method_smoke_run(smoke_run):
     """method_smoke_run(method) -> (run directory, result): the method's shared end-to-end smoke search."""
     return lambda method: smoke_run(*method_smoke_overrides(method))
+
+
+@pytest.fixture(scope="session")
+def method_smoke_config(compose_cfg):
+    """method_smoke_config(method) -> the config of the method's shared smoke search."""
+    return lambda method: compose_cfg(*method_smoke_overrides(method))
 
 
 @pytest.fixture(scope="session")

@@ -131,6 +131,12 @@ class Generator(ABC):
         """Provider part of the cache key (an OpenAI-compatible server adds its address)."""
         return self.provider
 
+    def cache_key(self, request: Request) -> str | None:
+        """The response-cache address of `request` as this generator sends it; None when it is not cacheable."""
+        if not self.cacheable:
+            return None
+        return self.prepare(request).key(self.cache_provider(), self.model)
+
     def describe(self) -> dict[str, Any]:
         return {"provider": self.provider, "model": self.model, "label": self.label}
 

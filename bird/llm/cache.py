@@ -24,7 +24,13 @@ _FORMAT = 1
 
 class ReplayMissError(RuntimeError):
     """llm.cache=replay and the answer is not in the cache. Not an LLMError: the search stops instead of
-    recording a failure, because a replay that quietly diverges is worse than one that does not run."""
+    recording a failure, because a replay that quietly diverges is worse than one that does not run.
+    Carries the request as sent (`request`, `key`, `provider`, `model`) so a caller can say how it differs."""
+
+    def __init__(self, message: str, request: Request | None = None, key: str = "", provider: str = "",
+                 model: str = "") -> None:
+        super().__init__(message)
+        self.request, self.key, self.provider, self.model = request, key, provider, model
 
 
 def default_cache_dir() -> Path:
@@ -97,7 +103,8 @@ class CachingGenerator(Generator):
             if entry is not None:
                 return _from_entry(entry)
             if self.mode == "replay":
-                raise ReplayMissError(_describe_miss(request, key, self))
+                raise ReplayMissError(_describe_miss(request, key, self), request, key,
+                                      self.inner.cache_provider(), self.inner.model)
         response = self.inner.complete(request)
         self.cache.put(key, _to_entry(request, response, self))
         return response

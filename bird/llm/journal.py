@@ -126,6 +126,7 @@ class JournalGenerator(Generator):
             "model": self.model,
             "sample_index": request.sample_index,
             "iteration": request.context.get("iteration"),
+            "key": self.inner.cache_key(request),  # the request's response-cache address (bird.bundle packs by it)
             "latency_s": round(time.time() - start, 4),
             "error": error,
         }

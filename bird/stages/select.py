@@ -40,13 +40,18 @@ def _mu_plus_lambda(cfg: BirdConfig, state: SearchState, cands: list[Candidate],
     return state.population[0] if state.population else None
 
 
+def _improves(new: float | None, old: float | None) -> bool:
+    """A strictly higher fitness (an equal one is no improvement); any fitness improves on none."""
+    return new is not None and (old is None or new > old)
+
+
 @register("returned", "global_best")
 def _returned_global_best(state: SearchState, best: str | None, cands: list[Candidate]) -> str | None:
     """The strictly improving best over the whole search (ties keep the earlier one)."""
     if best is None:
         return state.returned
     current = state.fitness(state.returned)
-    return best if current is None or (state.fitness(best) or float("-inf")) > current else state.returned
+    return best if current is None or _improves(state.fitness(best), current) else state.returned
 
 
 @register("returned", "chain_end")
@@ -83,6 +88,6 @@ def select(cfg: BirdConfig, state: SearchState, cands: list[Candidate], reports:
         best = _incumbent_gate(state, best)
     if best is not None:
         state.iteration_best = best
-        if state.global_best is None or (state.fitness(best) or float("-inf")) > (state.fitness(state.global_best) or float("-inf")):
+        if state.global_best is None or _improves(state.fitness(best), state.fitness(state.global_best)):
             state.global_best = best
     state.returned = get("returned", cfg.select.returned)(state, best, cands)

@@ -34,6 +34,11 @@ class Tracker:
         """Where the logs are (a directory or URI), for the run's events."""
         return ""
 
+    def identity(self) -> dict[str, Any]:
+        """What a resumed search needs to continue this tracker run (written to tracker.json; passed back to the
+        backend as meta["resume"])."""
+        return {}
+
     def close(self, ok: bool) -> None:
         """Finish the run (ok=False marks it failed)."""
 

@@ -32,6 +32,11 @@ class MlflowTracker(Tracker):
             # one store that needs no database package or server, so bird opts in for file: URIs only.
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         self.client = MlflowClient(tracking_uri=self.uri)
+        resume = meta.get("resume") or {}
+        if resume.get("run_id") and resume.get("uri") == self.uri:  # a resumed search: the same run, running again
+            self.run_id = resume["run_id"]
+            self.client.update_run(self.run_id, status="RUNNING")
+            return  # params were logged by the first session (MLflow refuses a changed value)
         exp = self.client.get_experiment_by_name(cfg.project)
         exp_id = exp.experiment_id if exp is not None else self.client.create_experiment(cfg.project)
         tags = {k: str(meta[k]) for k in ("method", "env", "seed", "budget", "config_hash")}
@@ -57,6 +62,9 @@ class MlflowTracker(Tracker):
 
     def location(self) -> str:
         return f"{self.uri} (run {self.run_id})"
+
+    def identity(self) -> dict[str, Any]:
+        return {"uri": self.uri, "run_id": self.run_id}
 
     def close(self, ok: bool) -> None:
         self.client.set_terminated(self.run_id, "FINISHED" if ok else "FAILED")

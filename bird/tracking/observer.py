@@ -6,13 +6,17 @@ it. A tracker that fails mid-run is recorded once (event `tracker_error`) and sw
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
+from bird.files import write_json
 from bird.tracking.base import NullTracker, Tracker, TrackerUnavailable
 
-__all__ = ["RunTracker", "open_tracker"]
+__all__ = ["RunTracker", "open_tracker", "TRACKER_FILE"]
+
+TRACKER_FILE = "tracker.json"  # the tracker run this search logs to: a resumed search continues it
 
 
 def _num(value: Any) -> float | None:
@@ -41,7 +45,9 @@ class RunTracker:
             self.run.event("tracker_error", tracker=self.tracker.name, error=self.failed)
 
     def on_event(self, name: str, fields: dict[str, Any]) -> None:
-        if name == "candidate_trained":
+        if name == "search_resumed":  # candidate steps go on from the candidates the checkpoint kept
+            self.n_candidates = len(list(Path(self.run.root).glob("candidates/*/candidate.json")))
+        elif name == "candidate_trained":
             metrics = {"candidate/fitness": _num(fields.get("fitness")), "candidate/score": _num(fields.get("score")),
                        "candidate/failed": float(fields.get("failure") is not None)}
             self._safe("log candidate", self.tracker.log_metrics, _present(metrics), "candidate", self.n_candidates)
@@ -108,7 +114,8 @@ def open_tracker(cfg: Any, run: Any, generator: Any) -> RunTracker:
     from bird.registry import get
 
     meta = {"name": f"{cfg.method} {cfg.env.id} seed{cfg.seed}", "method": cfg.method, "env": cfg.env.id,
-            "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "config": _config(cfg)}
+            "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "config": _config(cfg),
+            "resume": _previous(Path(run.root), cfg.tracker.backend)}
     try:
         tracker = get("tracker", cfg.tracker.backend)(cfg.tracker, Path(run.root), meta)
     except ImportError as exc:
@@ -118,9 +125,21 @@ def open_tracker(cfg: Any, run: Any, generator: Any) -> RunTracker:
         raise TrackerUnavailable(f"tracker={cfg.tracker.backend} could not start: {type(exc).__name__}: {exc}") from exc
     observer = RunTracker(tracker, run, generator, cfg.tracker.log_videos)
     if not isinstance(tracker, NullTracker):
+        write_json(Path(run.root) / TRACKER_FILE, {"backend": tracker.name, **tracker.identity()})
         run.listeners.append(observer.on_event)
-        run.event("tracker_opened", tracker=tracker.name, location=tracker.location())
+        run.event("tracker_opened", tracker=tracker.name, location=tracker.location(),
+                  continued=meta["resume"] is not None)
     return observer
+
+
+def _previous(root: Path, backend: str) -> dict[str, Any] | None:
+    """The tracker run an earlier session of this search opened (tracker.json), when it used the same backend: a
+    resumed search continues it. A fresh search never sees one (the previous run's records are cleared first)."""
+    try:
+        saved = json.loads((root / TRACKER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) and saved.get("backend") == backend else None
 
 
 def _config(cfg: Any) -> dict[str, Any]:

@@ -23,15 +23,23 @@ class TensorBoardTracker(Tracker):
         import tensorboard  # noqa: F401  (a clear ImportError when the package is missing)
         from torch.utils.tensorboard import SummaryWriter
 
-        self.dir = Path(cfg.dir) / f"{meta['method']}-{meta['env'].replace('/', '-')}-s{meta['seed']}-{meta['config_hash']}" \
+        resume = meta.get("resume") or {}
+        self.dir = Path(resume["dir"]) if resume.get("dir") else \
+            Path(cfg.dir) / f"{meta['method']}-{meta['env'].replace('/', '-')}-s{meta['seed']}-{meta['config_hash']}" \
             if cfg.dir else root / "tensorboard"
-        self.writer = SummaryWriter(log_dir=str(self.dir))
-        rows = "\n".join(f"| {k} | {v} |" for k, v in meta["config"].items())
-        self.writer.add_text("config", f"| key | value |\n|---|---|\n{rows}", 0)
+        self.writer = SummaryWriter(log_dir=str(self.dir))  # a resumed search adds an event file to the same run
+        if not resume:
+            rows = "\n".join(f"| {k} | {v} |" for k, v in meta["config"].items())
+            self.writer.add_text("config", f"| key | value |\n|---|---|\n{rows}", 0)
 
     def log_metrics(self, metrics: dict[str, float], axis: str, step: int) -> None:
         for key, value in metrics.items():
             self.writer.add_scalar(key, value, global_step=step)
+        if axis != "candidate":  # once an iteration: a killed search keeps what it logged up to its last iteration
+            self.writer.flush()
+
+    def identity(self) -> dict[str, Any]:
+        return {"dir": str(self.dir)}
 
     def log_summary(self, values: dict[str, float]) -> None:
         for key, value in values.items():

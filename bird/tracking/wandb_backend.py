@@ -26,9 +26,10 @@ class WandbTracker(Tracker):
         self.dir.mkdir(parents=True, exist_ok=True)
         settings = wandb.Settings(console="off", silent=True, x_disable_stats=True, disable_git=True,
                                   save_code=False, x_disable_meta=True)
+        resume = meta.get("resume") or {}  # a resumed search logs to the same run id ("allow": W&B appends)
         self.run = wandb.init(project=cfg.project, dir=str(self.dir), mode=cfg.mode, name=meta["name"],
                               config=meta["config"], tags=[meta["method"], meta["env"]], settings=settings,
-                              reinit="create_new")
+                              reinit="create_new", id=resume.get("id"), resume="allow" if resume.get("id") else None)
         for axis in ("candidate", "iteration", "final"):
             self.run.define_metric(f"{axis}/n")
             self.run.define_metric(f"{axis}/*", step_metric=f"{axis}/n")
@@ -49,6 +50,9 @@ class WandbTracker(Tracker):
 
     def location(self) -> str:
         return str(Path(self.run.dir).parent)
+
+    def identity(self) -> dict[str, Any]:
+        return {"id": self.run.id}
 
     def close(self, ok: bool) -> None:
         self.run.finish(exit_code=0 if ok else 1)

@@ -104,6 +104,20 @@ def test_smoke_search_cli_on_ray_attached_by_address(ray_address, tmp_path):
     assert "Started a local Ray instance" not in proc.stderr  # it attached instead
 
 
+@pytest.mark.slow
+def test_a_search_on_ray_gives_the_local_pools_result_bit_for_bit(ray_address, method_smoke_run, method_smoke_config,
+                                                                  tmp_path):
+    from bird.bundle.compare import compare_runs, read_run
+
+    local, expected = method_smoke_run("eureka")  # the shared smoke search (local pool)
+    cfg = method_smoke_config("eureka")
+    cfg.train.executor, cfg.ray.address = "ray", ray_address  # execution-only: the config hash stays
+    result = search(cfg, tmp_path / "ray")
+    assert result["config_hash"] == expected["config_hash"]
+    comparison = compare_runs(read_run(local), read_run(tmp_path / "ray"))
+    assert comparison.identical, [str(d) for d in comparison.differences][:10]
+
+
 def test_the_jax_trainer_walls_itself_inside_a_ray_task(ray_address):
     """train.learner=jax_ppo on Ray: the Ray task is the trainer's host, as a local pool's worker is; the trainer it
     starts there applies every layer, its deferred uid drop included (the training itself: tests/jaxpath)."""

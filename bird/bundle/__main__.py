@@ -1,0 +1,82 @@
+"""`python -m bird.bundle pack RUNS... --out NAME.bird` · `verify NAME.bird` · `replay NAME.bird --out DIR [cells]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bird.bundle.archive import BundleError
+from bird.bundle.compare import Tolerance
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bird.bundle", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    pk = sub.add_parser("pack", help="pack completed run directories (or sweep folders) into one bundle file")
+    pk.add_argument("runs", nargs="+", type=Path)
+    pk.add_argument("--out", required=True, type=Path, help="the bundle file to write (NAME.bird)")
+    pk.add_argument("--with-media", action="store_true", help="also pack clips, keyframes and rollouts")
+    pk.add_argument("--cache-dir", type=Path, help="the response cache the runs used (default: each run's "
+                    "llm.cache_dir, else $BIRD_CACHE_DIR or ~/.cache/bird/llm)")
+    pk.add_argument("--allow-incomplete", action="store_true",
+                    help="pack runs whose answers the cache lacks (they are marked not replayable)")
+    vf = sub.add_parser("verify", help="check hashes, completeness and schema version; say what can be reproduced")
+    vf.add_argument("bundle", type=Path)
+    rp = sub.add_parser("replay", help="re-run cells from the recorded answers and compare with the bundle's results")
+    rp.add_argument("bundle", type=Path)
+    rp.add_argument("cells", nargs="*", help="cell ids or prefixes (e.g. eureka/ or eureka/mujoco-hopper/seed0); "
+                    "default: every cell")
+    rp.add_argument("--out", required=True, type=Path, help="a fresh folder for the replayed runs")
+    rp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override for every cell (execution-only keys such as train.workers=1)")
+    rp.add_argument("--tol", action="append", default=[], metavar="METRIC=RTOL[,ATOL]",
+                    help="tolerance of a metric (a curve column or JSON key; * = any other number) for cells "
+                         "not expected to be bit-for-bit")
+    return p
+
+
+def _tolerances(items: list[str]) -> dict[str, Tolerance]:
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        rtol, _, atol = value.partition(",")
+        try:
+            out[name] = Tolerance(float(rtol), float(atol or 0.0))
+        except ValueError:
+            raise BundleError(f"--tol {item!r}: expected METRIC=RTOL[,ATOL] with numbers") from None
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "pack":
+            from bird.bundle.pack import pack
+
+            res = pack(args.runs, args.out, args.with_media, args.cache_dir, args.allow_incomplete)
+            print(f"wrote {res.path} ({res.size / 1e6:.2f} MB, {len(res.cells)} cell(s), "
+                  f"{len(res.left_out)} file(s) left out{'' if args.with_media else ': media without --with-media'})")
+            for c in res.cells:
+                print(f"  {c['id']}: {c['transcript']['answers']} answer(s)" +
+                      ("" if c["replayable"] else f"; NOT replayable: {c['why_not']}"))
+            return 0
+        if args.command == "verify":
+            from bird.bundle.verify import verify
+
+            report = verify(args.bundle)
+            print(report.render())
+            return 0 if report.ok else 1
+        from bird.bundle.replay import replay
+
+        result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol))
+        print(result.render())
+        return 0 if result.ok else 1
+    except BundleError as exc:
+        print(f"bird.bundle: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
