@@ -103,7 +103,8 @@ def rollout(env_id: str, policy: Policy | None, n_steps: int, seed: int) -> Data
 
 
 def train_reference_policy(env_id: str, steps: int, seed: int, out_dir: Path) -> dict[str, Any]:
-    """PPO on the reference reward (conf/trainer/sb3_ppo.yaml); writes policy.zip, vecnormalize.pkl, policy.json."""
+    """PPO on the reference reward (bird's tuned PPO, conf/trainer/sb3_tuned.yaml); writes policy.zip,
+    vecnormalize.pkl, policy.json."""
     from omegaconf import OmegaConf
 
     from bird.config.load import CONF_DIR
@@ -112,7 +113,7 @@ def train_reference_policy(env_id: str, steps: int, seed: int, out_dir: Path) ->
     from bird.learners.job import TrainJob
     from bird.learners.sb3_ppo import train_ppo
 
-    train = TrainConfig(**OmegaConf.to_container(OmegaConf.load(CONF_DIR / "trainer" / "sb3_ppo.yaml")))
+    train = TrainConfig(**OmegaConf.to_container(OmegaConf.load(CONF_DIR / "trainer" / "sb3_tuned.yaml")))
     job = TrainJob(candidate_id="reference", code=None, env=env_config(env_id), train=train, seed=seed,
                    env_steps=steps, n_envs=4, n_checkpoints=1, eval_episodes=4, call_timeout_s=5.0,
                    memory_mb=2048, out_dir=str(out_dir), save_policy=True)

@@ -42,7 +42,7 @@ def read_timing(value: Any) -> dict[str, float]:
 
 
 _CHECKPOINT_FIELDS = {"env_steps", "score", "quantity", "own_return", "reference_return", "episode_length",
-                      "components", "eval_own_return"}
+                      "components", "eval_own_return", "eval_reference_return"}
 
 
 def read_checkpoint(value: Any, job: TrainJob, steps: int) -> Checkpoint:
@@ -63,7 +63,8 @@ def read_checkpoint(value: Any, job: TrainJob, steps: int) -> Checkpoint:
                       num(value["reference_return"], "reference_return", nan=True),
                       num(value["episode_length"], "episode_length", 0.0, 1e9),
                       {n: num(v, f"component {n}", nan=True) for n, v in comps.items()},
-                      num(value["eval_own_return"], "eval_own_return", nan=True))
+                      num(value["eval_own_return"], "eval_own_return", nan=True),
+                      num(value["eval_reference_return"], "eval_reference_return", nan=True))
 
 
 _ROLLOUT_1D = {"episode": "<i8", "reward": "<f8", "score": "<f8", "quantity": "<f8", "length": "<i8"}

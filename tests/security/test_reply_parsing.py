@@ -75,7 +75,8 @@ def test_every_reader_turns_any_json_value_into_a_value_or_a_recorded_failure(jo
 
 def _checkpoint(**changes):
     base = {"env_steps": 64, "score": 0.1, "quantity": 0.2, "own_return": math.nan, "reference_return": 1.0,
-            "episode_length": 10.0, "components": {"forward": 0.5, "ctrl": -0.1}, "eval_own_return": math.nan}
+            "episode_length": 10.0, "components": {"forward": 0.5, "ctrl": -0.1}, "eval_own_return": math.nan,
+            "eval_reference_return": math.nan}
     return {**base, **changes}
 
 

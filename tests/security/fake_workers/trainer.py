@@ -16,7 +16,8 @@ from bird.reward.worker import Session
 
 SETTINGS = {"steps_per_update": 64, "n_updates": 3}
 CHECKPOINT = {"score": 0.1, "quantity": 0.2, "own_return": 1.0, "reference_return": 2.0, "episode_length": 10.0,
-              "components": {"a": 0.5}, "eval_own_return": math.nan}
+              "components": {"a": 0.5}, "eval_own_return": math.nan,
+              "eval_reference_return": math.nan}
 
 
 def _raw(session: Session, data: bytes) -> None:
