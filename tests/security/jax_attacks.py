@@ -29,13 +29,15 @@ PROGRAMS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "j01_while_loop_grows_with_rows": (
         "    n = action.shape[0]\n"
         "    inner = lambda j, v: v * 0.999 + action[0, 0]\n"
-        "    v = lax.fori_loop(0, n, lambda i, v: lax.fori_loop(0, n, inner, v), jnp.zeros(64))\n"
+        "    mid = lambda i, v: lax.fori_loop(0, n, inner, v)\n"
+        "    v = lax.fori_loop(0, n, lambda i, v: lax.fori_loop(0, n, mid, v), jnp.zeros(64))\n"
         "    return next_obs['rootx_vel'] + 0.0 * v[0], {}\n", ("timeout",), "dry run"),
     "j02_loop_on_states_the_smoke_check_never_reaches": (
         "    n = action.shape[0]\n"
         "    fallen = jnp.any(next_obs['rootz_pos'] < -3.0)\n"
         "    inner = lambda j, v: v * 0.999 + 1.0\n"
-        "    spin = lambda v: lax.fori_loop(0, n, lambda i, v: lax.fori_loop(0, n, inner, v), v)\n"
+        "    mid = lambda i, v: lax.fori_loop(0, n, inner, v)\n"
+        "    spin = lambda v: lax.fori_loop(0, n, lambda i, v: lax.fori_loop(0, n, mid, v), v)\n"
         "    v = lax.cond(fallen, spin, lambda v: v, jnp.zeros(64))\n"
         "    return next_obs['rootx_vel'] + 0.0 * v[0], {}\n", ("timeout",), "dry run"),
     "j03_sort_bomb_at_size": (
