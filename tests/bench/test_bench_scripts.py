@@ -98,3 +98,15 @@ def test_device_script_dry_run_runs_the_jax_bench_and_a_search():
     bench = json.loads((done.out / "bench_jax.json").read_text())
     assert bench["raw"]["trainings"] == 1 and bench["bird"]["trainings"] == 2
     assert bench["ratio"] > 0 and len(bench["bird"]["final_scores"]) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.background("bundle")
+def test_bundle_bench_packs_the_acceptance_sweep_and_replays_it_identically():
+    """bench/bench_bundle.py with one replay: the 2 x 2 sweep recorded, packed, replayed cell for cell."""
+    out = output("bundle")
+    assert re.search(r"bundle: [\d,]+ bytes \(\d+ KiB\), 4 runs, \d+ LLM answers", out), out
+    figure(r"bundle: ([\d,]+) bytes", out)
+    figure(r"recording \(baseline\): ([\d.]+) s", out)
+    assert "replay 0: " in out and "['identical', 'identical', 'identical', 'identical']" in out, out
+    figure(r"ratio replay / recording ([\d.]+)", out)
