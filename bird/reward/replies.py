@@ -111,4 +111,4 @@ def finite_map(value: Any, most: int, what: str) -> dict[str, float]:
     """{text: finite number} with at most `most` entries (e.g. REWARD_WEIGHTS)."""
     if not isinstance(value, dict) or len(value) > most:
         raise bad(f"{what} must map at most {most} names to finite numbers")
-    return {clean_text(k, 100): number(v, f"{what}[{clean_text(k, 40)!r}]") for k, v in value.items()}
+    return {clean_text(k, 100): number(v, what) for k, v in value.items()}
