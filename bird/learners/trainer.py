@@ -26,7 +26,7 @@ import traceback
 from typing import Any
 
 from bird.reward import isolation
-from bird.reward.worker import Session, apply_layers
+from bird.reward.worker import Session, start_configured
 
 __all__ = ["main", "compile_main", "encode_arrays"]
 
@@ -117,10 +117,7 @@ def _outputs(session: Session, run: Any) -> None:
 
 
 def main(result_fd: int) -> None:
-    session = Session(result_fd)
-    init, _ = session.recv()
-    cfg = isolation.IsolationConfig.from_json(init["isolation"])
-    apply_layers(session, cfg)
+    session, cfg = start_configured(result_fd)
     header, payload = session.recv()
     if header.get("op") == "explain":  # python -m bird.reward check --explain: the layers, the uid drop, nothing more
         drop = [isolation.drop_identity(cfg).to_json()] if cfg.defer_uid_drop and os.geteuid() == 0 else []

@@ -66,12 +66,9 @@ _ENV = {**JAX.env, "TF_CPP_MIN_LOG_LEVEL": "3"}  # one BLAS thread: numpy's woul
 
 # -- the inspecting process -----------------------------------------------------------------------------------
 def main(result_fd: int) -> None:
-    from bird.reward.worker import Session, apply_layers
+    from bird.reward.worker import start_configured
 
-    session = Session(result_fd)
-    init, _ = session.recv()
-    cfg = isolation.IsolationConfig.from_json(init["isolation"])
-    apply_layers(session, cfg)
+    session, cfg = start_configured(result_fd)
     header, payload = session.recv()
     try:
         reply = _inspect(header, payload)

@@ -81,6 +81,16 @@ def apply_layers(session: Session, cfg: isolation.IsolationConfig) -> list[isola
     return layers
 
 
+def start_configured(result_fd: int) -> tuple[Session, isolation.IsolationConfig]:
+    """The start of a walled process whose host sends its IsolationConfig whole (the trainer, the inspector): read
+    init, apply the layers, report them."""
+    session = Session(result_fd)
+    init, _ = session.recv()
+    cfg = isolation.IsolationConfig.from_json(init["isolation"])
+    apply_layers(session, cfg)
+    return session, cfg
+
+
 def _load(session: Session, language: Language) -> Any:
     header, _ = session.recv()
     ns = namespace(language)
