@@ -18,10 +18,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m bird $(ARGS)
 
-# BIRD_REQUIRE_JAX=1: the JAX path tests (tests/jaxpath) fail instead of skipping when the [jax] extra is missing
+# BIRD_REQUIRE_JAX=1: the JAX path tests (tests/jaxpath) fail instead of skipping when the [jax] extra is missing.
+# JOBS pytest-xdist workers, each taking whole test modules (--dist loadscope: a module's fixtures are made once);
+# what several modules share is made once per session across workers (tests/session_share.py). JOBS=0: one process.
+JOBS ?= 2
 test: $(STAMP)
 	bash tools/system_deps.sh
-	BIRD_REQUIRE_JAX=1 $(PY) -m pytest -q $(ARGS)
+	BIRD_REQUIRE_JAX=1 $(PY) -m pytest -q -n $(JOBS) --dist loadscope --durations=25 $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -8,16 +8,18 @@ plain command from the repository root (`command(NAME, out)`): run it by hand to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import session_share
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,66 +66,82 @@ class Result:
     out: Path  # the job's scratch folder (removed when the session ends)
 
 
-class _Runner:
-    """One process running jobs in turn; job NAME writes NAME.out and NAME.err, then NAME.rc when it has finished."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-        self.dir = Path(tempfile.mkdtemp(prefix="bird-tests-background-"))
-        plan = []
-        for name in names:
-            argv, env = command(name, self.dir / name)
-            plan.append({"name": name, "argv": argv, "env": env, "out": str(self.dir / name)})
-        (self.dir / "plan.json").write_text(json.dumps(plan))
-        with open(self.dir / "runner.log", "w") as log:
-            self.proc = subprocess.Popen([sys.executable, __file__, str(self.dir), str(os.getpid())], cwd=ROOT,
-                                         start_new_session=True,
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-
-    def result(self, name: str, timeout: float) -> Result:
-        done, deadline = self.dir / f"{name}.rc", time.monotonic() + timeout
-        while not done.exists():
-            if self.proc.poll() is not None and not done.exists():
-                raise RuntimeError(f"the background runner exited ({self.proc.returncode}) before {name!r} finished: "
-                                   + (self.dir / "runner.log").read_text()[-3000:])
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"background job {name!r} has not finished after {timeout:.0f} s")
-            time.sleep(0.5)
-        text = [(self.dir / f"{name}.{s}").read_text(errors="replace") for s in ("out", "err")]
-        return Result(int(done.read_text()), *text, self.dir / name)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, finished but not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except (OSError, IndexError):
+        return False
 
 
-_RUNNERS: list[_Runner] = []
+def _registry() -> Path:
+    """runners.json: [{"dir", "pid", "names"}] of the runners started this session, by any worker."""
+    return session_share.folder() / "background" / "runners.json"
+
+
+def _runners() -> list[dict]:
+    path = _registry()
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def _launch(names: list[str], index: int) -> dict:
+    """One runner process for these jobs, in turn; job NAME writes NAME.out and NAME.err, then NAME.rc when done."""
+    folder = _registry().parent / f"runner-{index}"
+    folder.mkdir(parents=True)
+    plan = []
+    for name in names:
+        argv, env = command(name, folder / name)
+        plan.append({"name": name, "argv": argv, "env": env, "out": str(folder / name)})
+    (folder / "plan.json").write_text(json.dumps(plan))
+    with open(folder / "runner.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, __file__, str(folder), str(session_share.suite_pid())], cwd=ROOT,
+                                start_new_session=True, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    return {"dir": str(folder), "pid": proc.pid, "names": names}
 
 
 def start(names: list[str]) -> None:
-    """Run these jobs (those no runner has yet), in the table's order, one after another beside the suite."""
-    started = {n for r in _RUNNERS for n in r.names}
-    todo = [n for n in NAMES if n in set(names) - started]
+    """Run these jobs (those no runner has yet, whichever worker started it), in the table's order, one after another
+    beside the suite."""
     unknown = set(names) - set(NAMES)
     if unknown:
         raise ValueError(f"unknown background jobs {sorted(unknown)}; known: {list(NAMES)}")
-    if todo:
-        _RUNNERS.append(_Runner(todo))
+    _registry().parent.mkdir(exist_ok=True)
+    with session_share.locked("background"):
+        runners = _runners()
+        started = {n for r in runners for n in r["names"]}
+        todo = [n for n in NAMES if n in set(names) - started]
+        if todo:
+            runners.append(_launch(todo, len(runners)))
+            _registry().write_text(json.dumps(runners))
 
 
 def result(name: str, timeout: float = 1800) -> Result:
     """The job's exit status and output, once it has finished (started now if no runner has it)."""
     start([name])
-    runner = next(r for r in _RUNNERS if name in r.names)
-    return runner.result(name, timeout)
+    runner = next(r for r in _runners() if name in r["names"])
+    folder = Path(runner["dir"])
+    done, deadline = folder / f"{name}.rc", time.monotonic() + timeout
+    while not done.exists():
+        if not _alive(runner["pid"]) and not done.exists():
+            raise RuntimeError(f"the background runner exited before {name!r} finished: "
+                               + (folder / "runner.log").read_text()[-3000:])
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"background job {name!r} has not finished after {timeout:.0f} s")
+        time.sleep(0.5)
+    text = [(folder / f"{name}.{s}").read_text(errors="replace") for s in ("out", "err")]
+    return Result(int(done.read_text()), *text, folder / name)
 
 
 def stop() -> None:
-    """Kill what is still running and remove the jobs' files (end of session)."""
-    while _RUNNERS:
-        _RUNNERS.pop().stop()
+    """Kill what is still running and remove the jobs' files: at the end of the session, in the process that owns it
+    (an xdist worker leaves that to the controller)."""
+    if session_share.is_worker() or not _registry().parent.exists():
+        return
+    for runner in _runners():
+        if _alive(runner["pid"]):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(runner["pid"], signal.SIGKILL)
+    shutil.rmtree(_registry().parent, ignore_errors=True)
 
 
 def _run_plan(folder: Path, suite_pid: int) -> None:
@@ -135,7 +153,7 @@ def _run_plan(folder: Path, suite_pid: int) -> None:
             proc = subprocess.Popen(job["argv"], cwd=ROOT, env={**os.environ, **job["env"]}, stdin=subprocess.DEVNULL,
                                     stdout=out, stderr=err)
             while proc.poll() is None:
-                if os.getppid() != suite_pid:
+                if not _alive(suite_pid):
                     shutil.rmtree(folder, ignore_errors=True)
                     os.killpg(0, signal.SIGKILL)  # the runner's process group: the job, its children and the runner
                 time.sleep(0.5)

@@ -6,6 +6,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 from run_kills import copy_at_event, killed_copy_of, killed_late
@@ -17,6 +18,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 if "BIRD_JAX_CACHE" not in os.environ:
     os.environ["BIRD_JAX_CACHE"] = tempfile.mkdtemp(prefix="bird-jax-cache-")
     atexit.register(shutil.rmtree, os.environ["BIRD_JAX_CACHE"], True)
+
+import session_share  # noqa: E402  (tests/session_share.py: what xdist workers make once)
+
+session_share.make_folder()
 
 import background  # noqa: E402  (tests/background.py: long subprocesses beside the suite)
 from smoke_overrides import SMOKE  # noqa: E402
@@ -72,19 +77,24 @@ def method_smoke_overrides(method: str) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory, compose_cfg):
-    """Memoised offline smoke searches, shared by every test that reads a real run directory in one session:
-    smoke_run(*overrides) -> (run directory, result.json content). Each keeps a copy of its run directory as a kill
-    late in iteration 2 would have left it (`killed_copy`)."""
+def smoke_run(compose_cfg):
+    """Memoised offline smoke searches, shared by every test that reads a real run directory in one session (and by
+    every xdist worker): smoke_run(*overrides) -> (run directory, result.json content). Each keeps a copy of its run
+    directory as a kill late in iteration 2 would have left it (`killed_copy`)."""
     runs: dict[tuple[str, ...], tuple] = {}
+
+    def _search(overrides: tuple[str, ...], folder: Path) -> dict:
+        from bird.loop import search
+
+        path = folder / "smoke_run"
+        with copy_at_event(killed_late(overrides), killed_copy_of(path)):
+            return search(compose_cfg(*overrides), path)
 
     def _run(*overrides: str):
         if overrides not in runs:
-            from bird.loop import search
-
-            path = tmp_path_factory.mktemp("smoke_run")
-            with copy_at_event(killed_late(overrides), killed_copy_of(path)):
-                runs[overrides] = (path, search(compose_cfg(*overrides), path))
+            name = session_share.key("smoke_run", *overrides)
+            result = session_share.once(name, lambda folder: _search(overrides, folder))
+            runs[overrides] = (session_share.folder() / "once" / name / "smoke_run", result)
         return runs[overrides]
 
     return _run
