@@ -30,7 +30,7 @@ def _table(out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
     return {
         # what the JAX path tests train, compiled into the session's JAX cache before they need it
         "jax_programs": ([py, "tests/jaxpath/warm_programs.py", "training", str(out)], {}),
-        # the Brax tasks' reset and step, compiled into that cache before the leak audit's rehearsals need them
+        # the leak audit's random episodes of every Brax task (tests/prompt_rehearsal.py), made before it needs them
         "brax_envs": ([py, "tests/jaxpath/warm_programs.py", "envs"], {}),
         # bench/ scripts at smoke budgets (tests/bench/test_bench_scripts.py reads what they print)
         "make_bench": (["make", "-s", "bench", "STAMP=", f"PY={py}",

@@ -48,10 +48,45 @@ class Rehearsal:
         return {r.purpose for r, _ in self.calls}
 
 
+REHEARSAL_HORIZON = 50  # the leak audit's episodes (tests/test_leak_audit.py); the brax_envs job records them
+
+
 @cache
 def random_experience(env_id: str, horizon: int, episodes: int = 2) -> dict[str, np.ndarray]:
+    """`episodes` uniform-random episodes of `env_id` (record_random_experience), made once per task per session: a
+    file every xdist worker reads. A Brax task's come from the background job "brax_envs" (tracing Brax's step takes
+    seconds per task)."""
+    import background
+
+    if env_id.startswith("brax/") and horizon == REHEARSAL_HORIZON:
+        background.result("brax_envs")
+    path = random_experience_path(env_id, horizon, episodes)
+    if not path.exists():
+        save_random_experience(env_id, horizon, episodes)
+    with np.load(path) as saved:
+        return dict(saved)
+
+
+def random_experience_path(env_id: str, horizon: int, episodes: int) -> Path:
+    import session_share
+
+    return session_share.folder() / "random_experience" / f"{session_share.key(env_id, str(horizon), str(episodes))}.npz"
+
+
+def save_random_experience(env_id: str, horizon: int, episodes: int = 2) -> None:
+    """record_random_experience to its session file (written whole, then renamed into place)."""
+    import os
+
+    path = random_experience_path(env_id, horizon, episodes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    np.savez(tmp, **record_random_experience(env_id, horizon, episodes))
+    os.replace(tmp, path)
+
+
+def record_random_experience(env_id: str, horizon: int, episodes: int = 2) -> dict[str, np.ndarray]:
     """`episodes` uniform-random episodes of `env_id` from one env (reset seeds 0, 1, ...), flattened episode-major
-    as rollouts.npz holds them (no reward yet), plus `dones`. Built once per task and shared by every method."""
+    as rollouts.npz holds them (no reward yet), plus `dones`. Shared by every method."""
     from bird.envs.demos import env_config, record_episode
     from bird.envs.registry import make_adapter
 

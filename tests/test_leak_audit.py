@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from prompt_rehearsal import REFERENCE_SENTINEL, Rehearsal, rehearse
+from prompt_rehearsal import REFERENCE_SENTINEL, REHEARSAL_HORIZON, Rehearsal, rehearse
 
 from bird.config.load import CONF_DIR
 from bird.envs.demos import available_envs
@@ -16,7 +16,7 @@ from bird.registry import declared
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
 TASKS = available_envs()
-REHEARSAL = ["run.progress=false", "env.horizon=50", "budget.max_candidates=1", "verify.checks=[static]",
+REHEARSAL = ["run.progress=false", f"env.horizon={REHEARSAL_HORIZON}", "budget.max_candidates=1", "verify.checks=[static]",
              "judge.mode=state_text", "alignment.iterations=20", "demos.n_expert=2", "demos.n_negative=2",
              "demos.max_train=2"]
 # a method that cannot run on a suite must say so before anything is sent (the brax suite: when the config loads)

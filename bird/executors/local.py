@@ -1,10 +1,13 @@
-"""The local executor: parallel trainings in worker processes (spawn), progress sent back over a queue."""
+"""The local executor: parallel trainings in worker processes (spawn), progress sent back over a queue; the processes
+stay warm for the next search in the same process."""
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -39,42 +42,109 @@ def _run(learner: str, group: list[TrainJob]) -> list[TrainResult]:
     return call_learner(learner, group, _progress)
 
 
+class _Workers:
+    """Spawned worker processes and the queue their progress comes back on; `sink` receives that progress."""
+
+    def __init__(self, workers: int) -> None:
+        self.key = _spawn_key(workers)
+        ctx = mp.get_context("spawn")
+        self.queue = ctx.Queue()
+        self.sink: Callable[[str, int, int, float | None], None] | None = None
+        self.executor = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(self.queue,))
+        self._stop = threading.Event()
+        self._drain = threading.Thread(target=self._drain_loop, daemon=True)
+        self._drain.start()
+
+    def _drain_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                msg = self.queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError):
+                return
+            if self.sink:
+                self.sink(*msg)
+
+    def renew(self) -> None:
+        """A fresh set of processes in place of a broken one."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.executor = ProcessPoolExecutor(self.key[0], mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                            initargs=(self.queue,))
+
+    def shutdown(self) -> None:
+        """Stop the processes without waiting for them to exit (their interpreters take a second or two)."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self._stop.set()
+        self._drain.join(timeout=2)
+        self.queue.close()
+
+
+def _spawn_key(workers: int) -> tuple:
+    """What a spawned worker inherits from this process: a warm one is reused only where a new one would be the same
+    (worker count, environment but pytest's per-test marker, sys.path, working directory)."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"))
+    return workers, env, tuple(sys.path), os.getcwd()
+
+
+_warm: _Workers | None = None  # the workers the last search in this process left, for the next one
+_warm_lock = threading.Lock()
+
+
+def _take_warm(workers: int) -> _Workers | None:
+    global _warm
+    with _warm_lock:
+        found, _warm = _warm, None
+    if found is not None and found.key == _spawn_key(workers):
+        return found
+    if found is not None:
+        found.shutdown()
+    return None
+
+
+def _keep_warm(procs: _Workers) -> None:
+    global _warm
+    if mp.parent_process() is not None:  # a child (a joblib sweep's worker) joins its children before exiting
+        procs.shutdown()
+        return
+    with _warm_lock:
+        old, _warm = _warm, procs
+    if old is not None:
+        old.shutdown()
+
+
+@atexit.register
+def _drop_warm() -> None:
+    global _warm
+    with _warm_lock:
+        old, _warm = _warm, None
+    if old is not None:
+        old.shutdown()
+
+
 class TrainPool:
-    """A reusable pool of `workers` processes; `run(jobs)` returns results in job order."""
+    """A pool of `workers` spawned processes; `run(jobs)` returns results in job order.
+
+    `close()` keeps the processes warm for the next pool this process makes with the same settings (the next search
+    of a sweep run in one process, a notebook, the test suite): it starts without spawning and importing torch
+    again. A pool whose processes broke, or a different setting, spawns afresh."""
 
     def __init__(self, workers: int, on_progress: Callable[[str, int, int, float | None], None] | None = None) -> None:
         self.workers = workers
         if mp.get_start_method(allow_none=True) not in (None, *mp.get_all_start_methods()):
             # e.g. inside a joblib/loky sweep worker: spawned children could not restore "loky"
             mp.set_start_method("spawn", force=True)
-        self._ctx = mp.get_context("spawn")
-        self._queue = self._ctx.Queue()
-        self._on_progress = on_progress
-        self._executor = self._new_executor()
-        self._stop = threading.Event()
-        self._drain = threading.Thread(target=self._drain_loop, daemon=True)
-        self._drain.start()
-
-    def _new_executor(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(self.workers, mp_context=self._ctx, initializer=_init_worker, initargs=(self._queue,))
-
-    def _drain_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                msg = self._queue.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            except (EOFError, OSError):
-                return
-            if self._on_progress:
-                self._on_progress(*msg)
+        self._procs = _take_warm(workers) or _Workers(workers)
+        self._procs.sink = on_progress
+        self._healthy = True
 
     def run(self, learner: str, jobs: list[TrainJob]) -> list[TrainResult]:
         """Results in job order (groups and exported programs: bird.executors.jobs.prepare)."""
         groups, failed = prepare(learner, jobs)
-        futures = [self._executor.submit(_run, learner, group) for group in groups]
+        futures = [self._procs.executor.submit(_run, learner, group) for group in groups]
         done: list[TrainResult] = []
         broken = False
+        self._healthy = False  # until every future has been collected
         for fut, group in zip(futures, groups, strict=True):
             try:
                 done.extend(fut.result())
@@ -84,12 +154,14 @@ class TrainPool:
             except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
                 done.extend(failed_result(job, f"{type(exc).__name__}: {exc}") for job in group)
         if broken:
-            self._executor.shutdown(cancel_futures=True)
-            self._executor = self._new_executor()
+            self._procs.renew()
+        self._healthy = True
         return assemble(jobs, failed, done)
 
     def close(self) -> None:
-        self._executor.shutdown(cancel_futures=True)
-        self._stop.set()
-        self._drain.join(timeout=2)
-        self._queue.close()
+        """Hand the processes on to the next pool (or stop them, when a run was interrupted mid-way)."""
+        self._procs.sink = None
+        if self._healthy:
+            _keep_warm(self._procs)
+        else:
+            self._procs.shutdown()

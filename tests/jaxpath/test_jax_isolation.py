@@ -40,8 +40,9 @@ def test_trainer_receives_exported_bytes_and_never_runs_program_python(jax_cfg, 
     jobs = [make_job(jax_cfg, f"c{i}", code, i, 192, tmp_path / f"c{i}") for i, code in enumerate((FORWARD, UPRIGHT))]
     pool = TrainPool(1)
     sent: list = []
-    submit = pool._executor.submit
-    pool._executor.submit = lambda fn, *args: (sent.append(args), submit(fn, *args))[1]
+    executor = pool._procs.executor
+    submit = executor.submit
+    executor.submit = lambda fn, *args: (sent.append(args), submit(fn, *args))[1]
     try:
         results = pool.run("jax_ppo", jobs)
         assert all(r.ok for r in results), [r.failure for r in results]
@@ -60,5 +61,5 @@ def test_trainer_receives_exported_bytes_and_never_runs_program_python(jax_cfg, 
         submit(run_program_in_process, FORWARD).result()  # positive control: the same check sees executed source
         assert submit(trainer_view).result()["functions"] == 1
     finally:
-        pool._executor.submit = submit
-        pool.close()
+        executor.submit = submit
+        pool._procs.shutdown()  # not kept warm: the positive control ran program source in this worker

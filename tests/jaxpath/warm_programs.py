@@ -1,7 +1,7 @@
 """Compile, into the session's JAX cache (BIRD_JAX_CACHE), what the JAX path tests would otherwise compile one after
 another on the suite's critical path (minutes on a CPU): `training`, the training program at the tests' settings
-(TINY), two trainings wide and one wide; `envs`, the gym view's reset and step of every Brax task (the leak audit's
-random episodes).
+(TINY), two trainings wide and one wide; `envs`, the leak audit's random episodes of every Brax task (tests/
+prompt_rehearsal.py, in the session's shared folder BIRD_TEST_SHARED).
 
 Runs beside the suite (tests/background.py, jobs "jax_programs" and "brax_envs"); the tests that train wait for
 "jax_programs" and then load its programs from the cache. By hand:
@@ -43,18 +43,15 @@ def training(out: Path) -> None:
 
 
 def envs() -> None:
-    """The gym view's reset and step of every Brax task (job "brax_envs": the leak audit's random episodes)."""
-    import numpy as np
+    """The leak audit's random episodes of every Brax task (job "brax_envs"), in the session's shared folder: most of
+    their time is tracing and compiling the gym view's reset and step."""
+    from prompt_rehearsal import REHEARSAL_HORIZON, save_random_experience
 
-    from bird.config.schema import EnvConfig
     from bird.envs.brax.tasks import TASKS
-    from bird.envs.registry import make_adapter
 
     for task in sorted(TASKS):
-        env = make_adapter(EnvConfig(id=f"brax/{task}", description="warm-up")).make_env()
-        env.reset(seed=0)
-        env.step(np.zeros(env.action_space.shape, dtype=np.float32))
-        print(f"compiled brax/{task} reset and step", flush=True)
+        save_random_experience(f"brax/{task}", REHEARSAL_HORIZON)
+        print(f"recorded brax/{task}'s random episodes", flush=True)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 UPDATE_TIMEOUT_S = 10  # the watchdog per PPO update of this tiny training (a clean update takes well under 1 s)
+DRY_RUN_S = 8.0  # the dry run's budget here (30 s in a search): the looping attacks would run for hours at this size
 BIG = ["train.jax.num_envs=1024", "train.jax.batch_size=512", "train.jax.num_minibatches=8",
        "train.jax.unroll_length=16"]  # rows per training slot: 4 rollouts × 16 decisions × 1024 envs = 65,536
 _CRAFTED = "# crafted: "
@@ -58,8 +59,10 @@ def run_programs(out: Path) -> dict[str, Any]:
     from bird.envs.registry import make_adapter
     from bird.learners.job import make_job
     from bird.learners.programs import export_jobs, training_rows
+    from bird.reward import factory
     from bird.reward.checks import random_transitions, verify_code
 
+    factory.BULK_TIMEOUT_S = DRY_RUN_S  # the least bulk-call limit, which the dry run takes when it is above 5 s
     cfg = _cfg(BIG)
     adapter = make_adapter(cfg.env)
     batch = random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed)
