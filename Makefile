@@ -19,12 +19,13 @@ run: $(STAMP)
 	$(PY) -m bird $(ARGS)
 
 # BIRD_REQUIRE_JAX=1: the JAX path tests (tests/jaxpath) fail instead of skipping when the [jax] extra is missing.
-# JOBS pytest-xdist workers, each taking whole test modules (--dist loadscope: a module's fixtures are made once);
-# what several modules share is made once per session across workers (tests/session_share.py). JOBS=0: one process.
+# JOBS pytest-xdist workers, each taking whole test modules (--dist loadscope: a module's fixtures are made once) in
+# the order tests/conftest.py gives them; what modules share is made once per session (tests/session_share.py).
+# JOBS=0: one process.
 JOBS ?= 2
 test: $(STAMP)
 	bash tools/system_deps.sh
-	BIRD_REQUIRE_JAX=1 $(PY) -m pytest -q -n $(JOBS) --dist loadscope --durations=25 $(ARGS)
+	BIRD_REQUIRE_JAX=1 $(PY) -m pytest -q -n $(JOBS) --dist loadscope --no-loadscope-reorder --durations=25 $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

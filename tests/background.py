@@ -28,10 +28,11 @@ def _table(out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
     """name -> (argv, extra environment); `out` is the job's own scratch folder. In the order the runner runs them."""
     py = sys.executable
     return {
+        # the leak audit's random episodes of every Brax task (tests/prompt_rehearsal.py), made first: the
+        # leak audit is the first long module (tests/conftest.py orders them)
+        "brax_envs": ([py, "tests/jaxpath/warm_programs.py", "envs"], {}),
         # what the JAX path tests train, compiled into the session's JAX cache before they need it
         "jax_programs": ([py, "tests/jaxpath/warm_programs.py", "training", str(out)], {}),
-        # the leak audit's random episodes of every Brax task (tests/prompt_rehearsal.py), made before it needs them
-        "brax_envs": ([py, "tests/jaxpath/warm_programs.py", "envs"], {}),
         # bench/ scripts at smoke budgets (tests/bench/test_bench_scripts.py reads what they print)
         "make_bench": (["make", "-s", "bench", "STAMP=", f"PY={py}",
                         "ARGS=--steps 256 --n-envs 2 --repeats 1 --sandbox-repeats 1"], {}),

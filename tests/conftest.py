@@ -128,6 +128,26 @@ FORK_FIRST = ("tests/reward/", "tests/security/")
 LAST = ("tests/bench/",)
 
 
+def _order(items: list) -> None:
+    """FORK_FIRST, then the other modules with the most tests first (as xdist's loadscope would order them: a long
+    module taken last would leave the other worker idle), then LAST. Within a module, the tests that wait for a
+    background job come after the others, which keep their order."""
+    size: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        module = item.nodeid.split("::")[0]
+        size[module] = size.get(module, 0) + 1
+        first.setdefault(module, i)
+
+    def key(item) -> tuple[int, int, int, bool]:
+        module = item.nodeid.split("::")[0]
+        part = 0 if module.startswith(FORK_FIRST) else 2 if module.startswith(LAST) else 1
+        waits = item.get_closest_marker("background") is not None
+        return part, -size[module] if part == 1 else 0, first[module], waits
+
+    items.sort(key=key)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "background(name): needs the named job of tests/background.py, which starts "
                             "once the session has collected the test and runs beside the suite")
@@ -135,8 +155,7 @@ def pytest_configure(config):
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected: only the selected tests' jobs start
 def pytest_collection_modifyitems(session, config, items):
-    # stable: the order within each part stays
-    items.sort(key=lambda item: 0 if item.nodeid.startswith(FORK_FIRST) else 2 if item.nodeid.startswith(LAST) else 1)
+    _order(items)
     if not config.option.collectonly:
         background.start([m.args[0] for item in items for m in item.iter_markers("background")])
 

@@ -46,3 +46,29 @@ def test_the_local_pool_runs_cores_over_cpus_per_training_at_once(compose_cfg, m
     assert bird.loop.make_plan(compose_cfg("budget.max_candidates=8", "train.resources.num_cpus=16")).workers == 1
     assert bird.loop.make_plan(compose_cfg("budget.max_candidates=3")).workers == 3
     assert bird.loop.make_plan(compose_cfg("train.workers=5", "train.resources.num_cpus=8")).workers == 5
+
+
+def _worker_pids(pool) -> set[int]:
+    import os
+
+    return {pool._procs.executor.submit(os.getpid).result() for _ in range(4)}
+
+
+def test_the_next_pool_with_the_same_settings_reuses_the_warm_workers_and_a_changed_setting_spawns_afresh(monkeypatch):
+    from bird.executors.local import TrainPool
+
+    first = TrainPool(1)
+    pids = _worker_pids(first)
+    first.close()
+    second = TrainPool(1)  # what the next search of a sweep in this process makes
+    assert _worker_pids(second) == pids
+    second.close()
+    monkeypatch.setenv("BIRD_TEST_SPAWN_KEY", "changed")  # a worker spawned now would see it: not the warm one
+    third = TrainPool(1)
+    third_pids = _worker_pids(third)
+    assert third_pids.isdisjoint(pids)
+    third._healthy = False  # as after a run interrupted mid-way: its workers are stopped, not handed on
+    third.close()
+    fourth = TrainPool(1)
+    assert _worker_pids(fourth).isdisjoint(pids | third_pids)
+    fourth.close()
