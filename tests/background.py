@@ -1,10 +1,12 @@
-"""Long subprocesses that run beside the suite: the suite is mostly one process, so on 2 cores one core is often idle.
+"""Long subprocesses that run beside the suite: commands that are not tests (bench scripts at smoke budgets) and what
+several tests need made before them (compiled JAX programs, Brax episodes).
 
-A test that needs one is marked `@pytest.mark.background("NAME")`. Once the session has collected its tests,
-conftest.py starts every job they need in one runner process that runs them one after another (so together they never
-take more than one core), and the test collects the job's exit status and output with `result("NAME")`. Each job is a
-plain command from the repository root (`command(NAME, out)`): run it by hand to debug it.
-"""
+A test that needs one is marked `@pytest.mark.background("NAME")`. Once a session has collected its tests, conftest.py
+starts every job they need in one runner process that runs them one after another (so together they never take more
+than one core); with pytest-xdist the first worker to get there starts it, and every worker finds it through the
+session's shared folder (tests/session_share.py). A test collects the job's exit status and output with
+`result("NAME")`. Each job is a plain command from the repository root (`command(NAME, out)`): run it by hand to
+debug it."""
 
 from __future__ import annotations
 

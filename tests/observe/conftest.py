@@ -1,4 +1,5 @@
-"""Shared smoke searches for the video, tracker and rating-study tests (each runs once per session).
+"""Shared smoke searches for the video, tracker and rating-study tests (each runs once per session, whichever xdist
+worker asks first: tests/session_share.py).
 
 - hopper_run: mujoco/hopper, budget=smoke, tracker=tensorboard, 2 filmed episodes per final seed, candidates of
   iteration 2 filmed too (video.record=all_candidates, video.every=2).
@@ -16,13 +17,17 @@ import pytest
 from bird.envs.frames import RenderingUnavailable, gl_backend
 
 
-def _search(tmp_path_factory: pytest.TempPathFactory, name: str, *overrides: str) -> Path:
+def _search(name: str, *overrides: str) -> Path:
+    import session_share
+
     from bird.config.load import compose
     from bird.loop import search
 
-    root = tmp_path_factory.mktemp(name)
-    search(compose(["budget=smoke", "run.progress=false", *overrides]), root)
-    return root
+    def make(folder: Path) -> str:
+        search(compose(["budget=smoke", "run.progress=false", *overrides]), folder / name)
+        return str(folder / name)
+
+    return Path(session_share.once(f"observe-{name}", make))
 
 
 @pytest.fixture(scope="session")
@@ -35,23 +40,23 @@ def gl() -> str:
 
 
 @pytest.fixture(scope="session")
-def hopper_run(tmp_path_factory, gl) -> Path:
-    return _search(tmp_path_factory, "hopper", "env=mujoco/hopper", "tracker=tensorboard", "video.episodes=2",
+def hopper_run(gl) -> Path:
+    return _search("hopper", "env=mujoco/hopper", "tracker=tensorboard", "video.episodes=2",
                    "video.record=all_candidates", "video.every=2")
 
 
 @pytest.fixture(scope="session")
-def push_run(tmp_path_factory, gl) -> Path:
-    return _search(tmp_path_factory, "push", "env=metaworld/push", "tracker=mlflow", "budget.max_candidates=1",
+def push_run(gl) -> Path:
+    return _search("push", "env=metaworld/push", "tracker=mlflow", "budget.max_candidates=1",
                    "budget.max_iterations=1")
 
 
 @pytest.fixture(scope="session")
-def nogl_run(tmp_path_factory) -> Path:
+def nogl_run() -> Path:
     old = os.environ.get("MUJOCO_GL")
     os.environ["MUJOCO_GL"] = "disable"  # spawned training workers inherit it: no process may render
     try:
-        return _search(tmp_path_factory, "nogl", "env=mujoco/inverted_pendulum", "tracker=wandb",
+        return _search("nogl", "env=mujoco/inverted_pendulum", "tracker=wandb",
                        "budget.max_candidates=1", "budget.max_iterations=1")
     finally:
         if old is None:
