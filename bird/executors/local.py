@@ -18,7 +18,7 @@ from bird.executors.jobs import assemble, call_learner, failed_result, prepare
 from bird.learners.job import TrainJob
 from bird.types import TrainResult
 
-__all__ = ["TrainPool", "default_workers"]
+__all__ = ["TrainPool", "default_workers", "drop_warm_workers"]
 
 _progress_queue: Any = None
 
@@ -114,7 +114,8 @@ def _keep_warm(procs: _Workers) -> None:
 
 
 @atexit.register
-def _drop_warm() -> None:
+def drop_warm_workers() -> None:
+    """Stop the warm workers, if any: the next pool spawns afresh."""
     global _warm
     with _warm_lock:
         old, _warm = _warm, None

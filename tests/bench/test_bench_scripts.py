@@ -110,3 +110,12 @@ def test_bundle_bench_packs_the_acceptance_sweep_and_replays_it_identically():
     figure(r"recording \(baseline\): ([\d.]+) s", out)
     assert "replay 0: " in out and "['identical', 'identical', 'identical', 'identical']" in out, out
     figure(r"ratio replay / recording ([\d.]+)", out)
+
+
+@pytest.mark.background("warm_pool")
+def test_warm_pool_bench_times_searches_on_fresh_and_on_warm_workers():
+    out = output("warm_pool")
+    figure(r"fresh\s+([\d.]+) s", out)
+    figure(r"warm\s+([\d.]+) s", out)
+    figure(r"ratio warm / fresh: ([\d.]+)", out)
+    assert "same returned candidate and score either way: True" in out, out
