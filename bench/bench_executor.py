@@ -13,14 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 import ray
-
-from bird.config.load import compose
-from bird.loop import search
+from timing import timed_search
 
 
 @ray.remote(num_cpus=1)
@@ -36,13 +32,6 @@ def start_ray(num_cpus: int, address: str | None) -> float:
         ray.init(num_cpus=num_cpus, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
     ray.get([_warm.remote() for _ in range(num_cpus)])
     return time.perf_counter() - start
-
-
-def timed_search(overrides: list[str]) -> tuple[float, dict]:
-    with tempfile.TemporaryDirectory() as run_dir:
-        start = time.perf_counter()
-        result = search(compose(overrides), Path(run_dir))
-        return time.perf_counter() - start, result
 
 
 def main() -> None:

@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-import time
-from pathlib import Path
 
-from bird.config.load import compose
+import timing
+
 from bird.executors import local
-from bird.loop import search
 
 
 def timed_search(overrides: list[str], warm: bool) -> tuple[float, dict]:
     if not warm:
         local.drop_warm_workers()  # the next pool spawns its workers and imports torch again
-    with tempfile.TemporaryDirectory() as run_dir:
-        start = time.perf_counter()
-        result = search(compose(overrides), Path(run_dir))
-        return time.perf_counter() - start, result
+    return timing.timed_search(overrides)
 
 
 def main() -> None:
