@@ -7,9 +7,10 @@ import os
 import platform
 from pathlib import Path
 
-__all__ = ["cache_dir", "enable_compilation_cache", "host_cpu_key"]
+__all__ = ["cache_dir", "enable_compilation_cache", "host_cpu_key", "without_persistent_cache"]
 
 _DONE = False
+_PERSISTENT = True
 _CPUINFO = Path("/proc/cpuinfo")
 # /proc/cpuinfo keys that describe the instruction set and micro-architecture XLA:CPU compiles for (x86, then Arm);
 # per-core and varying ones (processor, MHz, bogomips, microcode) are left out
@@ -45,6 +46,13 @@ def cache_dir() -> str | None:
     return None if where == "off" else where
 
 
+def without_persistent_cache() -> None:
+    """This process compiles without JAX's persistent cache: enable_compilation_cache then leaves JAX's cache off
+    (the host's compile step, bird/learners/jax_executables.py). Call it before the first enable."""
+    global _PERSISTENT
+    _PERSISTENT = False
+
+
 def enable_compilation_cache() -> None:
     """Point JAX at ~/.cache/bird/jax/<host_cpu_key()> (BIRD_JAX_CACHE replaces ~/.cache/bird/jax; BIRD_JAX_CACHE=off
     disables). Idempotent; call it before the process first imports jax."""
@@ -56,7 +64,7 @@ def enable_compilation_cache() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     # the search process and the trainer may share one GPU: allocate on demand instead of grabbing 75% each
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    where = cache_dir()
+    where = cache_dir() if _PERSISTENT else None
     if where is None:
         return
     import logging

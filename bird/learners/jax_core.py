@@ -21,7 +21,7 @@ from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import losses as ppo_losses
 from brax.training.agents.ppo import networks as ppo_networks
 
-from bird.envs.brax.episodes import episode_env, run_episodes
+from bird.envs.brax.episodes import episode_env, observation_size, run_episodes
 from bird.learners.jax_settings import PPOSettings
 
 __all__ = ["PPOProgram", "TrainState", "Rollout"]
@@ -86,7 +86,7 @@ class PPOProgram:
     def __init__(self, env: Any, score_kind: str, settings: PPOSettings, n_train: int, horizon: int) -> None:
         self.s, self.k, self.horizon, self.kind = settings, n_train, horizon, score_kind
         self.env = episode_env(env, horizon, settings.action_repeat)
-        self.obs_size, self.action_size = int(env.observation_size), int(env.action_size)
+        self.obs_size, self.action_size = observation_size(env), int(env.action_size)
         normalize = running_statistics.normalize if settings.normalize_observations else (lambda x, y: x)
         self.network = ppo_networks.make_ppo_networks(
             self.obs_size, self.action_size, preprocess_observations_fn=normalize,

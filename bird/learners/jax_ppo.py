@@ -12,6 +12,8 @@ for tests and benchmarks of the numerics; the registered learner runs them in th
 from __future__ import annotations
 
 import json
+import logging
+import pickle
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -20,11 +22,13 @@ from typing import Any
 import numpy as np
 
 from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
+from bird.learners.jax_executables import Executables, load_all
 from bird.learners.job import EVAL_SEED_BASE, TrainJob
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
 __all__ = ["GroupTraining", "GroupError", "group_key", "train_jax_ppo"]
 
+log = logging.getLogger(__name__)
 Progress = Callable[[str, int, int, float | None], None]
 _COMPILED: dict[str, tuple[Any, dict[str, float]]] = {}  # compiled PPOProgram and its compile time, per shape
 
@@ -44,25 +48,40 @@ def _checkpoints(n_updates: int, n_checkpoints: int) -> list[int]:
     return sorted({max(1, -(-n_updates * k // n_checkpoints)) for k in range(1, n_checkpoints + 1)})
 
 
-def _compile(program: Any, width: int, eval_episodes: int) -> dict[str, float]:
+def _compile(program: Any, width: int, eval_episodes: int, keep: Executables | None = None) -> dict[str, float]:
     """Compile the program's functions for `width` slots now (ahead of time, from shapes only) and use the compiled
-    executables from here on; returns the seconds taken. Trusted code and input only: no reward program yet."""
+    executables from here on; returns the seconds taken. Trusted code and input only: no reward program yet.
+    `keep` (the host's compile step) compiles them through its store and keeps their serialized form."""
     import jax
     import jax.numpy as jnp
+
+    def compiled(name: str, lowered: Any) -> Any:
+        return keep.compile(name, lowered) if keep is not None else lowered.compile()
 
     start = time.monotonic()
     keys = jax.ShapeDtypeStruct((width, 2), jnp.uint32)
     lowered = program.init.lower(keys)  # each function is traced once: its lowering gives the next one's shapes
-    state, program.init = lowered.out_info, lowered.compile()
+    state, program.init = lowered.out_info, compiled("init", lowered)
     lowered = program.collect.lower(state)
-    roll, program.collect = lowered.out_info[1], lowered.compile()
+    roll, program.collect = lowered.out_info[1], compiled("collect", lowered)
     reward = jax.ShapeDtypeStruct(roll.ref_reward.shape, jnp.float32)
     eval_keys = jax.ShapeDtypeStruct((width, eval_episodes, 2), jnp.uint32)
-    program.update = program.update.lower(state, roll, reward).compile()
-    program.evaluate = program.evaluate.lower(state, eval_keys, keys).compile()
-    program.reset_window = program.reset_window.lower(state).compile()
+    program.update = compiled("update", program.update.lower(state, roll, reward))
+    program.evaluate = compiled("evaluate", program.evaluate.lower(state, eval_keys, keys))
+    program.reset_window = compiled("reset_window", program.reset_window.lower(state))
     program.shapes = (state, roll)
     return {"compile_s": round(time.monotonic() - start, 2)}
+
+
+def _load(program: Any, data: bytes) -> dict[str, float]:
+    """Use the executables of `GroupTraining.serialized_program` in place of tracing and compiling them again;
+    returns the seconds taken."""
+    start = time.monotonic()
+    saved = pickle.loads(data)  # noqa: S301 - from the host's compile step (trusted code and input), never a program
+    for name, fn in load_all(saved["functions"]).items():
+        setattr(program, name, fn)
+    program.shapes = saved["shapes"]
+    return {"compile_s": 0.0, "load_executables_s": round(time.monotonic() - start, 2)}
 
 
 class GroupTraining:
@@ -71,9 +90,13 @@ class GroupTraining:
     :param jobs: the group (same `group_key`); their programs, if any, arrive in `load`.
     :param width: training slots of the compiled program (>= len(jobs)); extra slots repeat a job and are ignored.
         A group retrained without a culprit keeps its width: the same compiled program, the same numbers.
+    :param executables: `serialized_program` bytes of this group's program from the host's compile step, loaded
+        in place of tracing and compiling it (seconds to minutes); without them the program is compiled here.
+    :param keep: the host's compile step: compile through its store and keep the serialized executables.
     """
 
-    def __init__(self, jobs: list[TrainJob], width: int) -> None:
+    def __init__(self, jobs: list[TrainJob], width: int, executables: bytes | None = None,
+                 keep: Executables | None = None) -> None:
         from bird.envs.registry import make_adapter
         from bird.learners.jax_core import PPOProgram
         from bird.learners.jax_settings import resolve_settings
@@ -90,7 +113,7 @@ class GroupTraining:
         if key not in _COMPILED:  # a process that trains several groups (the tests) compiles each shape once
             program = PPOProgram(self.adapter.env, self.adapter.defn.score, self.settings, self.width,
                                  self.adapter.cfg.horizon)
-            _COMPILED[key] = (program, _compile(program, self.width, first.eval_episodes))
+            _COMPILED[key] = (program, self._build(program, executables, keep))
         self.program, timing = _COMPILED[key]
         self.timing: dict[str, float] = dict(timing)
         self.random_q, self.scale = self.adapter.score_normalisation()
@@ -100,6 +123,19 @@ class GroupTraining:
         self.label = any(needs_eval_own_return(job.train) for job in jobs)
         self.live: list[int] = []
         self.updates = 0
+
+    def _build(self, program: Any, executables: bytes | None, keep: Executables | None) -> dict[str, float]:
+        if executables:
+            try:
+                return _load(program, executables)
+            except Exception as exc:  # noqa: BLE001 - e.g. another device or jaxlib than the compile step's
+                log.warning("the compile step's executables do not load here (%s: %s); compiling them again",
+                            type(exc).__name__, str(exc)[:200])
+        return _compile(program, self.width, self.jobs[0].eval_episodes, keep)
+
+    def serialized_program(self, keep: Executables) -> bytes:
+        """The executables `keep` compiled for this group, as `executables` for a GroupTraining of its shape."""
+        return pickle.dumps({"functions": keep.serialized, "shapes": self.program.shapes})
 
     @property
     def rows(self) -> int:

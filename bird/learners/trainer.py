@@ -54,12 +54,12 @@ def _setup(session: Session, cfg: isolation.IsolationConfig, header: dict[str, A
     from bird.jax_cache import enable_compilation_cache
     from bird.learners.jax_ppo import GroupTraining
 
-    jobs = pickle.loads(payload)  # noqa: S301 - from the host (trusted), never from a program
-    enable_compilation_cache()  # read-only here: the host's compile step filled it
+    jobs, executables = pickle.loads(payload)  # noqa: S301 - from the host (trusted), never from a program
+    enable_compilation_cache()  # read-only here; the training program arrives compiled (jax_executables.py)
     import jax
 
     jax.config.update("jax_include_full_tracebacks_in_locations", False)
-    run = GroupTraining(jobs, int(header["width"]))
+    run = GroupTraining(jobs, int(header["width"]), executables)  # the compile step's executables, when it ran
     layers = []
     if cfg.defer_uid_drop and os.geteuid() == 0:
         layers.append(isolation.drop_identity(cfg).to_json())
@@ -142,11 +142,17 @@ def main(result_fd: int) -> None:
 
 def compile_main() -> None:
     """The host's compile step (no reward program involved): build and compile the training program for the pickled
-    (jobs, width) on stdin, so that JAX's persistent cache holds it before an isolated trainer, which can only read
-    the cache, needs it. Exit status 0 on success."""
-    from bird.jax_cache import enable_compilation_cache
+    (jobs, width) on stdin and write its executables to stdout (`GroupTraining.serialized_program`): the isolated
+    trainer loads them instead of tracing the program again. Exit status 0 on success."""
+    from bird.jax_cache import without_persistent_cache
+    from bird.learners.jax_executables import Executables, store_dir
     from bird.learners.jax_ppo import GroupTraining
 
+    without_persistent_cache()  # its executables are kept in the store instead (bird/learners/jax_executables.py)
+
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what the libraries print goes to stderr: stdout carries the executables only
     jobs, width = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - from the host
-    enable_compilation_cache()
-    GroupTraining(jobs, width)
+    keep = Executables(store_dir())  # not JAX's persistent cache (bird/learners/jax_executables.py)
+    out.write(GroupTraining(jobs, width, keep=keep).serialized_program(keep))
+    out.close()

@@ -3,8 +3,8 @@ of everything it sends back.
 
 One group of jobs (bird/learners/jax_ppo.py `group_key`) is trained by one fresh trainer process
 (bird/learners/trainer.py) behind the reward worker's layers with the trainer's profile (`trainer_isolation`).
-Before it, a compile step (trusted code and input only, as this user) fills JAX's persistent cache, which the
-trainer can only read. Every phase has a wall-clock deadline; when one passes, the trainer's process group is killed
+Before it, a compile step (trusted code and input only, as this user) compiles the training program once per
+process and shape; the trainer loads its executables (bird/learners/jax_executables.py). Every phase has a wall-clock deadline; when one passes, the trainer's process group is killed
 and the failure is recorded with the limit that fired. Curves, statistics, policies and rollouts arrive as framed
 messages and are validated here before anything is written (bird/learners/jax_outputs.py).
 A shared step that fails after the reward programs arrived has no known culprit: culprits.py retrains subsets.
@@ -45,7 +45,7 @@ OUTPUTS_S = 600.0  # rollouts (the programs run again) and policies
 TIMEOUT_GRACE_S = 60.0  # past train.timeout_s, the trainer's own check has had its chance
 MAX_OUTPUT_BYTES = 1 << 30  # policies and rollouts of a whole group
 TRAINER_LAYERS = isolation.LAYERS
-_COMPILED: set[str] = set()  # compile steps done by this process (the cache then holds them)
+_COMPILED: dict[str, bytes] = {}  # the executables of this process's compile steps, per shape
 _warned: set[tuple[str, ...]] = set()
 
 
@@ -69,12 +69,13 @@ def _compile_key(jobs: list[TrainJob], width: int) -> str:
     return repr((j.env, j.train.jax, j.train.normalize_reward, j.env_steps, j.eval_episodes, width))
 
 
-def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failure | None:
-    """Fill JAX's persistent cache with the group's training program (a subprocess as this user; trusted code and
-    input only), once per process and shape. Skipped when the cache is off: the trainer then compiles alone."""
+def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failure | bytes | None:
+    """Compile the group's training program in a subprocess as this user (trusted code and input only), once per
+    process and shape: it fills JAX's persistent cache and returns the executables, which the trainer loads instead
+    of tracing the program again. Skipped when the cache is off (None): the trainer then compiles alone."""
     key = _compile_key(jobs, width)
     if cache_dir() is None or key in _COMPILED:
-        return None
+        return _COMPILED.get(key)
     _, env = trainer_isolation(jobs[0])
     code = BOOT.replace("main(int(sys.argv[1]))", "compile_main()")  # the trainer's start, without its wall
     try:
@@ -87,8 +88,8 @@ def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failu
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         return Failure(FailureKind.TRAIN_ERROR, f"compiling the training program failed: {tail[0][:400]}")
-    _COMPILED.add(key)
-    return None
+    _COMPILED[key] = proc.stdout
+    return proc.stdout
 
 
 # -- one trainer run ----------------------------------------------------------------------------------------------
@@ -107,8 +108,9 @@ class Attempt:
 class _Run:
     """The host's view of one trainer: requests, deadlines, validated replies."""
 
-    def __init__(self, jobs: list[TrainJob], width: int, progress: Progress | None) -> None:
-        self.jobs, self.width, self.progress = jobs, width, progress
+    def __init__(self, jobs: list[TrainJob], width: int, progress: Progress | None, executables: bytes | None) \
+            -> None:
+        self.jobs, self.width, self.progress, self.executables = jobs, width, progress, executables
         self.curves: dict[int, list[Checkpoint]] = {i: [] for i in range(len(jobs))}
         self.failures: dict[int, Failure] = {}
         self.live: list[int] = []
@@ -131,7 +133,8 @@ class _Run:
         t = time.monotonic()
         limit = self.jobs[0].train.jax.compile_timeout_s
         jobs = [replace(j, program=None) for j in self.jobs]
-        reply, _ = self.worker.request({"op": "setup", "width": self.width}, pickle.dumps(jobs), limit, 0,
+        reply, _ = self.worker.request({"op": "setup", "width": self.width}, pickle.dumps((jobs, self.executables)),
+                                       limit, 0,
                                        "loading and compiling the training program",
                                        f"train.jax.compile_timeout_s={limit:g}")
         if not replies.is_ok(reply):
@@ -275,12 +278,12 @@ class _Stopped(Exception):
 
 def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = None) -> Attempt:
     """Train one group in one fresh isolated trainer; never raises for anything the trainer does."""
-    failure = ensure_compiled([replace(j, program=None) for j in jobs], width, jobs[0].train.jax.compile_timeout_s)
-    if failure is not None:
-        return Attempt(group=failure)
+    compiled = ensure_compiled([replace(j, program=None) for j in jobs], width, jobs[0].train.jax.compile_timeout_s)
+    if isinstance(compiled, Failure):
+        return Attempt(group=compiled)
     run = None
     try:
-        run = _Run(jobs, width, progress)
+        run = _Run(jobs, width, progress, compiled)
         run.setup()
         run.load()
         if run.live:

@@ -15,6 +15,7 @@ import numpy as np
 
 from bird.config.schema import EnvConfig
 from bird.envs.base import BenchmarkScoreWrapper, ScoreTracker, TaskAdapter, TaskSpec, score_scale
+from bird.envs.brax.episodes import observation_size
 from bird.envs.brax.score import episode_quantity, signal
 from bird.envs.brax.tasks import TASKS, BraxTask
 from bird.envs.mujoco.obs_index import derive_obs_index
@@ -61,7 +62,7 @@ class BraxGymEnv(gym.Env):
         self._env = env
         self._cpu = jax.devices("cpu")[0]  # one env at a time: the host CPU, whatever accelerator trains
         self._reset, self._step = jitted
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (env.observation_size,), np.float32)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (observation_size(env),), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (env.action_size,), np.float32)
         self.dt = float(env.dt)
         self.state: Any = None

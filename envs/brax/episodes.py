@@ -9,9 +9,16 @@ from typing import Any
 
 from bird.envs.brax.score import episode_quantity, signal
 
-__all__ = ["episode_env", "run_episodes"]
+__all__ = ["episode_env", "observation_size", "run_episodes"]
 
 Act = Callable[[Any, Any], Any]  # (obs (N, D), key) -> actions (N, A)
+
+
+def observation_size(env: Any) -> int:
+    """Brax's `env.observation_size` from shapes only: the property runs a reset op by op (5 s on Hopper)."""
+    import jax
+
+    return int(jax.eval_shape(env.reset, jax.random.PRNGKey(0)).obs.shape[-1])
 
 
 def episode_env(env: Any, horizon: int, action_repeat: int = 1) -> Any:

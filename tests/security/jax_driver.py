@@ -188,7 +188,8 @@ def run_artefacts(out: Path, short: bool = False) -> dict[str, Any]:
         start = time.monotonic()
         a = real_run(group, width, progress)
         attempts.append({"jobs": [j.candidate_id for j in group], "width": width, "group": _failure(a.group),
-                         "blame": a.blame, "seconds": round(time.monotonic() - start, 1), "layers": a.layers})
+                         "blame": a.blame, "seconds": round(time.monotonic() - start, 1), "phases": {k: round(v, 1) for k, v in a.seconds.items()},
+                         "layers": a.layers})
         return a
 
     from bird.learners import jax_isolated

@@ -30,7 +30,7 @@ def main(result_fd: int) -> None:  # noqa: C901 - one branch per scenario
     cfg = isolation.IsolationConfig.from_json(init["isolation"])
     session.send({"ok": True, "layers": [layer.to_json() for layer in isolation.apply(cfg)]})
     header, payload = session.recv()
-    jobs = pickle.loads(payload)  # noqa: S301 - from the host
+    jobs, _ = pickle.loads(payload)  # noqa: S301 - from the host: (jobs, the compile step's executables)
     scenario = jobs[0].candidate_id.removeprefix("scenario:")
     drop = [isolation.drop_identity(cfg).to_json()] if cfg.defer_uid_drop and os.geteuid() == 0 else []
     if scenario == "setup_deep_json":

@@ -1,0 +1,89 @@
+"""The JAX training program's compiled functions as bytes: made by the host's compile step (trusted code and input
+only), sent to the isolated trainer, which loads them in about a second instead of tracing Brax's step again.
+
+The compile step keeps them in `<cache dir>/<host cpu key>/executables/`, one file per lowered function, named by a
+digest of its StableHLO text and of the compiler (jax and jaxlib versions, backend, devices, `XLA_FLAGS`), so a
+fresh host process skips the compile too. The compile step does not use JAX's own persistent cache: an executable
+loaded from that cache serializes without some of its kernels ("Function wrapped_slice not found" when it runs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Executables", "store_dir", "load_all"]
+
+Serialized = tuple[bytes, Any, Any]  # jax.experimental.serialize_executable.serialize's (bytes, in tree, out tree)
+
+
+def store_dir() -> Path | None:
+    """Where the compile step keeps executables (None when BIRD_JAX_CACHE=off)."""
+    from bird.jax_cache import cache_dir, host_cpu_key
+
+    where = cache_dir()
+    return None if where is None else Path(where) / host_cpu_key() / "executables"
+
+
+def _digest(lowered: Any) -> str:
+    import jax
+    import jaxlib
+
+    backend = jax.extend.backend.get_backend()
+    compiler = [jax.__version__, jaxlib.__version__, backend.platform, backend.platform_version,
+                sorted(d.device_kind for d in jax.devices()), os.environ.get("XLA_FLAGS", "")]
+    text = f"{compiler!r}\n{lowered.as_text()}".encode()
+    return hashlib.sha256(text).hexdigest()
+
+
+class Executables:
+    """Compiles lowered functions (from the store when it holds them) and keeps each one's serialized form."""
+
+    def __init__(self, store: Path | None) -> None:
+        self.store = store
+        self.serialized: dict[str, Serialized] = {}
+
+    def compile(self, name: str, lowered: Any) -> Any:
+        """`lowered.compile()`, or the stored executable of the same program and compiler."""
+        import jax
+        from jax.experimental.serialize_executable import deserialize_and_load, serialize
+
+        if jax.config.jax_compilation_cache_dir and jax.config.jax_enable_compilation_cache:
+            raise RuntimeError("Executables.compile needs a process without JAX's persistent cache (module docstring)")
+        path = self.store / f"{_digest(lowered)}.bin" if self.store is not None else None
+        if path is not None and path.is_file():
+            try:  # the file holds the executable's bytes only: its trees are the lowered function's
+                saved = (path.read_bytes(), lowered.in_tree, lowered.out_tree)
+                compiled = deserialize_and_load(*saved)
+                self.serialized[name] = saved
+                return compiled
+            except Exception:  # noqa: BLE001 - a torn or stale file: compiled again and replaced
+                pass
+        compiled = lowered.compile()
+        self.serialized[name] = serialize(compiled)
+        if path is not None:
+            _write(path, self.serialized[name][0])
+        return compiled
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Best effort (a store another user owns, a full disk): the executables still go to the trainer."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)  # as JAX's cache files: readable by whoever shares the cache directory
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def load_all(saved: dict[str, Serialized]) -> dict[str, Any]:
+    """{name: a callable executable} from `Executables.serialized`."""
+    from jax.experimental.serialize_executable import deserialize_and_load
+
+    return {name: deserialize_and_load(*triple) for name, triple in saved.items()}

@@ -1,0 +1,93 @@
+"""The compile step's executables (bird/learners/jax_executables.py): kept in a store keyed by the lowered program,
+loaded instead of compiled, and what the isolated trainer runs in place of tracing the training program again."""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bird.learners.jax_executables import Executables, load_all
+
+
+@contextlib.contextmanager
+def _without_persistent_cache():
+    """The compile step's process has no JAX cache; this test process has the session's (tests/jaxpath/conftest)."""
+    import jax
+
+    before = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", before)
+
+
+def _lowered(scale: float):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(lambda x, y: (x * scale - y[::-1]).sum(axis=0)).lower(
+        jax.ShapeDtypeStruct((3, 2), jnp.float32), jax.ShapeDtypeStruct((3, 2), jnp.float32))
+
+
+X = np.array([[1.0, 2.0], [3.0, 5.0], [7.0, 11.0]], np.float32)
+Y = np.array([[0.5, 0.25], [2.0, 4.0], [8.0, 16.0]], np.float32)
+WANT = (X * 3.0 - Y[::-1]).sum(axis=0)  # [11 - 10.5, 18 - 20.25]: asymmetric in both inputs
+
+
+def test_a_compiled_function_is_stored_then_loaded_instead_of_compiled(tmp_path, monkeypatch):
+    import jax
+
+    with _without_persistent_cache():
+        first = Executables(tmp_path)
+        np.testing.assert_allclose(first.compile("f", _lowered(3.0))(X, Y), WANT)
+        stored = list(tmp_path.iterdir())
+        assert len(stored) == 1 and stored[0].suffix == ".bin"
+        np.testing.assert_allclose(load_all(pickle.loads(pickle.dumps(first.serialized)))["f"](X, Y), WANT)
+
+        def refuse(self):
+            raise AssertionError("compiled again although the store holds this program")
+
+        monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
+        second = Executables(tmp_path)
+        np.testing.assert_allclose(second.compile("f", _lowered(3.0))(X, Y), WANT)
+        assert second.serialized["f"] == first.serialized["f"]  # the executable's bytes and its trees
+        with pytest.raises(AssertionError, match="compiled again"):  # another program is not the stored one
+            second.compile("g", _lowered(4.0))
+
+
+def test_a_torn_store_file_is_compiled_again_and_replaced(tmp_path):
+    with _without_persistent_cache():
+        Executables(tmp_path).compile("f", _lowered(3.0))
+        (path,) = tmp_path.iterdir()
+        path.write_bytes(path.read_bytes()[:100])
+        np.testing.assert_allclose(Executables(tmp_path).compile("f", _lowered(3.0))(X, Y), WANT)
+        assert len(path.read_bytes()) > 100
+
+
+def test_the_compile_step_refuses_to_run_with_jaxs_persistent_cache(tmp_path):
+    """An executable JAX's cache loaded serializes without some of its kernels: it would fail in the trainer."""
+    import jax
+
+    assert jax.config.jax_compilation_cache_dir  # this process has the session's cache
+    with pytest.raises(RuntimeError, match="without JAX's persistent cache"):
+        Executables(tmp_path).compile("f", _lowered(3.0))
+
+
+def test_the_isolated_trainer_loads_the_compile_steps_executables(jax_cfg, make_jobs, tmp_path):
+    """Through the registered learner: the trainer's timing shows the executables loaded and nothing compiled."""
+    import json
+
+    from jax_programs import FORWARD
+
+    from bird.learners.jax_isolated import train_isolated
+
+    jobs = make_jobs([(FORWARD, 0)], 192)
+    (result,) = train_isolated(jobs)
+    assert result.ok, result.failure
+    timing = json.loads((Path(jobs[0].out_dir) / "jax_ppo.json").read_text())["timing"]
+    assert timing["compile_s"] == 0.0 and timing["load_executables_s"] < 60, timing
