@@ -37,7 +37,8 @@ def _if_matched(matched: Any, own: Any, *, _root_: Any) -> Any:
 
 def register_configs() -> None:
     """Store the schema as `bird_schema` (conf/config.yaml lists it first in its defaults); register resolvers."""
-    ConfigStore.instance().store(name="bird_schema", node=BirdConfig)
+    if "bird_schema.yaml" not in ConfigStore.instance().repo:  # once per process: storing it costs 0.1 s
+        ConfigStore.instance().store(name="bird_schema", node=BirdConfig)
     if not OmegaConf.has_resolver("if_matched"):
         OmegaConf.register_new_resolver("if_matched", _if_matched)
 
@@ -85,8 +86,20 @@ _EXECUTION_KEYS = {"llm": ("cache", "cache_dir", "max_concurrency", "timeout_s",
 _EXECUTION_SECTIONS = ("video", "tracker")  # what is filmed and where it is logged never changes a result
 
 
+_HASHES: dict[str, str] = {}  # repr of a config (every value, types included) -> its hash
+
+
 def config_hash(cfg: BirdConfig) -> str:
     """Short content hash of the resolved config, execution-only keys left out (recorded in result.json)."""
+    text = repr(cfg)
+    if text not in _HASHES:
+        if len(_HASHES) > 64:
+            _HASHES.clear()
+        _HASHES[text] = _content_hash(cfg)
+    return _HASHES[text]
+
+
+def _content_hash(cfg: BirdConfig) -> str:
     data: Any = OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
     for section, keys in _EXECUTION_KEYS.items():
         for key in keys:
