@@ -40,10 +40,14 @@ def _digest(lowered: Any) -> str:
 
 
 class Executables:
-    """Compiles lowered functions (from the store when it holds them) and keeps each one's serialized form."""
+    """Compiles lowered functions (from the store when it holds them) and keeps each one's serialized form.
 
-    def __init__(self, store: Path | None) -> None:
-        self.store = store
+    :param write: serialize what is compiled and add it to the store (the compile step); False only reads the store
+        (a process that trains in itself, with JAX's persistent cache for what the store lacks).
+    """
+
+    def __init__(self, store: Path | None, write: bool = True) -> None:
+        self.store, self.write = store, write
         self.serialized: dict[str, Serialized] = {}
 
     def compile(self, name: str, lowered: Any) -> Any:
@@ -51,7 +55,7 @@ class Executables:
         import jax
         from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
-        if jax.config.jax_compilation_cache_dir and jax.config.jax_enable_compilation_cache:
+        if self.write and jax.config.jax_compilation_cache_dir and jax.config.jax_enable_compilation_cache:
             raise RuntimeError("Executables.compile needs a process without JAX's persistent cache (module docstring)")
         path = self.store / f"{_digest(lowered)}.bin" if self.store is not None else None
         if path is not None and path.is_file():
@@ -63,6 +67,8 @@ class Executables:
             except Exception:  # noqa: BLE001 - a torn or stale file: compiled again and replaced
                 pass
         compiled = lowered.compile()
+        if not self.write:
+            return compiled
         self.serialized[name] = serialize(compiled)
         if path is not None:
             _write(path, self.serialized[name][0])

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
-from bird.learners.jax_executables import Executables, load_all
+from bird.learners.jax_executables import Executables, load_all, store_dir
 from bird.learners.job import EVAL_SEED_BASE, TrainJob
 from bird.types import Checkpoint, Failure, FailureKind, TrainResult
 
@@ -51,7 +51,7 @@ def _checkpoints(n_updates: int, n_checkpoints: int) -> list[int]:
 def _compile(program: Any, width: int, eval_episodes: int, keep: Executables | None = None) -> dict[str, float]:
     """Compile the program's functions for `width` slots now (ahead of time, from shapes only) and use the compiled
     executables from here on; returns the seconds taken. Trusted code and input only: no reward program yet.
-    `keep` (the host's compile step) compiles them through its store and keeps their serialized form."""
+    `keep` compiles them through its store (bird/learners/jax_executables.py)."""
     import jax
     import jax.numpy as jnp
 
@@ -131,7 +131,7 @@ class GroupTraining:
             except Exception as exc:  # noqa: BLE001 - e.g. another device or jaxlib than the compile step's
                 log.warning("the compile step's executables do not load here (%s: %s); compiling them again",
                             type(exc).__name__, str(exc)[:200])
-        return _compile(program, self.width, self.jobs[0].eval_episodes, keep)
+        return _compile(program, self.width, self.jobs[0].eval_episodes, keep or Executables(store_dir(), write=False))
 
     def serialized_program(self, keep: Executables) -> bytes:
         """The executables `keep` compiled for this group, as `executables` for a GroupTraining of its shape."""

@@ -60,6 +60,23 @@ def test_a_compiled_function_is_stored_then_loaded_instead_of_compiled(tmp_path,
             second.compile("g", _lowered(4.0))
 
 
+def test_a_reader_loads_from_the_store_and_adds_nothing_to_it(tmp_path, monkeypatch):
+    """A process that trains in itself (JAX's persistent cache on) reads the store the compile step wrote."""
+    import jax
+
+    reader = Executables(tmp_path, write=False)
+    np.testing.assert_allclose(reader.compile("f", _lowered(3.0))(X, Y), WANT)  # a miss: compiled, not stored
+    assert list(tmp_path.iterdir()) == [] and reader.serialized == {}
+    with _without_persistent_cache():
+        Executables(tmp_path).compile("f", _lowered(3.0))
+
+    def refuse(self):
+        raise AssertionError("compiled again although the store holds this program")
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
+    np.testing.assert_allclose(Executables(tmp_path, write=False).compile("f", _lowered(3.0))(X, Y), WANT)
+
+
 def test_a_torn_store_file_is_compiled_again_and_replaced(tmp_path):
     with _without_persistent_cache():
         Executables(tmp_path).compile("f", _lowered(3.0))
