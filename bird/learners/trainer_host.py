@@ -3,11 +3,12 @@ of everything it sends back.
 
 One group of jobs (bird/learners/jax_ppo.py `group_key`) is trained by one fresh trainer process
 (bird/learners/trainer.py) behind the reward worker's layers with the trainer's profile (`trainer_isolation`).
-Before it, a compile step (trusted code and input only, as this user) compiles the training program once per
-process and shape; the trainer loads its executables (bird/learners/jax_executables.py). Every phase has a wall-clock deadline; when one passes, the trainer's process group is killed
-and the failure is recorded with the limit that fired. Curves, statistics, policies and rollouts arrive as framed
-messages and are validated here before anything is written (bird/learners/jax_outputs.py).
-A shared step that fails after the reward programs arrived has no known culprit: culprits.py retrains subsets.
+Before it, a compile step (trusted code and input only, as this user) compiles the training program once per process
+and shape; the trainer loads its executables (bird/learners/jax_executables.py). Every phase has a wall-clock
+deadline; when one passes, the trainer's process group is killed and the failure is recorded with the limit that
+fired. Curves, statistics, policies and rollouts arrive as framed messages and are validated here before anything is
+written (bird/learners/jax_outputs.py). A shared step that fails after the reward programs arrived has no known
+culprit: culprits.py retrains subsets.
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ def _compile_key(jobs: list[TrainJob], width: int) -> str:
 
 def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failure | bytes | None:
     """Compile the group's training program in a subprocess as this user (trusted code and input only), once per
-    process and shape: it fills JAX's persistent cache and returns the executables, which the trainer loads instead
-    of tracing the program again. Skipped when the cache is off (None): the trainer then compiles alone."""
+    process and shape, through the executables store; returns the executables, which the trainer loads instead of
+    tracing the program again. Skipped when the cache is off (None): the trainer then compiles alone."""
     key = _compile_key(jobs, width)
     if cache_dir() is None or key in _COMPILED:
         return _COMPILED.get(key)
@@ -276,14 +277,17 @@ class _Stopped(Exception):
     """train.timeout_s passed: the jobs are recorded as timed out with the curves so far."""
 
 
-def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = None) -> Attempt:
-    """Train one group in one fresh isolated trainer; never raises for anything the trainer does."""
+def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = None, executables: bool = True) \
+        -> Attempt:
+    """Train one group in one fresh isolated trainer; never raises for anything the trainer does. `executables=False`
+    leaves the compile step's executables out: the trainer traces and compiles the program itself (the baseline of
+    bench/bench_trainer_start.py)."""
     compiled = ensure_compiled([replace(j, program=None) for j in jobs], width, jobs[0].train.jax.compile_timeout_s)
     if isinstance(compiled, Failure):
         return Attempt(group=compiled)
     run = None
     try:
-        run = _Run(jobs, width, progress, compiled)
+        run = _Run(jobs, width, progress, compiled if executables else None)
         run.setup()
         run.load()
         if run.live:

@@ -119,3 +119,30 @@ def test_warm_pool_bench_times_searches_on_fresh_and_on_warm_workers():
     figure(r"warm\s+([\d.]+) s", out)
     figure(r"ratio warm / fresh: ([\d.]+)", out)
     assert "same returned candidate and score either way: True" in out, out
+
+
+@pytest.mark.background("trainer_start")
+def test_trainer_start_bench_times_the_trainer_with_and_without_the_compile_steps_executables():
+    out = output("trainer_start")
+    figure(r"executables\s+([\d.]+) s", out)
+    figure(r"tracing\s+([\d.]+) s", out)
+    figure(r"ratio executables / tracing: ([\d.]+)", out)
+    assert "same curve either way: True" in out, out
+
+
+def _not_run(scripts: list[str], commands: str) -> list[str]:
+    return [s for s in scripts if s not in commands]
+
+
+def test_every_bench_script_runs_in_the_suite():
+    """A new bench/ script needs its command in tests/background.py (or a test of its own that runs it)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    scripts = sorted(p.name for p in (root / "bench").glob("*.py") if "__main__" in p.read_text())
+    commands = " ".join(" ".join(background.command(name, Path("out"))[0]) for name in background.NAMES)
+    commands += (root / "bench" / "device" / "run.sh").read_text()  # bench_jax.py, in the device script's dry run
+    commands += (root / "Makefile").read_text()  # `make bench` (job make_bench): bench_overhead.py
+    commands += (root / "tests" / "cluster" / "test_bench_executor.py").read_text()
+    assert len(scripts) >= 9 and not _not_run(scripts, commands), _not_run(scripts, commands)
+    assert _not_run([*scripts, "bench_new.py"], commands) == ["bench_new.py"]  # positive control
