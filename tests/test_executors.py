@@ -72,3 +72,44 @@ def test_the_next_pool_with_the_same_settings_reuses_the_warm_workers_and_a_chan
     fourth = TrainPool(1)
     assert _worker_pids(fourth).isdisjoint(pids | third_pids)
     fourth.close()
+
+
+def _worker_view(names: tuple[str, ...]) -> tuple[int, dict[str, str | None], bool]:
+    """In a pool worker: its parent, the named environment variables, whether torch._dynamo was already imported."""
+    import os
+    import sys
+
+    return os.getppid(), {n: os.environ.get(n) for n in names}, "torch._dynamo" in sys.modules
+
+
+def test_workers_fork_from_a_server_that_imported_the_learners_and_see_this_processs_environment(monkeypatch):
+    import os
+    from multiprocessing import forkserver
+
+    from bird.executors.local import TrainPool, drop_warm_workers
+
+    def view(names: tuple[str, ...], **kw):
+        pool = TrainPool(1, **kw)
+        try:
+            return pool._procs.executor.submit(_worker_view, names).result()
+        finally:
+            pool.close()
+            drop_warm_workers()
+
+    names = ("BIRD_TEST_FORK_ENV", "OMP_NUM_THREADS")
+    drop_warm_workers()
+    parent, env, preloaded = view(names)  # train.start_method's default: forkserver
+    server = forkserver._forkserver._forkserver_pid
+    assert parent == server != os.getpid() and preloaded and env == {names[0]: None, names[1]: "1"}
+    monkeypatch.setenv(names[0], "set after the server started")  # read when used: a forked worker gets it at start
+    assert view(names) == (server, {names[0]: "set after the server started", names[1]: "1"}, True)
+    monkeypatch.setenv(names[1], "2")  # torch reads it when imported: the server's torch would not act on it
+    assert view(names) == (os.getpid(), {names[0]: "set after the server started", names[1]: "2"}, False)
+    monkeypatch.setenv(names[1], "1")
+    assert view(names, start_method="spawn") == (os.getpid(), {names[0]: "set after the server started",
+                                                                names[1]: "1"}, False)  # the baseline
+
+
+def test_an_unknown_start_method_is_rejected_naming_the_allowed_ones(compose_cfg):
+    with pytest.raises(ConfigError, match=r"train.start_method='fork': expected one of \['forkserver', 'spawn'\]"):
+        compose_cfg("train.start_method=fork")

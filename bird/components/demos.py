@@ -19,7 +19,7 @@ from bird.learners.rollouts import load_rollouts
 from bird.llm.base import Generator
 from bird.registry import get
 from bird.reward.factory import open_program
-from bird.reward.sandbox import RewardProgramError
+from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.rundir import RunDir
 from bird.state import SearchState
 from bird.types import Candidate
@@ -127,27 +127,26 @@ def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Generator | None =
     return DemoSet(pos_tr.extend(neg_tr), test, meta)
 
 
-def score_episodes(code: str, cfg: BirdConfig, spec: TaskSpec, eps: Episodes,
+def score_episodes(program: SandboxedReward, spec: TaskSpec, eps: Episodes,
                    debug_rows: list[int] | None = None) -> DemoScores:
-    """Run the program over every episode in order (stateful contracts restart at each episode's first state)."""
+    """Run the open program over every episode in order (stateful contracts restart at each episode's first state)."""
     states = eps.states
-    with open_program(code, spec, cfg.verify, cfg.reward, bulk=True) as program:
-        reward, _ = program(states, np.zeros((len(states), spec.action_dim)), states, dones=eps.dones, reset=True,
-                            debug_rows=debug_rows)
-        debug = dict(program.last_debug)
-    return DemoScores(eps, reward, debug)
+    reward, _ = program(states, np.zeros((len(states), spec.action_dim)), states, dones=eps.dones, reset=True,
+                        debug_rows=debug_rows)
+    return DemoScores(eps, reward, dict(program.last_debug))
 
 
 def score_candidate(cfg: BirdConfig, state: SearchState, cand: Candidate) -> tuple[DemoScores | None, DemoScores | None]:
-    """(train, test) scores of a candidate; the train pass is rerun with debug_fn on the worst-scored states.
-    A program that fails on the demonstrations gets its failure recorded and (None, None)."""
+    """(train, test) scores of a candidate, from one isolated worker; the train pass is rerun with debug_fn on the
+    worst-scored states. A program that fails on the demonstrations gets its failure recorded and (None, None)."""
     assert cand.code is not None
     demos = state.demos
     try:
-        first = score_episodes(cand.code, cfg, state.spec, demos.train)
-        rows = worst_rows(first, cfg.feedback.n_wrong_examples, cand.id)
-        train = score_episodes(cand.code, cfg, state.spec, demos.train, rows) if rows else first
-        test = score_episodes(cand.code, cfg, state.spec, demos.test) if demos.test is not None else None
+        with open_program(cand.code, state.spec, cfg.verify, cfg.reward, bulk=True) as program:
+            first = score_episodes(program, state.spec, demos.train)
+            rows = worst_rows(first, cfg.feedback.n_wrong_examples, cand.id)
+            train = score_episodes(program, state.spec, demos.train, rows) if rows else first
+            test = score_episodes(program, state.spec, demos.test) if demos.test is not None else None
     except RewardProgramError as exc:
         cand.failure = exc.failure
         return None, None

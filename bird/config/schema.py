@@ -181,6 +181,9 @@ class TrainConfig:
     reward_source: str = "candidate"
     # parallel trainings (0 = one per core)
     workers: int = 0
+    # how the local executor starts its workers: forkserver (forked from one process that imported the learners once)
+    # or spawn (each worker imports them itself: the baseline of bench/bench_pool_start.py)
+    start_method: str = "forkserver"
     # wall-clock limit for one training (s); 0 = none
     timeout_s: float = 0.0
     # deterministic episodes of the trained policy recorded after training (rollouts.npz; the trajectory store)

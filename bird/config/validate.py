@@ -229,12 +229,17 @@ def _check_judge_keys(cfg: BirdConfig, problems: list[str]) -> None:
                             "judge_score, feedback.format=subtask_judge or generate.behavioural_analysis)")
 
 
+START_METHODS = ("forkserver", "spawn")  # how the local executor starts workers
+
+
 def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
     """An executor that needs an optional package (attribute `needs_module`) names how to install it."""
     import importlib.util
 
     if cfg.train.resources.num_cpus <= 0 or cfg.train.resources.num_gpus < 0:
         problems.append(f"train.resources: num_cpus must be > 0 and num_gpus >= 0, got {cfg.train.resources}")
+    if cfg.train.start_method not in START_METHODS:
+        problems.append(f"train.start_method={cfg.train.start_method!r}: expected one of {list(START_METHODS)}")
     if cfg.train.executor in registry.names("executor"):
         module, hint = registry.declared("executor", cfg.train.executor).needs_module or (None, "")
         if module and importlib.util.find_spec(module) is None:

@@ -29,10 +29,10 @@ class Executor(Protocol):
 
 @register("executor", "local")
 def _local(cfg: BirdConfig, workers: int, on_progress: OnProgress | None) -> Executor:
-    """A pool of `workers` spawned processes on this machine (bird/executors/local.py)."""
+    """A pool of `workers` processes on this machine (bird/executors/local.py)."""
     from bird.executors.local import TrainPool
 
-    return TrainPool(workers, on_progress)
+    return TrainPool(workers, on_progress, cfg.train.start_method)
 
 
 @register("executor", "ray", needs_module=("ray", "pip install 'bird-ird[cluster]'"))

@@ -1,5 +1,6 @@
-"""The local executor: parallel trainings in worker processes (spawn), progress sent back over a queue; the processes
-stay warm for the next search in the same process."""
+"""The local executor: parallel trainings in worker processes, progress sent back over a queue; the processes stay warm
+for the next search in the same process. Workers fork from this process's fork server, which imported the learners
+once (bird/executors/preload.py), or are spawned, each importing them itself (train.start_method)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,14 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-def _init_worker(q: Any) -> None:
+def _init_worker(q: Any, env: dict[str, str]) -> None:
+    """A new worker: the progress queue, and the pool owner's environment as it is now (a forked worker would otherwise
+    have its fork server's)."""
     global _progress_queue
     _progress_queue = q
+    for name in set(os.environ) - set(env):
+        del os.environ[name]
+    os.environ.update(env)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
@@ -42,15 +48,48 @@ def _run(learner: str, group: list[TrainJob]) -> list[TrainResult]:
     return call_learner(learner, group, _progress)
 
 
-class _Workers:
-    """Spawned worker processes and the queue their progress comes back on; `sink` receives that progress."""
+PRELOAD = "bird.executors.preload"
+# Variables the preloaded modules (torch) read when imported: a worker forked from a server that started with other
+# values would not act on this process's, so such a change makes new workers spawn.
+READ_AT_IMPORT = ("OMP_", "MKL_", "OPENBLAS_", "TORCH", "PYTORCH_", "CUDA_")
+_server_env: dict[str, str] | None = None  # the environment this process's fork server started with
 
-    def __init__(self, workers: int) -> None:
-        self.key = _spawn_key(workers)
-        ctx = mp.get_context("spawn")
-        self.queue = ctx.Queue()
+
+def _forkable() -> bool:
+    """Whether a worker forked from this process's fork server acts as a spawned one would: no variable of
+    READ_AT_IMPORT changed since the server started. (It gets this process's sys.path, working directory and, at
+    start, environment, as a spawned one does.)"""
+    assert _server_env is not None
+    changed = {k for k in set(_server_env) | set(os.environ) if _server_env.get(k) != os.environ.get(k)}
+    return not any(k.startswith(READ_AT_IMPORT) for k in changed)
+
+
+def _context(start_method: str) -> Any:
+    """The multiprocessing context for new workers: forkserver (this process's fork server, started at the first pool
+    with PRELOAD imported) where it is available and `_forkable`, else spawn."""
+    global _server_env
+    if start_method != "forkserver" or "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    from multiprocessing import forkserver
+
+    with _warm_lock:
+        if _server_env is None:
+            forkserver.set_forkserver_preload([PRELOAD])
+            forkserver.ensure_running()
+            _server_env = dict(os.environ)
+        return mp.get_context("forkserver" if _forkable() else "spawn")
+
+
+class _Workers:
+    """Worker processes and the queue their progress comes back on; `sink` receives that progress."""
+
+    def __init__(self, workers: int, start_method: str) -> None:
+        self.key = _spawn_key(workers, start_method)
+        self.ctx = _context(start_method)
+        self.queue = self.ctx.Queue()
         self.sink: Callable[[str, int, int, float | None], None] | None = None
-        self.executor = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(self.queue,))
+        self.executor = ProcessPoolExecutor(workers, mp_context=self.ctx, initializer=_init_worker,
+                                            initargs=(self.queue, dict(os.environ)))
         self._stop = threading.Event()
         self._drain = threading.Thread(target=self._drain_loop, daemon=True)
         self._drain.start()
@@ -69,8 +108,8 @@ class _Workers:
     def renew(self) -> None:
         """A fresh set of processes in place of a broken one."""
         self.executor.shutdown(wait=False, cancel_futures=True)
-        self.executor = ProcessPoolExecutor(self.key[0], mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                            initargs=(self.queue,))
+        self.executor = ProcessPoolExecutor(self.key[0], mp_context=self.ctx, initializer=_init_worker,
+                                            initargs=(self.queue, dict(os.environ)))
 
     def shutdown(self) -> None:
         """Stop the processes without waiting for them to exit (their interpreters take a second or two)."""
@@ -80,22 +119,22 @@ class _Workers:
         self.queue.close()
 
 
-def _spawn_key(workers: int) -> tuple:
-    """What a spawned worker inherits from this process: a warm one is reused only where a new one would be the same
-    (worker count, environment but pytest's per-test marker, sys.path, working directory)."""
+def _spawn_key(workers: int, start_method: str) -> tuple:
+    """What a new worker inherits from this process: a warm one is reused only where a new one would be the same
+    (worker count, start method, environment but pytest's per-test marker, sys.path, working directory)."""
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"))
-    return workers, env, tuple(sys.path), os.getcwd()
+    return workers, start_method, env, tuple(sys.path), os.getcwd()
 
 
 _warm: _Workers | None = None  # the workers the last search in this process left, for the next one
 _warm_lock = threading.Lock()
 
 
-def _take_warm(workers: int) -> _Workers | None:
+def _take_warm(workers: int, start_method: str) -> _Workers | None:
     global _warm
     with _warm_lock:
         found, _warm = _warm, None
-    if found is not None and found.key == _spawn_key(workers):
+    if found is not None and found.key == _spawn_key(workers, start_method):
         return found
     if found is not None:
         found.shutdown()
@@ -124,18 +163,20 @@ def drop_warm_workers() -> None:
 
 
 class TrainPool:
-    """A pool of `workers` spawned processes; `run(jobs)` returns results in job order.
+    """A pool of `workers` processes (forked from the fork server, or spawned: `start_method`); `run(jobs)` returns
+    results in job order.
 
     `close()` keeps the processes warm for the next pool this process makes with the same settings (the next search
     of a sweep run in one process, a notebook, the test suite): it starts without spawning and importing torch
     again. A pool whose processes broke, or a different setting, spawns afresh."""
 
-    def __init__(self, workers: int, on_progress: Callable[[str, int, int, float | None], None] | None = None) -> None:
+    def __init__(self, workers: int, on_progress: Callable[[str, int, int, float | None], None] | None = None,
+                 start_method: str = "forkserver") -> None:
         self.workers = workers
         if mp.get_start_method(allow_none=True) not in (None, *mp.get_all_start_methods()):
             # e.g. inside a joblib/loky sweep worker: spawned children could not restore "loky"
             mp.set_start_method("spawn", force=True)
-        self._procs = _take_warm(workers) or _Workers(workers)
+        self._procs = _take_warm(workers, start_method) or _Workers(workers, start_method)
         self._procs.sink = on_progress
         self._healthy = True
 

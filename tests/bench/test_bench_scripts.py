@@ -121,6 +121,17 @@ def test_warm_pool_bench_times_searches_on_fresh_and_on_warm_workers():
     assert "same returned candidate and score either way: True" in out, out
 
 
+@pytest.mark.background("pool_start")
+def test_pool_start_bench_times_searches_on_forked_and_on_spawned_workers():
+    out = output("pool_start")
+    for side in ("forkserver", "spawn"):
+        figure(side + r"\s+([\d.]+) s", out)
+        figure(side + r"\s+[\d.]+ s\s+([\d.]+) s", out)
+    figure(r"ratio forkserver / spawn, wall: ([\d.]+)", out)
+    figure(r"ratio forkserver / spawn, CPU: ([\d.]+)", out)
+    assert "same returned candidate and score either way: True" in out, out
+
+
 @pytest.mark.background("trainer_start")
 def test_trainer_start_bench_times_the_trainer_with_and_without_the_compile_steps_executables():
     out = output("trainer_start")

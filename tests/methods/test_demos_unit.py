@@ -280,8 +280,11 @@ def test_scoring_restarts_a_stateful_reward_at_every_episode(compose_cfg):
     spec = make_adapter(cfg.env).spec
     eps = Episodes(np.zeros((6, spec.obs_index.dim)), np.array([0, 0, 0, 1, 1, 2]), np.array([0, 1, 2, 0, 1, 0]),
                    np.array([1, 1, 1, -1, -1, -1]), ["expert", "random", "random"])
-    first = score_episodes(COUNTER, cfg, spec, eps)
-    again = score_episodes(COUNTER, cfg, spec, eps)  # a fresh program each time
+    from bird.reward.factory import open_program
+
+    with open_program(COUNTER, spec, cfg.verify, cfg.reward, bulk=True) as program:
+        first = score_episodes(program, spec, eps)
+        again = score_episodes(program, spec, eps)  # the same program, restarted at every pass's first episode
     assert first.reward.tolist() == again.reward.tolist() == [1.0, 2.0, 3.0, 1.0, 2.0, 1.0]
     assert first.episodes is eps and first.debug == {}
 

@@ -1,0 +1,15 @@
+"""What a local training worker imports before its first job, imported once by the fork server the workers fork from
+(bird/executors/local.py, train.start_method=forkserver): torch, Stable-Baselines3 and the learners, and torch._dynamo,
+which the first optimizer of every process imports (about 1.5 s of CPU)."""
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch reads it; a spawned worker sets the same
+
+import torch._dynamo  # noqa: E402,F401
+
+import bird.executors.local  # noqa: E402,F401
+import bird.learners.sb3_ppo  # noqa: E402,F401
+from bird.registry import load_builtin_components  # noqa: E402
+
+load_builtin_components()
