@@ -86,6 +86,7 @@ def test_workers_fork_from_a_server_that_imported_the_learners_and_see_this_proc
     import os
     from multiprocessing import forkserver
 
+    from bird.executors import local
     from bird.executors.local import TrainPool, drop_warm_workers
 
     def view(names: tuple[str, ...], **kw):
@@ -100,7 +101,10 @@ def test_workers_fork_from_a_server_that_imported_the_learners_and_see_this_proc
     drop_warm_workers()
     parent, env, preloaded = view(names)  # train.start_method's default: forkserver
     server = forkserver._forkserver._forkserver_pid
-    assert parent == server != os.getpid() and preloaded and env == {names[0]: None, names[1]: "1"}
+    assert parent == server != os.getpid() and preloaded and env == {names[0]: None, names[1]: "1"}, \
+        {k for k in set(local._server_env or {}) | set(os.environ) if (local._server_env or {}).get(k) != os.environ.get(k)}
+    import torch._dynamo  # noqa: F401  (sets TORCHINDUCTOR_CACHE_DIR here, as the first training in a process does)
+
     monkeypatch.setenv(names[0], "set after the server started")  # read when used: a forked worker gets it at start
     assert view(names) == (server, {names[0]: "set after the server started", names[1]: "1"}, True)
     monkeypatch.setenv(names[1], "2")  # torch reads it when imported: the server's torch would not act on it

@@ -50,8 +50,9 @@ def _run(learner: str, group: list[TrainJob]) -> list[TrainResult]:
 
 PRELOAD = "bird.executors.preload"
 # Variables the preloaded modules (torch) read when imported: a worker forked from a server that started with other
-# values would not act on this process's, so such a change makes new workers spawn.
-READ_AT_IMPORT = ("OMP_", "MKL_", "OPENBLAS_", "TORCH", "PYTORCH_", "CUDA_")
+# values would not act on this process's, so such a change makes new workers spawn. (Not TORCHINDUCTOR_*: importing
+# torch._dynamo sets TORCHINDUCTOR_CACHE_DIR in the importing process, and only a compile reads it.)
+READ_AT_IMPORT = ("OMP_", "MKL_", "OPENBLAS_", "TORCH_", "PYTORCH_", "CUDA_")
 _server_env: dict[str, str] | None = None  # the environment this process's fork server started with
 
 
