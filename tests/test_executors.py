@@ -117,3 +117,25 @@ def test_workers_fork_from_a_server_that_imported_the_learners_and_see_this_proc
 def test_an_unknown_start_method_is_rejected_naming_the_allowed_ones(compose_cfg):
     with pytest.raises(ConfigError, match=r"train.start_method='fork': expected one of \['forkserver', 'spawn'\]"):
         compose_cfg("train.start_method=fork")
+
+
+def _dumpable() -> int:
+    """In a pool worker: prctl(PR_GET_DUMPABLE)."""
+    import ctypes
+
+    return ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)
+
+
+def test_the_fork_server_and_its_workers_are_not_dumpable():
+    """They hold the pool owner's environment (API keys): a same-user process must not read it from /proc. A worker
+    is non-dumpable from its start only if the server it forked from was (the flag is inherited, and a spawned worker
+    starts dumpable)."""
+    from bird.executors.local import TrainPool, drop_warm_workers
+
+    drop_warm_workers()
+    pool = TrainPool(1)
+    try:
+        assert pool._procs.executor.submit(_dumpable).result() == 0
+    finally:
+        pool.close()
+        drop_warm_workers()

@@ -13,3 +13,7 @@ import bird.learners.sb3_ppo  # noqa: E402,F401
 from bird.registry import load_builtin_components  # noqa: E402
 
 load_builtin_components()
+
+from bird.reward.isolation import harden_host  # noqa: E402
+
+harden_host()  # the server holds the pool owner's environment; the workers forked from it start non-dumpable too
