@@ -1,5 +1,6 @@
 """The local pool's warm workers: searches in one process, each starting from the warm workers the previous one left,
-next to the same searches each spawning fresh workers (the raw baseline: what every search did before), alternating.
+next to the same searches each starting fresh workers (the raw baseline: what every search did before; they fork from
+the fork server, or spawn with --set train.start_method=spawn, as the README's figure did), alternating.
 
     python bench/bench_warm_pool.py [--env mujoco/inverted_pendulum] [--repeats 3] [--set K=V ...]
 
@@ -18,7 +19,7 @@ from bird.executors import local
 
 def timed_search(overrides: list[str], warm: bool) -> tuple[float, dict]:
     if not warm:
-        local.drop_warm_workers()  # the next pool spawns its workers and imports torch again
+        local.drop_warm_workers()  # the next pool starts fresh workers
     return timing.timed_search(overrides)
 
 
