@@ -101,8 +101,9 @@ def test_workers_fork_from_a_server_that_imported_the_learners_and_see_this_proc
     drop_warm_workers()
     parent, env, preloaded = view(names)  # train.start_method's default: forkserver
     server = forkserver._forkserver._forkserver_pid
-    assert parent == server != os.getpid() and preloaded and env == {names[0]: None, names[1]: "1"}, \
-        {k for k in set(local._server_env or {}) | set(os.environ) if (local._server_env or {}).get(k) != os.environ.get(k)}
+    started = local._server_env or {}
+    changed = {k for k in set(started) | set(os.environ) if started.get(k) != os.environ.get(k)}
+    assert parent == server != os.getpid() and preloaded and env == {names[0]: None, names[1]: "1"}, changed
     import torch._dynamo  # noqa: F401  (sets TORCHINDUCTOR_CACHE_DIR here, as the first training in a process does)
 
     monkeypatch.setenv(names[0], "set after the server started")  # read when used: a forked worker gets it at start
