@@ -1,4 +1,4 @@
-"""End to end on the GPU path (run here on the CPU): searches on brax/hopper with train.learner=jax_ppo."""
+"""End to end on the GPU path (run here on the CPU): searches on a Brax task (TINY) with train.learner=jax_ppo."""
 
 import json
 import math
@@ -13,8 +13,7 @@ pytestmark = pytest.mark.background("jax_programs")  # the training programs, co
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["eureka", "zeroshot"])
-def test_search_on_brax_hopper_with_jax_ppo_writes_a_finite_returned_score(compose_cfg, jax_programs_compiled, tmp_path,
-                                                                          method):
+def test_search_on_brax_with_jax_ppo_writes_a_finite_returned_score(compose_cfg, jax_programs_compiled, tmp_path, method):
     from bird.loop import search
 
     cfg = compose_cfg(f"method={method}", *TINY)
@@ -48,7 +47,7 @@ def test_methods_that_need_what_brax_lacks_fail_before_any_work(method, missing)
 def test_check_cli_traces_a_jax_program_for_a_brax_task(jax_programs_compiled, tmp_path):
     path = tmp_path / "reward.py"
     path.write_text(FORWARD)
-    out = subprocess.run([sys.executable, "-m", "bird.reward", "check", str(path), "env=brax/hopper",
+    out = subprocess.run([sys.executable, "-m", "bird.reward", "check", str(path), "env=brax/inverted_pendulum",
                           "verify.smoke_steps=8"], capture_output=True, text=True, timeout=900)
     verdict = json.loads(out.stdout)
     assert out.returncode == 0 and verdict["valid"] and verdict["language"] == "jax"

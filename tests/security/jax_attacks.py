@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 HEAD = "import jax.numpy as jnp\nfrom jax import lax\n\n\ndef compute_reward(obs, action, next_obs, info):\n"
-CLEAN = "    return next_obs['rootx_vel'] - 1e-3 * jnp.sum(action ** 2, axis=-1), {}\n"
+CLEAN = "    return next_obs['slider_vel'] - 1e-3 * jnp.sum(action ** 2, axis=-1), {}\n"
 
 # name -> (body, the failure kinds allowed, words its recorded failure must contain)
 PROGRAMS: dict[str, tuple[str, tuple[str, ...], str]] = {
@@ -31,26 +31,26 @@ PROGRAMS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "    inner = lambda j, v: v * 0.999 + action[0, 0]\n"
         "    mid = lambda i, v: lax.fori_loop(0, n, inner, v)\n"
         "    v = lax.fori_loop(0, n, lambda i, v: lax.fori_loop(0, n, mid, v), jnp.zeros(64))\n"
-        "    return next_obs['rootx_vel'] + 0.0 * v[0], {}\n", ("timeout",), "dry run"),
+        "    return next_obs['slider_vel'] + 0.0 * v[0], {}\n", ("timeout",), "dry run"),
     "j02_loop_on_states_the_smoke_check_never_reaches": (
         "    n = action.shape[0]\n"
-        "    fallen = jnp.any(next_obs['rootz_pos'] < -3.0)\n"
+        "    fallen = jnp.any(next_obs['hinge_angle'] < -3.0)\n"
         "    inner = lambda j, v: v * 0.999 + 1.0\n"
         "    mid = lambda i, v: lax.fori_loop(0, n, inner, v)\n"
         "    spin = lambda v: lax.fori_loop(0, n, lambda i, v: lax.fori_loop(0, n, mid, v), v)\n"
         "    v = lax.cond(fallen, spin, lambda v: v, jnp.zeros(64))\n"
-        "    return next_obs['rootx_vel'] + 0.0 * v[0], {}\n", ("timeout",), "dry run"),
+        "    return next_obs['slider_vel'] + 0.0 * v[0], {}\n", ("timeout",), "dry run"),
     "j03_sort_bomb_at_size": (
         "    x = jnp.tile(action[:, :1], (1, 64))\n"
         "    x = lax.fori_loop(0, action.shape[0], lambda i, x: jnp.sort(x + 1.0, axis=0), x)\n"
-        "    return next_obs['rootx_vel'] + 0.0 * x[:, 0], {}\n", ("timeout",), "dry run"),
+        "    return next_obs['slider_vel'] + 0.0 * x[:, 0], {}\n", ("timeout",), "dry run"),
     "j04_int32_shape_overflow_at_size": (
         "    n = action.shape[0]\n"
         "    cube = jnp.broadcast_to(action[:, :1, None], (n, n, n)).sum(axis=(1, 2))\n"
-        "    return next_obs['rootx_vel'] + 0.0 * cube, {}\n", ("timeout", "runtime_error", "rejected"), ""),
+        "    return next_obs['slider_vel'] + 0.0 * cube, {}\n", ("timeout", "runtime_error", "rejected"), ""),
     "j05_quadratic_memory_at_size": (
-        "    pairs = jnp.sort(jnp.outer(action[:, 0], next_obs['rootx_vel']), axis=1)\n"
-        "    return next_obs['rootx_vel'] + 0.0 * pairs[:, 0], {}\n", ("timeout", "runtime_error"), ""),
+        "    pairs = jnp.sort(jnp.outer(action[:, 0], next_obs['slider_vel']), axis=1)\n"
+        "    return next_obs['slider_vel'] + 0.0 * pairs[:, 0], {}\n", ("timeout", "runtime_error"), ""),
 }
 
 

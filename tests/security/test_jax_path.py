@@ -38,7 +38,8 @@ def _start_driver(prefix: list[str], python: str, site_dir: str | None, canary: 
     if site_dir:
         cmd += ["--site", site_dir]
     env = {"PATH": os.defpath, "BIRD_TEST_CANARY": canary, "OPENAI_API_KEY": canary, "BIRD_JAX_CACHE": cache,
-           "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3", "MUJOCO_GL": "disable"}  # no OpenGL probe
+           "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3", "MUJOCO_GL": "disable",  # no OpenGL probe
+           "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}  # the suite's (tests/conftest.py)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=out_dir,
                             start_new_session=True)
     return proc, out
