@@ -62,12 +62,34 @@ def load_measurements() -> dict[str, Any]:
     return json.loads(MEASUREMENTS_PATH.read_text()) if MEASUREMENTS_PATH.exists() else {}
 
 
-def _make_mt1(mw_name: str, seed: int | None, horizon: int, **kwargs: Any) -> gym.Env:
-    import metaworld  # noqa: F401  (registers the Meta-World gymnasium ids)
+MT1_ID = "bird/MetaWorldMT1"  # "Meta-World/MT1" with its benchmark made once per process (_mt1_benchmark)
 
-    return gym.make(
-        "Meta-World/MT1", env_name=mw_name, seed=seed, max_episode_steps=horizon, disable_env_checker=True, **kwargs
-    )
+
+@cache
+def _mt1_benchmark(mw_name: str, seed: int) -> tuple[type, tuple[Any, ...]]:
+    """MT1's env class and goal variants for one task and benchmark seed. Meta-World draws the 50 variants by making
+    an env and resetting it 50 times (0.45 s, 80 % of making an env), and would do so for every env."""
+    import metaworld
+
+    benchmark = metaworld.MT1(mw_name, seed=seed)
+    return benchmark.train_classes[mw_name], tuple(benchmark.train_tasks)
+
+
+def _mt1_entry_point(env_name: str, seed: int, use_one_hot: bool = False, **kwargs: Any) -> gym.Env:
+    """What metaworld.make_mt_envs builds for one task (metaworld==3.1.1), from the benchmark made once."""
+    import metaworld
+
+    env_cls, tasks = _mt1_benchmark(env_name, seed)
+    return metaworld._init_each_env(env_cls=env_cls, tasks=list(tasks), seed=seed, use_one_hot=use_one_hot,
+                                    num_tasks=1, **kwargs)
+
+
+def _make_mt1(mw_name: str, seed: int, horizon: int, **kwargs: Any) -> gym.Env:
+    """gym.make("Meta-World/MT1", ...), the same env and wrappers (tests/envs/test_metaworld_env.py), made in a
+    fifth of the time after the first env of a task."""
+    if MT1_ID not in gym.registry:
+        gym.register(MT1_ID, entry_point=_mt1_entry_point)
+    return gym.make(MT1_ID, env_name=mw_name, seed=seed, max_episode_steps=horizon, disable_env_checker=True, **kwargs)
 
 
 @cache

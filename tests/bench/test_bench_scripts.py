@@ -141,6 +141,15 @@ def test_trainer_start_bench_times_the_trainer_with_and_without_the_compile_step
     assert "same curve either way: True" in out, out
 
 
+@pytest.mark.background("metaworld_env")
+def test_metaworld_env_bench_times_making_an_env_with_metaworlds_make_and_with_birds():
+    out = output("metaworld_env")
+    figure(r"push\s+([\d.]+)s", out)
+    figure(r"push\s+[\d.]+s\s+([\d.]+)s", out)
+    figure(r"ratio bird / metaworld, median over tasks: ([\d.]+)", out)
+    assert "same first observation either way: True" in out, out
+
+
 def _not_run(scripts: list[str], commands: str) -> list[str]:
     return [s for s in scripts if s not in commands]
 

@@ -109,6 +109,41 @@ def test_reset_seed_is_reproducible_and_goal_positions_are_resampled_each_reset(
     env.close()
 
 
+@pytest.mark.parametrize("task, seed", [("push", 0), ("drawer_open", 3)])
+def test_envs_made_from_the_shared_benchmark_equal_metaworlds_own_mt1(task, seed):
+    """adapter._make_mt1 makes MT1's 50 goal variants once per task and seed; its envs must be Meta-World's own: the
+    same wrappers, the same goals drawn at each reset, the same steps, rewards, flags and infos."""
+    import gymnasium as gym
+    import metaworld  # noqa: F401  (registers Meta-World/MT1)
+
+    from bird.envs.metaworld import adapter as mw
+
+    name = TASKS[task].mw_name
+    hits = mw._mt1_benchmark.cache_info().hits
+    ours = [mw.SeededReset(mw._make_mt1(name, seed, 60)) for _ in range(2)]
+    assert mw._mt1_benchmark.cache_info().hits >= hits + 1  # the second env reused the first one's benchmark
+    theirs = mw.SeededReset(gym.make("Meta-World/MT1", env_name=name, seed=seed, max_episode_steps=60,
+                                     disable_env_checker=True))
+    assert str(ours[0]).replace(mw.MT1_ID, "Meta-World/MT1") == str(theirs)
+    actions = np.random.default_rng(7).uniform(-1, 1, (70, 4)).astype(np.float32)
+    for env in ours:
+        for reset_seed in (0, 11):
+            a, b = env.reset(seed=reset_seed), theirs.reset(seed=reset_seed)
+            np.testing.assert_array_equal(a[0], b[0])  # the goal variant and the hand's start
+            for action in actions:
+                mine, meta = env.step(action), theirs.step(action)
+                for x, y in zip(mine[:4], meta[:4], strict=True):
+                    np.testing.assert_array_equal(x, y)
+                assert mine[4].keys() == meta[4].keys()
+                for key in mine[4]:
+                    np.testing.assert_array_equal(mine[4][key], meta[4][key], err_msg=key)
+                if mine[2] or mine[3]:
+                    break
+            assert mine[3]  # the 60-step horizon truncated both
+    for env in (*ours, theirs):
+        env.close()
+
+
 def test_horizon_truncates_and_the_episode_reports_the_success_score():
     adapter = _adapter("reach", horizon=120)
     env = adapter.make_env(seed=0)
