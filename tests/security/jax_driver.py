@@ -170,7 +170,8 @@ def run_artefacts(out: Path, short: bool = False) -> dict[str, Any]:
 
     def remembering(self: Any, code: str, *args: Any, **kw: Any) -> None:
         self.attack_marker = code.splitlines()[0] if code else ""
-        real_init(self, code, *args, **kw)
+        if not self.attack_marker.startswith(_CRAFTED):  # a crafted artefact's worker is the attacker: only its bytes
+            real_init(self, code, *args, **kw)  # reach the host, so no worker is started for it
 
     def compromised(self: Any, rows: int, dry_run_timeout_s: float) -> Any:  # the worker sends what it likes
         marker = self.attack_marker
