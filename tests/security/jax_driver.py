@@ -6,9 +6,9 @@ path, then looks for side effects on the host (driver.World: sentinel files, lis
   2. a thread bomb under the jax worker's layers (escaped_payloads.thread_bomb with the jax language), and every
      escaped payload inside a trainer's wall (fake_workers/escaped_trainer.py: the trainer's profile and its
      deferred uid drop): what native code an artefact reached through an XLA bug could try;
-  3. artefacts: a compromised reward worker's bytes (SandboxedReward.export replaced for the crafted jobs) in one
-     group with two clean programs, through the executor's prepare and call_learner (inspection, the isolated
-     trainer, its watchdog, the culprit search);
+  3. artefacts: a compromised reward worker's bytes (for the crafted jobs SandboxedReward.export is replaced and no
+     worker is started) in one group with two clean programs, through the executor's prepare and call_learner
+     (inspection, the isolated trainer, its watchdog, the culprit search);
   4. (--baseline) the two clean programs as a group of their own at the same width, for the curves' comparison.
 --short leaves out step 1 and keeps a few artefacts and one clean program in step 3 (the second user's run: the
 layers, the limits and the trainer must work there too; the dry run and the inspector do not depend on the user).
