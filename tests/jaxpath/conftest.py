@@ -1,8 +1,8 @@
 """JAX path fixtures: one composed config with test-speed learner settings, reward programs exported once.
 
-Every test here trains brax/inverted_pendulum with the same settings (TINY), so the training program compiles once per session,
-beside the suite (warm_programs.py, a background job: tests/background.py), and every test loads it from JAX's
-persistent cache: the tests that train wait for that job (`jax_cfg`)."""
+Every test here trains brax/inverted_pendulum with the same settings (TINY), so the training program compiles once per
+session, beside the suite (warm_programs.py, a background job: tests/background.py), and every test loads it from
+JAX's persistent cache: the tests that train wait for that job (`jax_cfg`)."""
 
 from __future__ import annotations
 
