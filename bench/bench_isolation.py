@@ -32,8 +32,10 @@ def start_once(language: str, without_new: bool) -> tuple[float, float, float, l
     inactive = sorted(worker.inactive_layers)
     try:
         code = "def compute_reward(obs, action, next_obs, info):\n    return next_obs['x'] * 2.0, {}\n"
-        worker.request({"code": code, "entry": "compute_reward", "fields": [["x", 0, 1]],
-                        "contract": "compute_reward"}, b"", 30.0, 0, "load", "30 s")
+        loaded, _ = worker.request({"code": code, "entry": "compute_reward", "fields": [["x", 0, 1]],
+                                    "contract": "compute_reward"}, b"", 30.0, 0, "load", "30 s")
+        if not loaded.get("ok"):
+            raise RuntimeError(f"{language} worker ({module}) did not load the program: {loaded}")
         obs = np.zeros((1024, 1))
         header = {"batch": 1024, "obs_dim": 1, "act_dim": 1, "n_envs": 1, "reset": False, "has_dones": False,
                   "debug_rows": []}

@@ -28,6 +28,8 @@ os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_llv
 import session_share  # noqa: E402  (tests/session_share.py: what xdist workers make once)
 
 session_share.make_folder()
+# bird's machine-wide caches (demonstrations, LLM responses) in the session's shared folder, not ~/.cache/bird
+os.environ.setdefault("BIRD_CACHE_DIR", str(session_share.folder() / "cache"))
 
 import background  # noqa: E402  (tests/background.py: long subprocesses beside the suite)
 from smoke_overrides import SMOKE  # noqa: E402

@@ -32,7 +32,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 UPDATE_TIMEOUT_S = 10  # the watchdog per PPO update of this tiny training (a clean update takes well under 1 s)
-DRY_RUN_S = 8.0  # the dry run's budget here (30 s in a search): the looping attacks would run for hours at this size
+# the dry run's budget here (30 s in a search; verify.call_timeout_s, 5 s, is its floor): the looping attacks would
+# run for hours at this size
+DRY_RUN_S = 5.0
 BIG = ["train.jax.num_envs=1024", "train.jax.batch_size=512", "train.jax.num_minibatches=8",
        "train.jax.unroll_length=16"]  # rows per training slot: 4 rollouts × 16 decisions × 1024 envs = 65,536
 _CRAFTED = "# crafted: "
