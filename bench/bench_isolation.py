@@ -20,6 +20,9 @@ import numpy as np
 from bird.reward import sandbox
 from bird.reward.languages import get_language
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from isolation_baseline_worker import drops_uid  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -61,6 +64,9 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"{args.repeats} repeats per variant, interleaved; uid {os.geteuid()}; {os.cpu_count()} cores; "
           f"load average {load:.1f} before")
+    if not drops_uid():
+        print("the baseline keeps root's uid: the install lies under a directory other users cannot enter, where the "
+              "stack without the mount tree cannot read it after dropping root")
     for language in args.languages:
         runs: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
         missing: list[str] = []
