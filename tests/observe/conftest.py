@@ -1,8 +1,8 @@
 """Shared smoke searches for the video, tracker and rating-study tests (each runs once per session, whichever xdist
 worker asks first: tests/session_share.py).
 
-- hopper_run: mujoco/hopper, budget=smoke, tracker=tensorboard, 2 filmed episodes per final seed, candidates of
-  iteration 2 filmed too (video.record=all_candidates, video.every=2).
+- hopper_run: mujoco/hopper, budget=smoke with 2 evaluation episodes, tracker=tensorboard, both filmed per final seed,
+  candidates of iteration 2 filmed too (video.record=all_candidates, video.every=2).
 - push_run: metaworld/push, budget=smoke capped at 1 candidate × 1 iteration, tracker=mlflow.
 - nogl_run: mujoco/inverted_pendulum, 1 × 1, MUJOCO_GL=disable (rendering off), tracker=wandb (offline).
 """
@@ -41,7 +41,7 @@ def gl() -> str:
 
 @pytest.fixture(scope="session")
 def hopper_run(gl) -> Path:
-    return _search("hopper", "env=mujoco/hopper", "tracker=tensorboard", "video.episodes=2",
+    return _search("hopper", "env=mujoco/hopper", "budget.eval_episodes=2", "tracker=tensorboard", "video.episodes=2",
                    "video.record=all_candidates", "video.every=2")
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-UPDATE_TIMEOUT_S = 10  # the watchdog per PPO update of this tiny training (a clean update takes well under 1 s)
+UPDATE_TIMEOUT_S = 5  # the watchdog per PPO update of this tiny training (a clean one takes about 0.5 s under the suite)
 # the dry run's budget here (30 s in a search; verify.call_timeout_s, 5 s, is its floor): the looping attacks would
 # run for hours at this size
 DRY_RUN_S = 5.0

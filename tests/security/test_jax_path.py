@@ -19,10 +19,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jax_attacks import LOOP, PROGRAMS  # noqa: E402
+from jax_driver import UPDATE_TIMEOUT_S  # noqa: E402
 from test_corpus import NAMESPACED  # noqa: E402
 from users import as_user, ensure_user, user_python  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# the second user's group is two wide: the JAX warm-up compiled that program (tests/background.py, "jax_programs")
+pytestmark = [pytest.mark.slow, pytest.mark.background("jax_programs")]
 # as test_corpus.py: refused, absent, or not there in the trainer's namespaces (ENOENT in its tree, ESRCH)
 STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError", "FileNotFoundError",
            "ProcessLookupError"}
@@ -56,16 +58,37 @@ def _finish(proc: subprocess.Popen, out: Path) -> dict:
             "results": json.loads(raw) if raw else {}}
 
 
+def _add_warm_programs(cache: str) -> None:
+    """The executables the JAX warm-up compiled into the session's cache, copied into the drivers' cache (readable by
+    the second user) once the warm-up has finished; without them the second user's compile step compiles its own."""
+    import background
+
+    from bird.learners.jax_executables import store_dir
+
+    background.result("jax_programs")
+    warm = store_dir()  # the session's (BIRD_JAX_CACHE, tests/conftest.py)
+    if warm is None or not warm.is_dir():
+        return
+    into = Path(cache) / warm.relative_to(warm.parents[1])
+    into.mkdir(parents=True, exist_ok=True)
+    for folder in (into.parent, into):
+        os.chmod(folder, 0o777)
+    for path in warm.glob("*.bin"):
+        shutil.copyfile(path, into / path.name)
+        os.chmod(into / path.name, 0o644)
+
+
 @pytest.fixture(scope="session")
 def jax_runs(canary, tmp_path_factory):
     """The driver as this user (with the baseline group) and as the test user, side by side; one JAX cache both can
-    read."""
+    read, holding the warm-up's programs before the test user's driver starts."""
     cache = tempfile.mkdtemp(prefix="bird-jax-sec-cache-")
     os.chmod(cache, 0o777)  # the second user's compile step finds the first one's program
     started, runs = {}, {}
     me = "root" if os.geteuid() == 0 else "unprivileged"
     started[me] = _start_driver([], sys.executable, None, canary, tmp_path_factory.mktemp("jax-driver"), cache,
                                 ["--baseline"])
+    _add_warm_programs(cache)
     made = ensure_user()
     found = user_python(*made) if not isinstance(made, str) else made
     user_dir = None
@@ -155,7 +178,7 @@ def test_no_crafted_artefact_reaches_a_trainer(run):
 def test_the_hanging_artefact_is_killed_by_the_watchdog_and_fails_alone(run):
     rec = run["results"]["artefacts"]
     loop = rec["results"][LOOP]["failure"]
-    assert loop["kind"] == "timeout" and "train.jax.update_timeout_s=10" in loop["reason"], loop
+    assert loop["kind"] == "timeout" and f"train.jax.update_timeout_s={UPDATE_TIMEOUT_S}" in loop["reason"], loop
     clean = [n for n in CLEAN if n in rec["results"]]
     for name in clean:
         assert rec["results"][name]["failure"] is None and len(rec["results"][name]["curve"]) == 2, name
