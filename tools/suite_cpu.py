@@ -7,8 +7,9 @@ and a report over those logs.
 
 A test is charged with what its xdist worker's process tree used while it ran: its own CPU, its subprocesses',
 and what long-lived helpers under that worker (a fork server and its workers, Ray's processes) used meanwhile. The
-runner of tests/background.py and its jobs are counted apart. A process that leaves the tree before it is reaped (a
-daemon reparented to init) is not counted.
+runner of tests/background.py and its jobs are counted apart. A process that leaves the tree before it is reaped is
+not counted: the fork server of a `python -m bird` subprocess or a bench script outlives its parent for a moment and
+is reaped by init, with the CPU of every training worker it forked. Compare the total with /proc/stat's.
 """
 
 from __future__ import annotations
