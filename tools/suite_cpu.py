@@ -25,8 +25,6 @@ from typing import Any
 import pytest
 
 ENV = "BIRD_TEST_CPU_LOG"
-
-
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
