@@ -20,10 +20,9 @@ import numpy as np
 from bird.reward import sandbox
 from bird.reward.languages import get_language
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from isolation_baseline_worker import drops_uid  # noqa: E402
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from isolation_baseline_worker import drops_uid  # noqa: E402
 
 
 def start_once(language: str, without_new: bool) -> tuple[float, float, float, list[str]]:
