@@ -2,6 +2,7 @@
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -112,18 +113,37 @@ def test_joblib_multirun_sweep_runs_every_cell(tmp_path):
     assert all(math.isfinite(r["returned_score"]) and not r["failures"] for r in results)
 
 
-@pytest.mark.slow
-def test_rerunning_a_completed_run_directory_skips_it_and_a_different_config_is_refused(tmp_path):
-    run = tmp_path / "run"
-    base = [sys.executable, "-m", "bird", "budget=smoke", "budget.max_iterations=1", "method=zeroshot",
-            "env=mujoco/inverted_pendulum", "run.progress=false", "video.record=none", f"hydra.run.dir={run}"]
-    first = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
+ZEROSHOT = ["budget=smoke", "budget.max_iterations=1", "method=zeroshot", "env=mujoco/inverted_pendulum",
+            "run.progress=false", "video.record=none"]
+
+
+def _cli(run: Path, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bird", *ZEROSHOT, f"hydra.run.dir={run}", *overrides],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def completed_run(tmp_path_factory) -> Path:
+    """One completed zeroshot smoke run; each test works on its own copy (the config hash ignores hydra.run.dir)."""
+    run = tmp_path_factory.mktemp("completed") / "run"
+    first = _cli(run)
     assert first.returncode == 0, first.stderr[-2000:]
-    before = (run / "result.json").read_text()
-    again = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return run
+
+
+@pytest.fixture
+def run_copy(completed_run, tmp_path) -> Path:
+    shutil.copytree(completed_run, tmp_path / "run", symlinks=True)
+    return tmp_path / "run"
+
+
+@pytest.mark.slow
+def test_rerunning_a_completed_run_directory_skips_it_and_a_different_config_is_refused(run_copy):
+    before = (run_copy / "result.json").read_text()
+    again = _cli(run_copy)
     assert again.returncode == 0 and "skipped" in again.stdout
-    assert (run / "result.json").read_text() == before
-    other = subprocess.run([*base, "seed=1"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert (run_copy / "result.json").read_text() == before
+    other = _cli(run_copy, "seed=1")
     assert other.returncode == 2 and "another config" in other.stderr
 
 
@@ -132,15 +152,11 @@ def _events(run: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_skip_completed_false_reruns_and_a_half_written_directory_starts_afresh(tmp_path):
-    run = tmp_path / "run"
-    base = [sys.executable, "-m", "bird", "budget=smoke", "budget.max_iterations=1", "method=zeroshot",
-            "env=mujoco/inverted_pendulum", "run.progress=false", "video.record=none", f"hydra.run.dir={run}"]
-    first = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert first.returncode == 0, first.stderr[-2000:]
+def test_skip_completed_false_reruns_and_a_half_written_directory_starts_afresh(run_copy):
+    run = run_copy
     started = json.loads((run / "status.json").read_text())["started"]
     # run.skip_completed=false: the completed run is run again and its records replaced, not appended to
-    again = subprocess.run([*base, "run.skip_completed=false"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    again = _cli(run, "run.skip_completed=false")
     assert again.returncode == 0 and "skipped" not in again.stdout, again.stderr[-2000:]
     assert "replaced by this run" in again.stderr
     assert json.loads((run / "status.json").read_text())["state"] == "completed"
@@ -151,7 +167,7 @@ def test_skip_completed_false_reruns_and_a_half_written_directory_starts_afresh(
     (run / "result.json").unlink()
     (run / "candidates" / "it9-c0").mkdir()
     (run / "events.jsonl").write_text('{"t": 0, "event": "search_started"}\n')
-    resumed = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    resumed = _cli(run)
     assert resumed.returncode == 0 and "skipped" not in resumed.stdout, resumed.stderr[-2000:]
     assert json.loads((run / "result.json").read_text())["status"] == "completed"
     assert json.loads((run / "status.json").read_text())["state"] == "completed"
