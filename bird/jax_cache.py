@@ -7,7 +7,7 @@ import os
 import platform
 from pathlib import Path
 
-__all__ = ["cache_dir", "enable_compilation_cache", "host_cpu_key", "min_compile_time_s", "without_persistent_cache"]
+__all__ = ["cache_dir", "enable_compilation_cache", "host_cpu_key", "without_persistent_cache"]
 
 _DONE = False
 _PERSISTENT = True
@@ -53,14 +53,6 @@ def without_persistent_cache() -> None:
     _PERSISTENT = False
 
 
-def min_compile_time_s() -> float:
-    """The shortest compile JAX's cache keeps: JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS (JAX's own variable), else
-    0, every compile. JAX's default of 1 s recompiles a search's many short programs (the environment's reset and
-    step, evaluation, the reward's checks) in every process; caching them too made a warm smoke search on Brax 21 %
-    cheaper (README "Performance")."""
-    return float(os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0"))
-
-
 def enable_compilation_cache() -> None:
     """Point JAX at ~/.cache/bird/jax/<host_cpu_key()> (BIRD_JAX_CACHE replaces ~/.cache/bird/jax; BIRD_JAX_CACHE=off
     disables). Idempotent; call it before the process first imports jax."""
@@ -81,5 +73,5 @@ def enable_compilation_cache() -> None:
 
     logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)  # "Unable to initialize backend 'tpu'"
     jax.config.update("jax_compilation_cache_dir", str(Path(where) / host_cpu_key()))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", min_compile_time_s())
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

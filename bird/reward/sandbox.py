@@ -33,7 +33,10 @@ __all__ = ["SandboxedReward", "RewardProgramError", "SandboxSetupError", "Worker
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 60.0  # interpreter + numpy import + layers: trusted code, not the program
-_BOOT = ("import importlib, json, site, sys; paths = json.loads(sys.argv[2]); sys.path[:0] = paths; "
+_BOOT = ("import ctypes, importlib, json, site, sys; "
+         # the process's name in ps, top and process accounting: bird-worker, bird-trainer, bird-inspector, ...
+         "ctypes.CDLL(None).prctl(15, ('bird-' + sys.argv[3].rpartition('.')[2])[:15].encode(), 0, 0, 0); "
+         "paths = json.loads(sys.argv[2]); sys.path[:0] = paths; "
          # an interpreter outside the venv: its site-packages' .pth files (editable installs) as the venv would
          "[site.addsitedir(p) for p in paths if p.endswith(('site-packages', 'dist-packages'))]; "
          "importlib.import_module(sys.argv[3]).main(int(sys.argv[1]))")

@@ -15,15 +15,20 @@ from bird.learners.jax_executables import Executables, load_all
 
 @contextlib.contextmanager
 def _without_persistent_cache():
-    """The compile step's process has no JAX cache; this test process has the session's (tests/jaxpath/conftest)."""
+    """The compile step's process has no JAX cache; this test process has the session's (tests/jaxpath/conftest).
+    JAX decides once per process whether its cache is used: reset_cache makes it look at the setting again, else a
+    program this process compiled earlier (and JAX cached) would come from the cache here."""
     import jax
+    from jax._src.compilation_cache import reset_cache
 
     before = jax.config.jax_enable_compilation_cache
     jax.config.update("jax_enable_compilation_cache", False)
+    reset_cache()
     try:
         yield
     finally:
         jax.config.update("jax_enable_compilation_cache", before)
+        reset_cache()
 
 
 def _lowered(scale: float):
