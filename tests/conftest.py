@@ -19,11 +19,12 @@ if "BIRD_JAX_CACHE" not in os.environ:
     os.environ["BIRD_JAX_CACHE"] = tempfile.mkdtemp(prefix="bird-jax-cache-")
     atexit.register(shutil.rmtree, os.environ["BIRD_JAX_CACHE"], True)
 
-# XLA's CPU backend at its lowest optimisation level, for this session and every process it starts: a quarter less CPU
-# per compile (docs/testing.md). The programs are the same, only their machine code is less optimised, and every
-# comparison in the suite is between runs made under the same flags. Users' programs compile at XLA's defaults; set
-# XLA_FLAGS (even to "") to test with those.
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true")
+# XLA's CPU backend at its lowest optimisation level, with its older fusion emitters, for this session and every
+# process it starts: less CPU per compile (figures in docs/testing.md). The programs are the same, only their machine
+# code is less optimised, and every comparison in the suite is between runs made under the same flags. Users'
+# programs compile at XLA's defaults; set XLA_FLAGS (even to "") to test with those.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
+                                   "--xla_cpu_use_fusion_emitters=false")
 
 import session_share  # noqa: E402  (tests/session_share.py: what xdist workers make once)
 
