@@ -65,3 +65,18 @@ def test_the_report_sums_by_name_module_and_test(tmp_path):
                                     "outside them 250.5 s")
     assert "   262.0      4  python" in text and "     2.0      1  bird-worker" in text  # the worker's own record too
     assert "     2.7  tests/test_b.py" in text and "   250.5  300 python 300 s" in text
+
+
+def test_a_background_runners_jobs_are_charged_to_the_jobs_not_to_the_test_then_running():
+    runner = [
+        _record(400, WORKER, 1011, 0.5, 0.0, b"python"),  # the runner, started under the worker while test B ran
+        _record(402, 400, 1015, 3.0, 1.0, b"python"),  # its second job (started later) ...
+        _record(403, 402, 1016, 8.0, 0.0, b"tf_foreach"),  # ... and what that job started
+        _record(401, 400, 1012, 2.0, 0.0, b"make"),  # its first job
+    ]
+    procs = suite_acct.read_records(b"".join(RECORDS + runner))
+    per_test, outside = suite_acct.charge(procs, {WORKER}, TESTS, {400: ["brax_envs", "jax_programs", "unstarted"]})
+    assert dict(per_test) == pytest.approx({"tests/test_a.py::test_a": 0.3 + 1.5, "tests/test_b.py::test_b": 0.7 + 2.0,
+                                            "background job brax_envs": 2.0, "background job jax_programs": 12.0,
+                                            "background jobs' runner": 0.5})
+    assert dict(outside) == pytest.approx({300: 250.5})

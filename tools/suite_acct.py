@@ -8,7 +8,9 @@ Needs root and a kernel with CONFIG_BSD_PROCESS_ACCT_V3.
 The controller turns accounting on into DIR/pacct for the session; every xdist worker logs when each test ran. A
 process is charged to the test its worker was running when the process started (its start time has a resolution of
 one second), found by walking its parents up to the worker; a process whose parents exited before it (reparented to
-init) is listed under the oldest ancestor the records still show. bird names its isolated processes (bird-worker,
+init) is listed under the oldest ancestor the records still show. The jobs of tests/background.py are charged to
+the jobs, not to the test their runner's worker was running: each worker logs the runners' pids and job names at its
+session's end, and a runner's children are its jobs, in order. bird names its isolated processes (bird-worker,
 bird-trainer, bird-inspector, ...); a process is named after its last thread to exit, so a JAX process may show
 one of XLA's thread names.
 """
@@ -62,10 +64,21 @@ def read_records(data: bytes) -> list[Process]:
     return out
 
 
-def charge(procs: list[Process], workers: set[int], tests: dict[int, list[dict[str, Any]]]) -> tuple[
-        dict[str, float], dict[int, float]]:
-    """(CPU per test, of the processes under a worker: its own CPU included; CPU per top ancestor, of those outside)."""
+def _jobs(procs: list[Process], runners: dict[int, list[str]]) -> dict[int, str]:
+    """{pid of a runner's child: the background job it ran}: a runner runs its jobs one after another, in order."""
+    named = {}
+    for runner, names in runners.items():
+        children = sorted((p for p in procs if p.ppid == runner), key=lambda p: (p.start, p.pid))
+        named.update({p.pid: f"background job {name}" for p, name in zip(children, names, strict=False)})
+    return named
+
+
+def charge(procs: list[Process], workers: set[int], tests: dict[int, list[dict[str, Any]]],
+           runners: dict[int, list[str]] | None = None) -> tuple[dict[str, float], dict[int, float]]:
+    """(CPU per test, of the processes under a worker: its own CPU included, a background job's under the job's name;
+    CPU per top ancestor, of those outside). `runners`: {pid of a background runner: its jobs' names, in order}."""
     by_pid = {p.pid: p for p in procs}
+    jobs = _jobs(procs, runners or {})
     starts = {w: [t["t0"] for t in ts] for w, ts in tests.items()}
     per_test: dict[str, float] = defaultdict(float)
     outside: dict[int, float] = defaultdict(float)
@@ -76,10 +89,14 @@ def charge(procs: list[Process], workers: set[int], tests: dict[int, list[dict[s
         if p.pid in workers:
             continue
         top, seen = p, set()
-        while top.ppid not in workers and top.ppid in by_pid and top.ppid not in seen:
+        while top.ppid not in workers and top.ppid in by_pid and top.ppid not in seen and top.pid not in jobs:
             seen.add(top.ppid)
             top = by_pid[top.ppid]
-        if top.ppid in workers:
+        if top.pid in jobs:
+            per_test[jobs[top.pid]] += p.cpu
+        elif (runners or {}).get(p.pid) is not None:
+            per_test["background jobs' runner"] += p.cpu
+        elif top.ppid in workers:
             i = bisect.bisect_right(starts.get(top.ppid, []), p.start + 0.5) - 1
             per_test[tests[top.ppid][i]["id"] if i >= 0 else "<before the worker's first test>"] += p.cpu
         else:
@@ -99,7 +116,8 @@ def report(folder: str, top: int = 30) -> str:
     for ts in tests.values():
         ts.sort(key=lambda t: t["t0"])
     workers = set(tests)
-    per_test, outside = charge(procs, workers, tests)
+    runners = {int(r["pid"]): r["names"] for path in where.glob("runners-*.json") for r in json.loads(path.read_text())}
+    per_test, outside = charge(procs, workers, tests, runners)
     names: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for p in procs:
         names[p.name][0] += 1
@@ -143,6 +161,16 @@ def pytest_unconfigure(config: Any) -> None:
     if ENV in os.environ and "PYTEST_XDIST_WORKER" not in os.environ:
         time.sleep(2)  # the workers' last children exit
         ctypes.CDLL(None).acct(None)
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    """In each worker (before the controller removes them): the background runners' pids and jobs."""
+    if ENV not in os.environ or "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    import background  # tests/background.py
+
+    path = Path(os.environ[ENV]) / f"runners-{os.getpid()}.json"
+    path.write_text(json.dumps([{"pid": r["pid"], "names": r["names"]} for r in background._runners()]))
 
 
 @pytest.hookimpl(hookwrapper=True)
