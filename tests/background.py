@@ -89,7 +89,8 @@ def _registry() -> Path:
     return session_share.folder() / "background" / "runners.json"
 
 
-def _runners() -> list[dict]:
+def runners() -> list[dict]:
+    """The runners started this session (runners.json), by any worker."""
     path = _registry()
     return json.loads(path.read_text()) if path.exists() else []
 
@@ -117,18 +118,18 @@ def start(names: list[str]) -> None:
         raise ValueError(f"unknown background jobs {sorted(unknown)}; known: {list(NAMES)}")
     _registry().parent.mkdir(exist_ok=True)
     with session_share.locked("background"):
-        runners = _runners()
-        started = {n for r in runners for n in r["names"]}
+        known = runners()
+        started = {n for r in known for n in r["names"]}
         todo = [n for n in NAMES if n in set(names) - started]
         if todo:
-            runners.append(_launch(todo, len(runners)))
-            _registry().write_text(json.dumps(runners))
+            known.append(_launch(todo, len(known)))
+            _registry().write_text(json.dumps(known))
 
 
 def result(name: str, timeout: float = 1800) -> Result:
     """The job's exit status and output, once it has finished (started now if no runner has it)."""
     start([name])
-    runner = next(r for r in _runners() if name in r["names"])
+    runner = next(r for r in runners() if name in r["names"])
     folder = Path(runner["dir"])
     done, deadline = folder / f"{name}.rc", time.monotonic() + timeout
     while not done.exists():
@@ -147,7 +148,7 @@ def stop() -> None:
     (an xdist worker leaves that to the controller)."""
     if session_share.is_worker() or not _registry().parent.exists():
         return
-    for runner in _runners():
+    for runner in runners():
         if _alive(runner["pid"]):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(runner["pid"], signal.SIGKILL)

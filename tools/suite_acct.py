@@ -77,8 +77,9 @@ def charge(procs: list[Process], workers: set[int], tests: dict[int, list[dict[s
            runners: dict[int, list[str]] | None = None) -> tuple[dict[str, float], dict[int, float]]:
     """(CPU per test, of the processes under a worker: its own CPU included, a background job's under the job's name;
     CPU per top ancestor, of those outside). `runners`: {pid of a background runner: its jobs' names, in order}."""
+    runners = runners or {}
     by_pid = {p.pid: p for p in procs}
-    jobs = _jobs(procs, runners or {})
+    jobs = _jobs(procs, runners)
     starts = {w: [t["t0"] for t in ts] for w, ts in tests.items()}
     per_test: dict[str, float] = defaultdict(float)
     outside: dict[int, float] = defaultdict(float)
@@ -94,7 +95,7 @@ def charge(procs: list[Process], workers: set[int], tests: dict[int, list[dict[s
             top = by_pid[top.ppid]
         if top.pid in jobs:
             per_test[jobs[top.pid]] += p.cpu
-        elif (runners or {}).get(p.pid) is not None:
+        elif p.pid in runners:
             per_test["background jobs' runner"] += p.cpu
         elif top.ppid in workers:
             i = bisect.bisect_right(starts.get(top.ppid, []), p.start + 0.5) - 1
@@ -170,7 +171,7 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     import background  # tests/background.py
 
     path = Path(os.environ[ENV]) / f"runners-{os.getpid()}.json"
-    path.write_text(json.dumps([{"pid": r["pid"], "names": r["names"]} for r in background._runners()]))
+    path.write_text(json.dumps([{"pid": r["pid"], "names": r["names"]} for r in background.runners()]))
 
 
 @pytest.hookimpl(hookwrapper=True)
