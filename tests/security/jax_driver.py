@@ -7,11 +7,13 @@ path, then looks for side effects on the host (driver.World: sentinel files, lis
      escaped payload inside a trainer's wall (fake_workers/escaped_trainer.py: the trainer's profile and its
      deferred uid drop): what native code an artefact reached through an XLA bug could try;
   3. artefacts: a compromised reward worker's bytes (for the crafted jobs SandboxedReward.export is replaced and no
-     worker is started) in one group with two clean programs, through the executor's prepare and call_learner
-     (inspection, the isolated trainer, its watchdog, the culprit search);
-  4. (--baseline) the two clean programs as a group of their own at the same width, for the curves' comparison.
---short leaves out step 1 and keeps a few artefacts and one clean program in step 3 (the second user's run: the
-layers, the limits and the trainer must work there too; the dry run and the inspector do not depend on the user).
+     worker is started) in one group with a clean program, through the executor's prepare and call_learner
+     (inspection, the isolated trainer, its watchdog, the culprit search); the group that reaches the trainer is two
+     wide, the program the JAX warm-up compiled (tests/background.py, "jax_programs");
+  4. (--baseline) the clean program with a second one as a group of their own at the same width, for the curves'
+     comparison.
+--short leaves out step 1 and keeps a few artefacts in step 3 (the second user's run: the layers, the limits and the
+trainer must work there too; the dry run and the inspector do not depend on the user).
 
     python jax_driver.py --out results.json [--site SITE_PACKAGES] [--baseline] [--short]
 Run by tests/security/test_jax_path.py as root and as an unprivileged user, with a canary secret in its environment.
@@ -143,8 +145,7 @@ SHORT = ("a01_lapack_ffi_lying_result_shapes", "a03_signature_differs_from_metad
 
 
 def run_artefacts(out: Path, short: bool = False) -> dict[str, Any]:
-    """The crafted artefacts with two clean programs (one with --short), through prepare / call_learner /
-    assemble."""
+    """The crafted artefacts (a few with --short) with one clean program, through prepare / call_learner / assemble."""
     from jax_attacks import LOOP, artefacts, loop_artefact
 
     from bird.envs.registry import make_adapter
@@ -164,7 +165,7 @@ def run_artefacts(out: Path, short: bool = False) -> dict[str, Any]:
     crafted[LOOP] = (loop_artefact(rows, spec.obs_index.dim, spec.action_dim), ())
     if short:
         crafted = {n: v for n, v in crafted.items() if n in SHORT or n == LOOP}
-    names = ["g1_forward", *sorted(crafted), *([] if short else ["g2_upright"])]
+    names = ["g1_forward", *sorted(crafted)]
     jobs = _jobs(cfg, out, names)
     real_export = sandbox.SandboxedReward.export
 
@@ -214,7 +215,7 @@ def run_artefacts(out: Path, short: bool = False) -> dict[str, Any]:
 
 
 def run_baseline(out: Path, width: int) -> dict[str, Any]:
-    """The two clean programs as a group of their own, at the width the attacked group had."""
+    """The clean program and a second one as a group of their own, at the width the attacked group had."""
     from bird.learners.jax_isolated import search_culprits
     from bird.learners.programs import export_jobs
 

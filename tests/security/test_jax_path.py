@@ -1,7 +1,7 @@
 """The JAX path against jax_attacks.py, through the real path (jax_driver.py), as root and as an unprivileged user:
 every attack program fails alone at the training-size dry run, every crafted artefact is refused before a trainer
 loads it, a valid artefact that hangs the shared step is killed by the watchdog and found by the culprit search
-while the other candidates train, a thread bomb stops at the worker's task limit, every trainer layer is active,
+while the clean candidate trains, a thread bomb stops at the worker's task limit, every trainer layer is active,
 no side effect reaches the host and the canary never shows."""
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ from jax_driver import UPDATE_TIMEOUT_S  # noqa: E402
 from test_corpus import NAMESPACED  # noqa: E402
 from users import as_user, ensure_user, user_python  # noqa: E402
 
-# the second user's group is two wide: the JAX warm-up compiled that program (tests/background.py, "jax_programs")
+# the attacked group is two wide, as users: the JAX warm-up compiled that program (tests/background.py, "jax_programs")
 pytestmark = [pytest.mark.slow, pytest.mark.background("jax_programs")]
 # as test_corpus.py: refused, absent, or not there in the trainer's namespaces (ENOENT in its tree, ESRCH)
 STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError", "FileNotFoundError",
            "ProcessLookupError"}
 HERE = Path(__file__).resolve().parent
 DRIVER_TIMEOUT_S = 3600
-CLEAN = ("g1_forward", "g2_upright")
+CLEAN = "g1_forward"  # the clean program in the attacked group
+MATE = "g2_upright"  # the clean program's groupmate in the baseline
 
 
 def _start_driver(prefix: list[str], python: str, site_dir: str | None, canary: str, out_dir: Path, cache: str,
@@ -60,7 +61,7 @@ def _finish(proc: subprocess.Popen, out: Path) -> dict:
 
 def _add_warm_programs(cache: str) -> None:
     """The executables the JAX warm-up compiled into the session's cache, copied into the drivers' cache (readable by
-    the second user) once the warm-up has finished; without them the second user's compile step compiles its own."""
+    the second user) once the warm-up has finished; without them each driver's compile step compiles its own."""
     import background
 
     from bird.learners.jax_executables import store_dir
@@ -81,14 +82,14 @@ def _add_warm_programs(cache: str) -> None:
 @pytest.fixture(scope="session")
 def jax_runs(canary, tmp_path_factory):
     """The driver as this user (with the baseline group) and as the test user, side by side; one JAX cache both can
-    read, holding the warm-up's programs before the test user's driver starts."""
+    read, holding the warm-up's programs before either driver starts (neither compiles the training program)."""
     cache = tempfile.mkdtemp(prefix="bird-jax-sec-cache-")
     os.chmod(cache, 0o777)  # the second user's compile step finds the first one's program
+    _add_warm_programs(cache)
     started, runs = {}, {}
     me = "root" if os.geteuid() == 0 else "unprivileged"
     started[me] = _start_driver([], sys.executable, None, canary, tmp_path_factory.mktemp("jax-driver"), cache,
                                 ["--baseline"])
-    _add_warm_programs(cache)
     made = ensure_user()
     found = user_python(*made) if not isinstance(made, str) else made
     user_dir = None
@@ -165,10 +166,9 @@ def test_every_escaped_payload_is_stopped_inside_the_trainers_wall(run):
 
 def test_no_crafted_artefact_reaches_a_trainer(run):
     rec = run["results"]["artefacts"]
-    crafted = [n for n in rec["results"] if n not in CLEAN and n != LOOP]
-    clean = [n for n in CLEAN if n in rec["results"]]
-    assert len(crafted) >= (20 if len(clean) == 2 else 4)
-    assert rec["groups"] == [[clean[0], LOOP, *clean[1:]]]  # the only jobs sent to the trainer
+    crafted = [n for n in rec["results"] if n not in (CLEAN, LOOP)]
+    assert len(crafted) >= (20 if "programs" in run["results"] else 4)  # the second user's run keeps a few
+    assert rec["groups"] == [[CLEAN, LOOP]]  # the only jobs sent to the trainer
     for name in crafted:
         failure = rec["results"][name]["failure"]
         assert failure is not None and failure["kind"] in ("rejected", "bad_output", "runtime_error"), (name, failure)
@@ -179,29 +179,28 @@ def test_the_hanging_artefact_is_killed_by_the_watchdog_and_fails_alone(run):
     rec = run["results"]["artefacts"]
     loop = rec["results"][LOOP]["failure"]
     assert loop["kind"] == "timeout" and f"train.jax.update_timeout_s={UPDATE_TIMEOUT_S}" in loop["reason"], loop
-    clean = [n for n in CLEAN if n in rec["results"]]
-    for name in clean:
-        assert rec["results"][name]["failure"] is None and len(rec["results"][name]["curve"]) == 2, name
+    assert rec["results"][CLEAN]["failure"] is None and len(rec["results"][CLEAN]["curve"]) == 2
     hung = [a for a in rec["attempts"] if a["group"] is not None]
     assert all(LOOP in a["jobs"] and a["blame"] for a in hung) and [LOOP] in [a["jobs"] for a in hung]
-    assert {a["width"] for a in rec["attempts"]} == {len(clean) + 1}  # every retry keeps the group's width
+    assert [CLEAN] in [a["jobs"] for a in rec["attempts"] if a["group"] is None]  # retrained without the culprit
+    assert {a["width"] for a in rec["attempts"]} == {2}  # every retry keeps the group's width
 
 
-def test_the_others_train_exactly_as_in_a_group_without_the_culprit(run):
-    """Each clean program was retrained without the culprit by the culprit search; the baseline trained the two
-    together at the same width. Same seeds, same compiled program: the same numbers, bit for bit."""
+def test_the_clean_program_trains_exactly_as_in_a_group_without_the_culprit(run):
+    """The culprit search retrained the clean program without the culprit; the baseline trained it with another clean
+    program, at the same width. Same seed, same compiled program: the same numbers, bit for bit."""
     if "baseline" not in run["results"]:
         pytest.skip("the baseline runs once, as the first user")
     base, got = run["results"]["baseline"], run["results"]["artefacts"]["results"]
-    for name in CLEAN:
-        assert base[name]["failure"] is None
-        for a, b in zip(got[name]["curve"], base[name]["curve"], strict=True):
-            assert a.keys() == b.keys()
-            for key in a:
-                same = a[key] == b[key] or (isinstance(a[key], float) and math.isnan(a[key]) and math.isnan(b[key]))
-                assert same, (name, key, a[key], b[key])
-    first = got[CLEAN[0]]["curve"][0]
-    assert first["own_return"] != got[CLEAN[1]]["curve"][0]["own_return"]  # two different trainings were compared
+    assert base[CLEAN]["failure"] is None and base[MATE]["failure"] is None
+    assert len(got[CLEAN]["curve"]) == 2
+    for a, b in zip(got[CLEAN]["curve"], base[CLEAN]["curve"], strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            same = a[key] == b[key] or (isinstance(a[key], float) and math.isnan(a[key]) and math.isnan(b[key]))
+            assert same, (key, a[key], b[key])
+    # the baseline's group held a different training: its groupmate's return is not the clean program's
+    assert base[CLEAN]["curve"][0]["own_return"] != base[MATE]["curve"][0]["own_return"]
 
 
 def test_every_trainer_layer_was_active(run):
