@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Executables", "store_dir", "load_all"]
+__all__ = ["Executables", "store_dir", "load_all", "StoredPrograms"]
 
 Serialized = tuple[bytes, Any, Any]  # jax.experimental.serialize_executable.serialize's (bytes, in tree, out tree)
 
@@ -86,6 +86,65 @@ def _write(path: Path, data: bytes) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+class StoredPrograms:
+    """The compile step's whole output (`GroupTraining.serialized_program`) in the store, `<digest>.program`, so that
+    a fresh host process (a sweep's next cell, a resumed search, the next test) skips the compile step and its
+    tracing. The digest covers the group's shape key, the compile step's environment, the interpreter, the versions
+    of the libraries that build the program, and bird's own source; each file starts with the SHA-256 of its bytes,
+    and one that does not match is compiled again. The store is trusted as JAX's persistent cache is: only this
+    user writes it (the trainer sees it read-only, reward workers not at all)."""
+
+    LIBRARIES = ("jax", "jaxlib", "brax", "mujoco", "mujoco-mjx", "flax", "optax", "numpy", "ml_dtypes",
+                 "jax-cuda12-plugin", "jax-cuda12-pjrt")
+
+    def __init__(self, store: Path | None, env: dict[str, str]) -> None:
+        self.store, self.env = store, env
+        self._fingerprint: str | None = None
+
+    def fingerprint(self) -> str:
+        """Digest of what besides the shape key decides the compiled program (computed once)."""
+        if self._fingerprint is None:
+            import sys
+            from importlib import metadata
+
+            import bird
+            import bird.envs
+
+            h = hashlib.sha256(repr((sys.version, sorted(self.env.items()))).encode())
+            for name in self.LIBRARIES:
+                try:
+                    h.update(f"{name}=={metadata.version(name)}\n".encode())
+                except metadata.PackageNotFoundError:
+                    h.update(f"{name} absent\n".encode())
+            for root in sorted({Path(bird.__file__).parent, Path(bird.envs.__file__).parent}):
+                for path in sorted(root.rglob("*.py")):
+                    h.update(f"{path.relative_to(root)}\n".encode() + path.read_bytes())
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    def path(self, key: str) -> Path | None:
+        if self.store is None:
+            return None
+        digest = hashlib.sha256(f"{self.fingerprint()}\n{key}".encode()).hexdigest()
+        return self.store / f"{digest}.program"
+
+    def get(self, key: str) -> bytes | None:
+        """The stored output for `key`, or None (absent, unreadable, or not the bytes that were written)."""
+        path = self.path(key)
+        try:
+            data = path.read_bytes() if path is not None else b""
+        except OSError:
+            return None
+        if len(data) < 32 or hashlib.sha256(data[32:]).digest() != data[:32]:
+            return None
+        return data[32:]
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self.path(key)
+        if path is not None:
+            _write(path, hashlib.sha256(data).digest() + data)
 
 
 def load_all(saved: dict[str, Serialized]) -> dict[str, Any]:

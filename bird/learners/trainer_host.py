@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from bird.jax_cache import cache_dir
+from bird.learners.jax_executables import StoredPrograms, store_dir
 from bird.learners.jax_outputs import choose_checkpoint, write_result
 from bird.learners.job import TrainJob
 from bird.learners.trainer_replies import job_failures, read_checkpoint, read_outputs, read_timing
@@ -66,18 +67,26 @@ def trainer_isolation(job: TrainJob) -> tuple[isolation.IsolationConfig, dict[st
 
 # -- the compile step ---------------------------------------------------------------------------------------------
 def _compile_key(jobs: list[TrainJob], width: int) -> str:
+    """What decides the group's training program: its task, settings, budget and width (not the trainer's limits)."""
     j = jobs[0]
-    return repr((j.env, j.train.jax, j.train.normalize_reward, j.env_steps, j.eval_episodes, width))
+    settings = replace(j.train.jax, trainer_memory_mb=0, compile_timeout_s=0.0, update_timeout_s=0.0)
+    return repr((j.env, settings, j.train.normalize_reward, j.env_steps, j.eval_episodes, width))
 
 
 def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failure | bytes | None:
     """Compile the group's training program in a subprocess as this user (trusted code and input only), once per
-    process and shape, through the executables store; returns the executables, which the trainer loads instead of
-    tracing the program again. Skipped when the cache is off (None): the trainer then compiles alone."""
+    shape, through the executables store; returns the executables, which the trainer loads instead of tracing the
+    program again. A shape another process compiled is read from the store (StoredPrograms). Skipped when the cache
+    is off (None): the trainer then compiles alone."""
     key = _compile_key(jobs, width)
     if cache_dir() is None or key in _COMPILED:
         return _COMPILED.get(key)
     _, env = trainer_isolation(jobs[0])
+    stored = StoredPrograms(store_dir(), {"PATH": os.defpath, **env})
+    found = stored.get(key)
+    if found is not None:
+        _COMPILED[key] = found
+        return found
     code = BOOT.replace("main(int(sys.argv[1]))", "compile_main()")  # the trainer's start, without its wall
     try:
         proc = subprocess.run([sys.executable, "-I", "-c", code, "0", json.dumps(worker_paths()),
@@ -90,6 +99,7 @@ def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failu
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         return Failure(FailureKind.TRAIN_ERROR, f"compiling the training program failed: {tail[0][:400]}")
     _COMPILED[key] = proc.stdout
+    stored.put(key, proc.stdout)
     return proc.stdout
 
 

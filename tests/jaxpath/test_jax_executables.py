@@ -1,5 +1,6 @@
 """The compile step's executables (bird/learners/jax_executables.py): kept in a store keyed by the lowered program,
-loaded instead of compiled, and what the isolated trainer runs in place of tracing the training program again."""
+loaded instead of compiled, and what the isolated trainer runs in place of tracing the training program again; the
+compile step's whole output, kept in the store for the next process (StoredPrograms)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bird.learners.jax_executables import Executables, load_all
+from bird.learners.jax_executables import Executables, StoredPrograms, load_all
 
 
 @contextlib.contextmanager
@@ -113,3 +114,56 @@ def test_the_isolated_trainer_loads_the_compile_steps_executables(jax_cfg, make_
     assert result.ok, result.failure
     timing = json.loads((Path(jobs[0].out_dir) / "jax_ppo.json").read_text())["timing"]
     assert timing["compile_s"] == 0.0 and timing["load_executables_s"] < 60, timing
+
+
+def test_a_stored_program_is_found_only_for_its_key_environment_and_bytes(tmp_path):
+    stored = StoredPrograms(tmp_path, {"XLA_FLAGS": "--a"})
+    stored.put("k", b"program bytes")
+    assert stored.get("k") == b"program bytes" and stored.get("k2") is None
+    assert StoredPrograms(tmp_path, {"XLA_FLAGS": "--b"}).get("k") is None  # another compile step environment
+    path = stored.path("k")
+    data = path.read_bytes()
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one bit flipped
+    assert stored.get("k") is None
+    path.write_bytes(data[:20])  # torn
+    assert stored.get("k") is None
+    assert StoredPrograms(None, {}).get("k") is None  # BIRD_JAX_CACHE=off: no store
+
+
+def test_a_stored_program_is_not_found_once_birds_source_changed(tmp_path, monkeypatch):
+    import bird.envs
+
+    source = tmp_path / "envs"
+    source.mkdir()
+    (source / "__init__.py").write_text("X = 1\n")
+    monkeypatch.setattr(bird.envs, "__file__", str(source / "__init__.py"))
+    StoredPrograms(tmp_path / "store", {}).put("k", b"program bytes")
+    assert StoredPrograms(tmp_path / "store", {}).get("k") == b"program bytes"
+    (source / "__init__.py").write_text("X = 2\n")
+    assert StoredPrograms(tmp_path / "store", {}).get("k") is None
+
+
+def test_a_fresh_process_gets_the_compile_steps_output_from_the_store(jax_cfg, make_jobs, monkeypatch):
+    """What a compile step stored (in this process, or in the JAX warm-up's) is what a process that compiled nothing
+    yet sends its trainer, without a compile step; the trainer's limits are not part of the program, its width is."""
+    from dataclasses import replace
+
+    from jax_programs import FORWARD
+
+    from bird.learners import trainer_host
+
+    jobs = make_jobs([(FORWARD, 0)], 192)
+    first = trainer_host.ensure_compiled(jobs, 1, 1800.0)
+    assert isinstance(first, bytes) and len(first) > 1000
+    monkeypatch.setattr(trainer_host, "_COMPILED", {})  # a fresh process
+
+    def compile_step(*args, **kwargs):
+        raise AssertionError("a compile step ran")
+
+    monkeypatch.setattr(trainer_host.subprocess, "run", compile_step)
+    assert trainer_host.ensure_compiled(jobs, 1, 1800.0) == first
+    monkeypatch.setattr(trainer_host, "_COMPILED", {})
+    limits = replace(jobs[0].train.jax, update_timeout_s=7.0, compile_timeout_s=60.0, trainer_memory_mb=8192)
+    assert trainer_host.ensure_compiled([replace(jobs[0], train=replace(jobs[0].train, jax=limits))], 1, 1800.0) == first
+    with pytest.raises(AssertionError, match="a compile step ran"):
+        trainer_host.ensure_compiled(jobs, 3, 1800.0)

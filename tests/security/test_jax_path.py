@@ -60,8 +60,9 @@ def _finish(proc: subprocess.Popen, out: Path) -> dict:
 
 
 def _add_warm_programs(cache: str) -> None:
-    """The executables the JAX warm-up compiled into the session's cache, copied into the drivers' cache (readable by
-    the second user) once the warm-up has finished; without them each driver's compile step compiles its own."""
+    """The executables and the compile step's output (StoredPrograms) that the JAX warm-up put into the session's
+    cache, copied into the drivers' cache (readable by the second user) once the warm-up has finished; without them
+    each driver runs a compile step that traces and compiles the program again."""
     import background
 
     from bird.learners.jax_executables import store_dir
@@ -74,7 +75,7 @@ def _add_warm_programs(cache: str) -> None:
     into.mkdir(parents=True, exist_ok=True)
     for folder in (into.parent, into):
         os.chmod(folder, 0o777)
-    for path in warm.glob("*.bin"):
+    for path in [*warm.glob("*.bin"), *warm.glob("*.program")]:
         shutil.copyfile(path, into / path.name)
         os.chmod(into / path.name, 0o644)
 
