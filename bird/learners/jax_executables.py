@@ -93,11 +93,13 @@ class StoredPrograms:
     a fresh host process (a sweep's next cell, a resumed search, the next test) skips the compile step and its
     tracing. The digest covers the group's shape key, the compile step's environment, the interpreter, the versions
     of the libraries that build the program, and bird's own source; each file starts with the SHA-256 of its bytes,
-    and one that does not match is compiled again. The store is trusted as JAX's persistent cache is: only this
-    user writes it (the trainer sees it read-only, reward workers not at all)."""
+    and one that does not match is compiled again. The store keeps the `KEEP` most recently used (each holds every
+    function's executable: megabytes). It is trusted as JAX's persistent cache is: only this user writes it (the
+    trainer sees it read-only, reward workers not at all)."""
 
     LIBRARIES = ("jax", "jaxlib", "brax", "mujoco", "mujoco-mjx", "flax", "optax", "numpy", "ml_dtypes",
                  "jax-cuda12-plugin", "jax-cuda12-pjrt")
+    KEEP = 32
 
     def __init__(self, store: Path | None, env: dict[str, str]) -> None:
         self.store, self.env = store, env
@@ -125,6 +127,7 @@ class StoredPrograms:
         return self._fingerprint
 
     def path(self, key: str) -> Path | None:
+        """Where `key`'s output is kept (None without a store)."""
         if self.store is None:
             return None
         digest = hashlib.sha256(f"{self.fingerprint()}\n{key}".encode()).hexdigest()
@@ -139,12 +142,24 @@ class StoredPrograms:
             return None
         if len(data) < 32 or hashlib.sha256(data[32:]).digest() != data[:32]:
             return None
+        try:
+            os.utime(path)  # recently used: kept
+        except OSError:
+            pass
         return data[32:]
 
     def put(self, key: str, data: bytes) -> None:
+        """Keep `data` for `key` (best effort), and only the KEEP most recently used outputs."""
         path = self.path(key)
-        if path is not None:
-            _write(path, hashlib.sha256(data).digest() + data)
+        if path is None:
+            return
+        _write(path, hashlib.sha256(data).digest() + data)
+        try:
+            kept = sorted(path.parent.glob("*.program"), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in kept[self.KEEP:]:
+                old.unlink()
+        except OSError:  # another process removed one first
+            pass
 
 
 def load_all(saved: dict[str, Serialized]) -> dict[str, Any]:

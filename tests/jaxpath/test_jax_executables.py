@@ -130,6 +130,19 @@ def test_a_stored_program_is_found_only_for_its_key_environment_and_bytes(tmp_pa
     assert StoredPrograms(None, {}).get("k") is None  # BIRD_JAX_CACHE=off: no store
 
 
+def test_the_store_keeps_the_most_recently_used_programs(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setattr(StoredPrograms, "KEEP", 2)
+    stored = StoredPrograms(tmp_path, {})
+    for i, key in enumerate(("a", "b")):
+        stored.put(key, key.encode())
+        os.utime(stored.path(key), (1000 + i, 1000 + i))  # "a" older than "b"
+    assert stored.get("a") == b"a"  # used: now the newest
+    stored.put("c", b"c")
+    assert [stored.get(k) for k in "abc"] == [b"a", None, b"c"]
+
+
 def test_a_stored_program_is_not_found_once_birds_source_changed(tmp_path, monkeypatch):
     import bird.envs
 
