@@ -91,8 +91,8 @@ def _write(path: Path, data: bytes) -> None:
 class StoredPrograms:
     """The compile step's whole output (`GroupTraining.serialized_program`) in the store, `<digest>.program`, so that
     a fresh host process (a sweep's next cell, a resumed search, the next test) skips the compile step and its
-    tracing. The digest covers the group's shape key, the compile step's environment, the interpreter, the versions
-    of the libraries that build the program, and bird's own source; each file starts with the SHA-256 of its bytes,
+    tracing. The digest covers the group's shape key, the compile step's environment, the accelerator device nodes,
+    the interpreter, the versions of the libraries that build the program, and bird's own source; each file starts with the SHA-256 of its bytes,
     and one that does not match is compiled again. The store keeps the `KEEP` most recently used (each holds every
     function's executable: megabytes). It is trusted as JAX's persistent cache is: only this user writes it (the
     trainer sees it read-only, reward workers not at all)."""
@@ -101,8 +101,8 @@ class StoredPrograms:
                  "jax-cuda12-plugin", "jax-cuda12-pjrt")
     KEEP = 32
 
-    def __init__(self, store: Path | None, env: dict[str, str]) -> None:
-        self.store, self.env = store, env
+    def __init__(self, store: Path | None, env: dict[str, str], devices: tuple[str, ...] = ()) -> None:
+        self.store, self.env, self.devices = store, env, devices
         self._fingerprint: str | None = None
 
     def fingerprint(self) -> str:
@@ -114,7 +114,8 @@ class StoredPrograms:
             import bird
             import bird.envs
 
-            h = hashlib.sha256(repr((sys.version, sorted(self.env.items()))).encode())
+            env = sorted((k, v) for k, v in self.env.items() if k != "BIRD_JAX_CACHE")  # where, not what
+            h = hashlib.sha256(repr((sys.version, env, sorted(self.devices))).encode())
             for name in self.LIBRARIES:
                 try:
                     h.update(f"{name}=={metadata.version(name)}\n".encode())

@@ -81,8 +81,8 @@ def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failu
     key = _compile_key(jobs, width)
     if cache_dir() is None or key in _COMPILED:
         return _COMPILED.get(key)
-    _, env = trainer_isolation(jobs[0])
-    stored = StoredPrograms(store_dir(), {"PATH": os.defpath, **env})
+    wall, env = trainer_isolation(jobs[0])
+    stored = StoredPrograms(store_dir(), {"PATH": os.defpath, **env}, wall.devices)  # a GPU's program is not a CPU's
     found = stored.get(key)
     if found is not None:
         _COMPILED[key] = found

@@ -121,6 +121,8 @@ def test_a_stored_program_is_found_only_for_its_key_environment_and_bytes(tmp_pa
     stored.put("k", b"program bytes")
     assert stored.get("k") == b"program bytes" and stored.get("k2") is None
     assert StoredPrograms(tmp_path, {"XLA_FLAGS": "--b"}).get("k") is None  # another compile step environment
+    assert StoredPrograms(tmp_path, {"XLA_FLAGS": "--a", "BIRD_JAX_CACHE": "/elsewhere"}).get("k") == b"program bytes"
+    assert StoredPrograms(tmp_path, {"XLA_FLAGS": "--a"}, ("/dev/nvidia0",)).get("k") is None  # a GPU machine
     path = stored.path("k")
     data = path.read_bytes()
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # one bit flipped
