@@ -139,6 +139,11 @@ def test_trainer_start_bench_times_the_trainer_with_and_without_the_compile_step
     figure(r"tracing\s+([\d.]+) s", out)
     figure(r"ratio executables / tracing: ([\d.]+)", out)
     assert "same curve either way: True" in out, out
+    for side in ("stored output", "compile step"):  # the host side of a fresh process
+        figure(side + r"\s+([\d.]+) s wall", out)
+        figure(side + r"\s+[\d.]+ s wall\s+([\d.]+) s CPU", out)
+    figure(r"ratio stored output / compile step, CPU: ([\d.]+)", out)
+    assert "same executables either way: True" in out, out
 
 
 @pytest.mark.background("metaworld_env")
