@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 TINY = ["train.jax.policy_hidden_layer_sizes=[16]", "train.jax.value_hidden_layer_sizes=[16]", "train.jax.num_envs=4",
         "train.jax.batch_size=4", "train.jax.num_minibatches=2", "train.jax.unroll_length=8",
@@ -47,7 +48,7 @@ def fresh_process(jobs_file: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def host_side(job, repeats: int, out: Path) -> None:
+def host_side(job: Any, repeats: int, out: Path) -> None:
     """The stored output vs the compile step, each in a fresh process, alternating."""
     from bird.learners.jax_executables import store_dir
 
@@ -75,6 +76,7 @@ def host_side(job, repeats: int, out: Path) -> None:
             r[what] for r in seen["compile step"])
         print(f"ratio stored output / compile step, {'CPU' if what == 'cpu' else what}: {ratio:.4f}")
     print(f"same executables either way: {len({r['sha'] for runs in seen.values() for r in runs}) == 1}")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

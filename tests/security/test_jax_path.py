@@ -23,7 +23,7 @@ from jax_driver import UPDATE_TIMEOUT_S  # noqa: E402
 from test_corpus import NAMESPACED  # noqa: E402
 from users import as_user, ensure_user, user_python  # noqa: E402
 
-# the attacked group is two wide, as users: the JAX warm-up compiled that program (tests/background.py, "jax_programs")
+# the attacked group is two wide: the JAX warm-up compiled that program (tests/background.py, "jax_programs")
 pytestmark = [pytest.mark.slow, pytest.mark.background("jax_programs")]
 # as test_corpus.py: refused, absent, or not there in the trainer's namespaces (ENOENT in its tree, ESRCH)
 STOPPED = {"PermissionError", "OSError", "BlockingIOError", "RuntimeError", "ValueError", "FileNotFoundError",
