@@ -147,6 +147,18 @@ def open_victim_for_writing(t):
 
 
 @attempt
+def plant_a_stored_training_program(t):
+    """A compile step's stored output that later trainers of the shape would load (StoredPrograms in
+    bird/learners/jax_executables.py): replace one in the JAX store the trainer reads, or write a new one there."""
+    root = os.environ.get("BIRD_JAX_CACHE") or os.path.expanduser("~/.cache/bird/jax")
+    stores = [f"{root}/{d}/executables" for d in sorted(os.listdir(root)) if os.path.isdir(f"{root}/{d}/executables")]
+    store = stores[0] if stores else root
+    existing = sorted(f for f in os.listdir(store) if f.endswith(".program"))
+    with open(f"{store}/{existing[0] if existing else 'planted.program'}", "wb") as fh:
+        fh.write(bytes(32) + b"planted")
+
+
+@attempt
 def unlink_victim(t):
     os.unlink(t["victim"])
 
