@@ -36,12 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bird.resume", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("overrides", nargs="*", help="execution-only key=value overrides")
+    parser.add_argument("--trust-pickles", action="store_true",
+                        help="convert the checkpoint.pkl an earlier bird wrote into the JSON checkpoint first; "
+                             "unpickling runs code its writer chose: only for a directory you wrote yourself")
     args = parser.parse_args(argv)
-    from bird.checkpoint import CHECKPOINT_NAME, CheckpointError
+    from bird.checkpoint import CHECKPOINT_NAME, PICKLE_NAME, CheckpointError, convert_pickle
     from bird.completed import completed_result
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
-    from bird.runlock import RunLockedError
+    from bird.runlock import RunLock, RunLockedError
 
     try:
         cfg = saved_config(args.run_dir, args.overrides)
@@ -49,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         if done is not None:
             print(f"bird: {args.run_dir} already completed (returned_score {done.get('returned_score')}); nothing to do")
             return 0
-        if not (args.run_dir / CHECKPOINT_NAME).exists():
+        if args.trust_pickles:
+            with RunLock(args.run_dir):
+                if convert_pickle(args.run_dir):
+                    print(f"bird: converted {args.run_dir / PICKLE_NAME} into {CHECKPOINT_NAME} (you vouched for it)",
+                          file=sys.stderr)
+        if not (args.run_dir / CHECKPOINT_NAME).exists() and not (args.run_dir / PICKLE_NAME).exists():
             print(f"bird: {args.run_dir} has no checkpoint (killed before set-up finished); starting the search over",
                   file=sys.stderr)
         search(cfg, args.run_dir)

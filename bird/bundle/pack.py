@@ -18,8 +18,9 @@ from bird.llm.cache import ResponseCache, default_cache_dir
 __all__ = ["pack", "PackResult", "TEXT_SUFFIXES", "cell_id"]
 
 TEXT_SUFFIXES = (".json", ".jsonl", ".csv", ".py", ".txt", ".yaml", ".md")
-# run files a bundle never holds: pickles (checkpoint, VecNormalize), policies, locks, logs, tracker stores
-_NEVER = (".pkl", ".zip", ".lock", ".log", ".tmp", ".pt", ".pth")
+# run files a bundle never holds: pickles (an earlier bird's checkpoint, VecNormalize), policies, locks, logs, tracker
+# stores
+_NEVER = (".pkl", ".zip", "policy.npz", ".lock", ".log", ".tmp", ".pt", ".pth")
 _HYDRA_KEPT = (".hydra/overrides.yaml",)
 # records of the execution a comparison ignores but a reader of the bundle may want
 _RECORDS = ("config.yaml", "environment.json", "events.jsonl", "status.json", "lost_llm_calls.jsonl")  # the command line's overrides; hydra.yaml holds host paths

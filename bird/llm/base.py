@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from bird.state_codec import register_saved
+
 __all__ = ["Message", "Request", "Response", "LLMError", "BudgetExhausted", "Generator", "TRUNCATION_STOPS"]
 
 Role = Literal["system", "user", "assistant"]
@@ -18,6 +20,7 @@ Role = Literal["system", "user", "assistant"]
 TRUNCATION_STOPS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 
 
+@register_saved
 @dataclass(frozen=True)
 class Message:
     role: Role
@@ -25,6 +28,7 @@ class Message:
     images: tuple[bytes, ...] = ()  # PNG bytes, for VLM judges
 
 
+@register_saved
 @dataclass(frozen=True)
 class Request:
     """What a method asks a generator.
