@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,8 @@ class ReplayReport:
 
 
 def _fill_cache(bundle: Bundle, cells: list[str], cache: ResponseCache) -> None:
-    """The selected cells' recorded answers, in the response cache's own layout."""
+    """The selected cells' recorded answers, in the response cache's own layout (verify checked every key is its
+    request's; the cache refuses any other name)."""
     for cid in cells:
         for line in bundle.transcript(cid):
             cache.put(line["key"], {"created": 0.0, "provider": line["provider"], "model": line["model"],
@@ -106,7 +108,7 @@ def replay(path: str | Path, out: str | Path, cells: list[str] | None = None, ov
             raise BundleError(f"{out / cid} already exists; replay into a fresh folder")
     work = out / ".bundle"
     bundle.extract(work, "runs/")
-    cache_dir = work / "llm_cache"
+    cache_dir = Path(tempfile.mkdtemp(prefix="llm_cache-", dir=work))  # fresh and private: never the user's cache
     _fill_cache(bundle, chosen, ResponseCache(cache_dir))
     expected = {c["id"]: c for c in check.cells}
     report = ReplayReport(Path(path), out, [])
