@@ -87,14 +87,18 @@ def _no_pickle(path: Path) -> bool:
 
 
 def _cache_for(run: Path, cache_dir: Path | None) -> ResponseCache:
-    """The response cache the run used: --cache-dir, else the run's llm.cache_dir, else the machine default."""
+    """The response cache the run used: --cache-dir, else the run's llm.cache_dir, else the machine default. The run's
+    config is read as data (no interpolation resolved); the cache is read by request keys only."""
     if cache_dir is not None:
         return ResponseCache(cache_dir)
-    from omegaconf import OmegaConf
+    from bird.config.load import ConfigError
+    from bird.config.received import load_received
 
-    saved = OmegaConf.load(run / "config.yaml")
-    configured = OmegaConf.select(saved, "llm.cache_dir", default=None)
-    return ResponseCache(configured or default_cache_dir())
+    try:
+        configured = (load_received(run / "config.yaml").get("llm") or {}).get("cache_dir")
+    except (ConfigError, AttributeError) as exc:
+        raise BundleError(f"{run}: {exc}") from None
+    return ResponseCache(configured if isinstance(configured, str) and configured else default_cache_dir())
 
 
 def _parquet(rows: list[dict[str, Any]]) -> bytes:

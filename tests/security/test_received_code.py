@@ -89,8 +89,9 @@ def test_ones_own_pickle_checkpoint_converts_under_trust_pickles_and_resumes_to_
     run = tmp_path / "run"
     shutil.copytree(killed_copy_of(clean), run)
     _as_old_pickle(run)
-    assert resume_main([str(run)]) == 2 and "--trust-pickles" in capsys.readouterr().err
-    assert resume_main([str(run), "--trust-pickles"]) == 0
+    mine = "verify.call_timeout_s=60"  # the smoke search's own limit, given again (a received config sets none)
+    assert resume_main([str(run), mine]) == 2 and "--trust-pickles" in capsys.readouterr().err
+    assert resume_main([str(run), mine, "--trust-pickles"]) == 0
     assert "converted" in capsys.readouterr().err
     assert not (run / checkpoint.PICKLE_NAME).exists() and not (run / checkpoint.CHECKPOINT_NAME).exists()
     comparison = compare_runs(read_run(clean), read_run(run))
