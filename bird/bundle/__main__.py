@@ -14,8 +14,8 @@ from bird.bundle.compare import Tolerance
 def _replay_description() -> str:
     from bird.config.received import AUTHORITY
 
-    def keys(kind: str) -> str:
-        return ", ".join(a.key for a in AUTHORITY if a.kind == kind)
+    def keys(kind: str, inert: bool = False) -> str:
+        return ", ".join(a.key for a in AUTHORITY if a.kind == kind and (a.inert is not None) == inert)
 
     return ("Re-run a bundle's cells from its recorded answers, with no network, no key and no client: llm.cache=replay "
             "from a fresh cache under OUT, tracker.backend=none.\n\n"
@@ -24,7 +24,9 @@ def _replay_description() -> str:
             f"  paths: {keys('path')}\n"
             f"A recorded limit looser than this machine's stops the replay before any work: {keys('limit')}.\n"
             "Set a value yourself with --set KEY=VALUE, or accept the recorded ones with --trust-config. An "
-            "interpolation (${...}) in a recorded config is refused, never resolved.")
+            "interpolation (${...}) in a recorded config is refused, never resolved.\n"
+            f"Kept as recorded, since no client is built and no key read (the recorded server is part of the answers' "
+            f"keys): {keys('endpoint', inert=True)}.")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -31,18 +31,24 @@ KINDS = ("endpoint", "path", "limit")
 @dataclass(frozen=True)
 class AuthorityKey:
     """A config key whose value grants authority. `kind`: endpoint (a connection or a credential), path (outside the
-    run directory) or limit (larger = looser); `unlimited`: the limit's value that means none (the loosest)."""
+    run directory) or limit (larger = looser); `unlimited`: the limit's value that means none (the loosest);
+    `inert`: (key, value) of the final config under which this key grants nothing and is kept as received (the LLM
+    endpoint under llm.cache=replay, which builds no client and reads no key: the address stays part of the recorded
+    answers' cache keys)."""
 
     key: str
     kind: str
     unlimited: float | None = None
+    inert: tuple[str, Any] | None = None
 
 
+_REPLAY = ("llm.cache", "replay")
 AUTHORITY: list[AuthorityKey] = [
+    *(AuthorityKey(k, "endpoint", inert=_REPLAY) for k in (
+        "llm.base_url", "llm.api_key_env", "judge.base_url", "judge.api_key_env")),
     *(AuthorityKey(k, "endpoint") for k in (
-        "llm.base_url", "llm.api_key_env", "judge.base_url", "judge.api_key_env", "train.executor", "ray.address",
-        "ray.num_cpus", "ray.object_store_mb", "ray.include_dashboard", "tracker.backend", "tracker.uri",
-        "tracker.mode")),
+        "train.executor", "ray.address", "ray.num_cpus", "ray.object_store_mb", "ray.include_dashboard",
+        "tracker.backend", "tracker.uri", "tracker.mode")),
     *(AuthorityKey(k, "path") for k in ("llm.cache_dir", "tracker.dir")),
     AuthorityKey("verify.call_timeout_s", "limit"),
     AuthorityKey("verify.memory_mb", "limit"),
@@ -53,11 +59,12 @@ AUTHORITY: list[AuthorityKey] = [
 ]
 
 
-def add_authority_key(key: str, kind: str, unlimited: float | None = None) -> None:
+def add_authority_key(key: str, kind: str, unlimited: float | None = None,
+                      inert: tuple[str, Any] | None = None) -> None:
     """Declare another key (a plugin's endpoint, a new limit) whose received value must not be taken on trust."""
     if kind not in KINDS:
         raise ValueError(f"authority kind {kind!r}; allowed: {list(KINDS)}")
-    AUTHORITY.append(AuthorityKey(key, kind, unlimited))
+    AUTHORITY.append(AuthorityKey(key, kind, unlimited, inert))
 
 
 def _interpolations(node: Any, where: str = "") -> list[str]:
@@ -102,6 +109,7 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
     try:
         typed = OmegaConf.merge(OmegaConf.structured(BirdConfig), received)
         local = OmegaConf.merge(OmegaConf.structured(BirdConfig), OmegaConf.from_dotlist(list(overrides)))
+        final = OmegaConf.merge(typed, OmegaConf.from_dotlist(list(overrides)))
     except (OmegaConfBaseException, ValueError) as exc:
         raise ConfigError(f"received config: {exc}") from None
     mine = _overridden(overrides)
@@ -113,7 +121,9 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
         theirs, ours = OmegaConf.select(typed, ak.key), OmegaConf.select(local, ak.key)
         if theirs == ours:
             continue
-        if ak.kind == "limit" and not _looser(theirs, ours, ak.unlimited):
+        if ak.inert is not None and OmegaConf.select(final, ak.inert[0]) == ak.inert[1]:
+            notes.append(f"{ak.key}: the received {theirs!r} is kept, inert under {ak.inert[0]}={ak.inert[1]}")
+        elif ak.kind == "limit" and not _looser(theirs, ours, ak.unlimited):
             notes.append(f"{ak.key}: the received {theirs!r} is kept (stricter than the local {ours!r})")
         elif trust:
             notes.append(f"{ak.key}: the received {theirs!r} is used instead of the local {ours!r} (--trust-config)")

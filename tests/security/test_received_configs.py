@@ -165,11 +165,14 @@ def test_replay_takes_a_limit_given_on_its_command_line_or_trusted(tmp_path, mon
         raise RuntimeError("the search itself is not what is tested here")
 
     monkeypatch.setattr(bird.loop, "search", search)
-    bundle = _bundle(tmp_path, **{"verify.call_timeout_s": 30.0, "ray.address": "ray://10.0.0.1:10001"})
+    bundle = _bundle(tmp_path, **{"verify.call_timeout_s": 30.0, "ray.address": "ray://10.0.0.1:10001",
+                                  "llm.base_url": "http://127.0.0.1:9/v1"})
     replay(bundle, tmp_path / "a", overrides=["verify.call_timeout_s=30"])
     report = replay(bundle, tmp_path / "b", trust_config=True)
     assert [c.verify.call_timeout_s for c in seen] == [30.0, 30.0]
     assert [c.ray.address for c in seen] == [None, "ray://10.0.0.1:10001"]
+    # under llm.cache=replay no client is built: the recorded server stays part of the answers' keys
+    assert [(c.llm.cache, c.llm.base_url) for c in seen] == [("replay", "http://127.0.0.1:9/v1")] * 2
     assert any("ray.address: the received 'ray://10.0.0.1:10001' is used" in n for n in report.cells[0].config_notes)
 
 
@@ -188,3 +191,14 @@ def test_replay_of_a_bundle_naming_a_ray_address_makes_no_connection(tmp_path):
     assert json.loads((out / cell["id"] / "result.json").read_text())["status"] == "completed"
     replayed = yaml.safe_load((out / cell["id"] / "config.yaml").read_text())
     assert replayed["ray"]["address"] is None and replayed["train"]["executor"] == "local"
+
+
+def test_replay_help_states_which_received_values_it_ignores(capsys):
+    from bird.bundle.__main__ import main as bundle_main
+
+    with pytest.raises(SystemExit):
+        bundle_main(["replay", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "These recorded values are ignored, this machine's used instead" in text
+    for key in ("ray.address", "train.executor", "llm.cache_dir", "verify.call_timeout_s", "--trust-config"):
+        assert key in text
