@@ -110,10 +110,10 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
         typed = OmegaConf.merge(OmegaConf.structured(BirdConfig), received)
         local = OmegaConf.merge(OmegaConf.structured(BirdConfig), OmegaConf.from_dotlist(list(overrides)))
         final = OmegaConf.merge(typed, OmegaConf.from_dotlist(list(overrides)))
+        out = OmegaConf.create(received)
     except (OmegaConfBaseException, ValueError) as exc:
         raise ConfigError(f"received config: {exc}") from None
     mine = _overridden(overrides)
-    out = OmegaConf.create(received)
     notes, looser = [], []
     for ak in AUTHORITY:
         if ak.key in mine:
