@@ -18,8 +18,8 @@ __all__ = ["completed_result", "clear_previous_run", "RUN_ENTRIES"]
 # (run.lock is not: the process clearing the directory holds it)
 RUN_ENTRIES = ("status.json", "config.yaml", "task.json", "events.jsonl", "llm_calls.jsonl", "candidates", "demos.json",
                "decomposition.json", "population.jsonl", "screens.jsonl", "expand", "final", "result.json",
-               "checkpoint.pkl", "lost_llm_calls.jsonl", "environment.json", "islands.jsonl", "critics.json",
-               "subtasks.jsonl", "tracker.json", "tensorboard", "wandb", "mlruns")
+               "search_state.json", "checkpoint.pkl", "lost_llm_calls.jsonl", "environment.json", "islands.jsonl",
+               "critics.json", "subtasks.jsonl", "tracker.json", "tensorboard", "wandb", "mlruns")
 
 
 def completed_result(run_dir: Path, cfg: BirdConfig) -> dict[str, Any] | None:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bird.state_codec import register_saved
+
 __all__ = [
     "FailureKind",
     "Failure",
@@ -18,6 +20,7 @@ __all__ = [
 ]
 
 
+@register_saved
 class FailureKind(StrEnum):
     """Why a candidate did not produce a usable result. Skipped != failed != screened != timed out."""
 
@@ -37,6 +40,7 @@ class FailureKind(StrEnum):
     SKIPPED = "skipped"  # not attempted (budget exhausted)
 
 
+@register_saved
 @dataclass(frozen=True)
 class Failure:
     kind: FailureKind
@@ -47,6 +51,7 @@ class Failure:
         return {"kind": str(self.kind), "reason": self.reason, "detail": self.detail}
 
 
+@register_saved
 @dataclass
 class Candidate:
     """One reward program proposed by a generator, as it moves through the stages."""
@@ -76,6 +81,7 @@ class Candidate:
         return self.failure is None
 
 
+@register_saved
 @dataclass(frozen=True)
 class VerifyResult:
     ok: bool
@@ -84,6 +90,7 @@ class VerifyResult:
     checks: dict[str, Any] = field(default_factory=dict)
 
 
+@register_saved
 @dataclass(frozen=True)
 class Checkpoint:
     """Evaluation of the policy at one point of training. Scores are per-episode means."""
@@ -99,6 +106,7 @@ class Checkpoint:
     eval_reference_return: float = math.nan  # shipped-reward return on the greedy evaluation episodes (NaN: not measured)
 
 
+@register_saved
 @dataclass(frozen=True)
 class TrainResult:
     candidate_id: str
@@ -123,6 +131,7 @@ class TrainResult:
         return self.curve[self.shipped]
 
 
+@register_saved
 @dataclass(frozen=True)
 class Report:
     """Feedback-stage output for one candidate: its fitness and what the generator will be shown."""

@@ -117,13 +117,14 @@ def test_bird_resume_continues_from_the_run_directory_alone(compose_cfg, tmp_pat
         search(cfg, tmp_path)
     assert json.loads((tmp_path / "status.json").read_text())["state"] == "failed"
     saved = (tmp_path / checkpoint.CHECKPOINT_NAME).read_bytes()
-    assert resume_main([str(tmp_path), "seed=7"]) == 2  # another config: refused, checkpoint kept
+    assert resume_main([str(tmp_path), "seed=7", "--trust-config"]) == 2  # another config: refused, checkpoint kept
     assert (tmp_path / checkpoint.CHECKPOINT_NAME).read_bytes() == saved
-    assert resume_main([str(tmp_path), "train.workers=1"]) == 0  # an execution-only override is fine
+    # an execution-only override is fine; the saved limit (looser than the default) is given again, as one's own
+    assert resume_main([str(tmp_path), "train.workers=1", "verify.call_timeout_s=60"]) == 0
     result = json.loads((tmp_path / "result.json").read_text())
     assert [it["iteration"] for it in result["iterations"]] == [1, 2]
     assert result["resumes"][0]["from_iteration"] == 1 and result["llm_calls"] == 4
-    assert resume_main([str(tmp_path)]) == 0  # completed: nothing to do
+    assert resume_main([str(tmp_path), "--trust-config"]) == 0  # completed: nothing to do
 
 
 def _saved(iteration: int, sizes: dict[str, int]) -> checkpoint.SavedSearch:

@@ -11,6 +11,24 @@ from bird.bundle.archive import BundleError
 from bird.bundle.compare import Tolerance
 
 
+def _replay_description() -> str:
+    from bird.config.received import AUTHORITY
+
+    def keys(kind: str, inert: bool = False) -> str:
+        return ", ".join(a.key for a in AUTHORITY if a.kind == kind and (a.inert is not None) == inert)
+
+    return ("Re-run a bundle's cells from its recorded answers, with no network, no key and no client: llm.cache=replay "
+            "from a fresh cache under OUT, tracker.backend=none.\n\n"
+            "A bundle's config.yaml is data. These recorded values are ignored, this machine's used instead:\n"
+            f"  endpoints and credentials: {keys('endpoint')}\n"
+            f"  paths: {keys('path')}\n"
+            f"A recorded limit looser than this machine's stops the replay before any work: {keys('limit')}.\n"
+            "Set a value yourself with --set KEY=VALUE, or accept the recorded ones with --trust-config. An "
+            "interpolation (${...}) in a recorded config is refused, never resolved.\n"
+            f"Kept as recorded, since no client is built and no key read (the recorded server is part of the answers' "
+            f"keys): {keys('endpoint', inert=True)}.")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bird.bundle", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -24,13 +42,16 @@ def _parser() -> argparse.ArgumentParser:
                     help="pack runs whose answers the cache lacks (they are marked not replayable)")
     vf = sub.add_parser("verify", help="check hashes, completeness and schema version; say what can be reproduced")
     vf.add_argument("bundle", type=Path)
-    rp = sub.add_parser("replay", help="re-run cells from the recorded answers and compare with the bundle's results")
+    rp = sub.add_parser("replay", help="re-run cells from the recorded answers and compare with the bundle's results",
+                        description=_replay_description(), formatter_class=argparse.RawDescriptionHelpFormatter)
     rp.add_argument("bundle", type=Path)
     rp.add_argument("cells", nargs="*", help="cell ids or prefixes (e.g. eureka/ or eureka/mujoco-hopper/seed0); "
                     "default: every cell")
     rp.add_argument("--out", required=True, type=Path, help="a fresh folder for the replayed runs")
     rp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override for every cell (execution-only keys such as train.workers=1)")
+    rp.add_argument("--trust-config", action="store_true",
+                    help="take the recorded endpoints, paths and looser limits as they are (a bundle you made)")
     rp.add_argument("--tol", action="append", default=[], metavar="METRIC=RTOL[,ATOL]",
                     help="tolerance of a metric (a curve column or JSON key; * = any other number) for cells "
                          "not expected to be bit-for-bit")
@@ -70,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if report.ok else 1
         from bird.bundle.replay import replay
 
-        result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol))
+        result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol), args.trust_config)
         print(result.render())
         return 0 if result.ok else 1
     except BundleError as exc:

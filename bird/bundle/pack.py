@@ -18,8 +18,9 @@ from bird.llm.cache import ResponseCache, default_cache_dir
 __all__ = ["pack", "PackResult", "TEXT_SUFFIXES", "cell_id"]
 
 TEXT_SUFFIXES = (".json", ".jsonl", ".csv", ".py", ".txt", ".yaml", ".md")
-# run files a bundle never holds: pickles (checkpoint, VecNormalize), policies, locks, logs, tracker stores
-_NEVER = (".pkl", ".zip", ".lock", ".log", ".tmp", ".pt", ".pth")
+# run files a bundle never holds: pickles (an earlier bird's checkpoint, VecNormalize), policies, locks, logs, tracker
+# stores
+_NEVER = (".pkl", ".zip", "policy.npz", ".lock", ".log", ".tmp", ".pt", ".pth")
 _HYDRA_KEPT = (".hydra/overrides.yaml",)
 # records of the execution a comparison ignores but a reader of the bundle may want
 _RECORDS = ("config.yaml", "environment.json", "events.jsonl", "status.json", "lost_llm_calls.jsonl")  # the command line's overrides; hydra.yaml holds host paths
@@ -86,14 +87,18 @@ def _no_pickle(path: Path) -> bool:
 
 
 def _cache_for(run: Path, cache_dir: Path | None) -> ResponseCache:
-    """The response cache the run used: --cache-dir, else the run's llm.cache_dir, else the machine default."""
+    """The response cache the run used: --cache-dir, else the run's llm.cache_dir, else the machine default. The run's
+    config is read as data (no interpolation resolved); the cache is read by request keys only."""
     if cache_dir is not None:
         return ResponseCache(cache_dir)
-    from omegaconf import OmegaConf
+    from bird.config.load import ConfigError
+    from bird.config.received import load_received
 
-    saved = OmegaConf.load(run / "config.yaml")
-    configured = OmegaConf.select(saved, "llm.cache_dir", default=None)
-    return ResponseCache(configured or default_cache_dir())
+    try:
+        configured = (load_received(run / "config.yaml").get("llm") or {}).get("cache_dir")
+    except (ConfigError, AttributeError) as exc:
+        raise BundleError(f"{run}: {exc}") from None
+    return ResponseCache(configured if isinstance(configured, str) and configured else default_cache_dir())
 
 
 def _parquet(rows: list[dict[str, Any]]) -> bytes:

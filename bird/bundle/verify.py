@@ -10,7 +10,7 @@ from typing import Any
 
 from bird.bundle.archive import MANIFEST, BundleError, sha256
 from bird.bundle.reader import Bundle
-from bird.bundle.transcript import answer_ok, entry_key
+from bird.bundle.transcript import answer_ok, key_problem
 from bird.environment import describe_environment, same_machine
 
 __all__ = ["verify", "VerifyReport", "REQUIRED_RUN_FILES"]
@@ -80,14 +80,16 @@ def _check_transcript(bundle: Bundle, cell: str, data: bytes | None, report: Ver
     except (BundleError, OSError, ValueError, AttributeError):
         recorded = {}
     for n, line in enumerate(lines, 1):
+        if not isinstance(line, dict):
+            report.problems.append(f"{name} line {n}: not a transcript line")
+            continue
         where = (f"{name} line {n} (call #{line.get('seq')}, key {str(line.get('key'))[:16]}..., "
                  f"purpose {line.get('purpose')}, iteration {line.get('iteration')})")
         if not answer_ok(line) or recorded.get((cell, line.get("seq")), line.get("response_sha256")) \
                 != line.get("response_sha256"):
             report.problems.append(f"{where}: the answer differs from the one recorded")
-        key = entry_key(line)
-        if key is not None and key != line.get("key"):
-            report.problems.append(f"{where}: the request differs from the one its key was made from")
+        if (problem := key_problem(line)) is not None:
+            report.problems.append(f"{where}: {problem}")
 
 
 def _expectation(cell: dict[str, Any], recorded_env: dict[str, Any] | None, here: dict[str, Any]) -> tuple[str, str]:

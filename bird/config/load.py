@@ -45,6 +45,10 @@ def register_configs() -> None:
 
 def load_config(cfg: DictConfig) -> BirdConfig:
     """Convert to the typed object and validate; raise ConfigError listing every problem."""
+    from bird.config.secrets import secret_problems
+
+    if secrets := secret_problems(cfg):
+        raise ConfigError("invalid config:\n" + "\n".join(f"  - {p}" for p in secrets))
     try:
         obj = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:

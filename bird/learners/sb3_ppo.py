@@ -23,6 +23,7 @@ from bird.learners.evaluate import Evaluator
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder, label_transitions
 from bird.learners.rollouts import collect_rollouts, save_rollouts
+from bird.learners.sb3_policy import POLICY_NAME, save_policy
 from bird.reward.factory import open_program
 from bird.reward.isolation import harden_host
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
@@ -205,9 +206,8 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
     write_curve(out / "curve.csv", cb.curve)
     policy_path = None
     if job.save_policy and cb.failure is None:
-        policy_path = str(out / "policy.zip")
-        model.save(policy_path)
-        vecnorm.save(str(out / "vecnormalize.pkl"))
+        policy_path = str(out / POLICY_NAME)
+        save_policy(model, vecnorm, Path(policy_path))
     return TrainResult(job.candidate_id, job.seed, tuple(cb.curve), int(model.num_timesteps),
                        time.monotonic() - start, cb.failure, policy_path, rollouts_path if cb.failure is None else None,
                        shipped, choice, tuple(videos))

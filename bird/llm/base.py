@@ -10,7 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Message", "Request", "Response", "LLMError", "BudgetExhausted", "Generator", "TRUNCATION_STOPS"]
+from bird.state_codec import register_saved
+
+__all__ = ["Message", "Request", "record_key", "Response", "LLMError", "BudgetExhausted", "Generator",
+           "TRUNCATION_STOPS"]
 
 Role = Literal["system", "user", "assistant"]
 #: Stop reasons that mean the output limit cut the answer: OpenAI (and compatible servers) `length`, Anthropic
@@ -18,6 +21,7 @@ Role = Literal["system", "user", "assistant"]
 TRUNCATION_STOPS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 
 
+@register_saved
 @dataclass(frozen=True)
 class Message:
     role: Role
@@ -25,6 +29,7 @@ class Message:
     images: tuple[bytes, ...] = ()  # PNG bytes, for VLM judges
 
 
+@register_saved
 @dataclass(frozen=True)
 class Request:
     """What a method asks a generator.
@@ -44,23 +49,50 @@ class Request:
 
     def key(self, provider: str, model: str) -> str:
         """Content address of this request for the response cache."""
-        payload = {
-            "provider": provider,
-            "model": model,
-            "messages": [
-                {"role": m.role, "content": m.content, "images": [hashlib.sha256(i).hexdigest() for i in m.images]}
-                for m in self.messages
-            ],
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "sample_index": self.sample_index,
-            # the search seed: a seed sweep gets independent samples instead of re-reading one seed's answers
-            "seed": self.seed,
-        }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        return record_key(provider, model, self.record())
+
+    def record(self) -> dict[str, Any]:
+        """Every field the key is made from, as JSON: what a cache entry and a bundle's transcript keep of the
+        request. Images appear as their SHA-256 digests (`image_sha256`, per message) when any message has one."""
+        out: dict[str, Any] = {"purpose": self.purpose, "messages": self.messages_json(),
+                               "temperature": self.temperature, "max_tokens": self.max_tokens,
+                               "sample_index": self.sample_index, "seed": self.seed}
+        if any(m.images for m in self.messages):
+            out["image_sha256"] = [[hashlib.sha256(i).hexdigest() for i in m.images] for m in self.messages]
+        return out
 
     def messages_json(self) -> list[dict[str, Any]]:
         return [{"role": m.role, "content": m.content, "n_images": len(m.images)} for m in self.messages]
+
+
+def record_key(provider: str, model: str, record: dict[str, Any]) -> str:
+    """The key of the request `record` (Request.record) describes. Raises ValueError when the record cannot say
+    (a message counts images whose digests it does not carry, a field is missing or of the wrong type)."""
+    try:
+        messages = record["messages"]
+        digests = record.get("image_sha256") or [[] for _ in messages]
+        if len(digests) != len(messages):
+            raise ValueError("image_sha256 does not have one list per message")
+        shown = []
+        for m, images in zip(messages, digests, strict=True):
+            if int(m.get("n_images") or 0) != len(images):
+                raise ValueError("a message counts images whose digests the record does not carry")
+            if not all(isinstance(x, str) for x in (m["role"], m["content"], *images)):
+                raise ValueError("a message's role, content and image digests must be text")
+            shown.append({"role": m["role"], "content": m["content"], "images": list(images)})
+        payload = {
+            "provider": provider,
+            "model": model,
+            "messages": shown,
+            "temperature": record["temperature"],
+            "max_tokens": record["max_tokens"],
+            "sample_index": record["sample_index"],
+            # the search seed: a seed sweep gets independent samples instead of re-reading one seed's answers
+            "seed": record["seed"],
+        }
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a request record ({type(exc).__name__}: {exc})") from None
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

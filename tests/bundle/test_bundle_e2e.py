@@ -96,8 +96,9 @@ def test_pack_verify_replay_offline_without_key_gives_identical_results(recorded
     env = {k: v for k, v in os.environ.items() if "KEY" not in k and not k.startswith(("OPENAI", "BIRD_CACHE"))}
     out = tmp_path / "replayed"
     start = time.monotonic()
-    proc = subprocess.run([*netns, sys.executable, "-m", "bird.bundle", "replay", str(bundle),
-                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+    proc = subprocess.run([*netns, sys.executable, "-m", "bird.bundle", "replay", str(bundle), "--out", str(out),
+                           "--set", "verify.call_timeout_s=60"],  # the sweep's limit, looser than the default: given
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
     replay_s = time.monotonic() - start
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((out / "replay_report.json").read_text())
@@ -160,7 +161,8 @@ def test_an_edited_answer_fails_verify_naming_the_file_and_the_request(recorded,
 def test_a_changed_request_stops_the_cell_naming_the_first_differing_field(recorded, tmp_path):
     bundle = tmp_path / "sweep.bird"
     pack([recorded / "sweep"], bundle, cache_dir=recorded / "cache")
-    report = replay(bundle, tmp_path / "out", ["eureka/mujoco-inverted_pendulum"], ["generate.temperature=0.5"])
+    report = replay(bundle, tmp_path / "out", ["eureka/mujoco-inverted_pendulum"], ["generate.temperature=0.5"],
+                    trust_config=True)
     [cell] = report.cells
     assert cell.status == "request_mismatch" and not report.ok
     assert "first differing field: temperature: recorded 1.0, replayed 0.5" in cell.detail, cell.detail
