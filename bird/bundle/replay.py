@@ -11,6 +11,7 @@ from typing import Any
 
 from bird.bundle.archive import BundleError
 from bird.bundle.compare import Comparison, Tolerance, compare_runs, read_run
+from bird.bundle.plugins import check_plugins
 from bird.bundle.reader import Bundle
 from bird.bundle.transcript import closest_difference
 from bird.bundle.verify import verify
@@ -92,15 +93,18 @@ def _run_cell(recorded: Path, target: Path, cache_dir: Path, overrides: list[str
 
 
 def replay(path: str | Path, out: str | Path, cells: list[str] | None = None, overrides: list[str] | None = None,
-           tolerance: dict[str, Tolerance] | None = None) -> ReplayReport:
+           tolerance: dict[str, Tolerance] | None = None, plugins: list[str] | None = None) -> ReplayReport:
     """Re-run the chosen cells (all by default) into `out/<cell id>/` and compare each with the bundle's run.
+    `plugins`: the plugin modules the user trusts replay to import (a cell's config names them).
 
-    Raises BundleError when the bundle fails verification or `out` already holds a cell."""
+    Raises BundleError when the bundle fails verification, a cell needs a plugin that is not trusted or not
+    importable here (bird/bundle/plugins.py), or `out` already holds a cell."""
     check = verify(path)
     if not check.ok:
         raise BundleError("the bundle fails verification; nothing was replayed:\n  " + "\n  ".join(check.problems))
     bundle, out = Bundle(path), Path(out)
     chosen = _select(bundle, list(cells or []))
+    check_plugins(bundle, chosen, list(plugins or []))
     for cid in chosen:
         if (out / cid).exists():
             raise BundleError(f"{out / cid} already exists; replay into a fresh folder")
