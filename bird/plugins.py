@@ -67,14 +67,16 @@ def load(modules: Sequence[str] = ()) -> None:
 
 
 def _sha256(module: Any) -> str | None:
-    """sha256 of a module's file; of a package, of its .py files (relative path and content, in path order)."""
+    """sha256 of a module's file (what `sha256sum my_plugin.py` prints); of a package, of its .py files (each
+    relative path and content, in path order)."""
     file = getattr(module, "__file__", None)
     if not file:
         return None
     path = Path(file)
-    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+    if path.name != "__init__.py":
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     digest = hashlib.sha256()
-    for f in files:
+    for f in sorted(path.parent.rglob("*.py")):
         digest.update(f.relative_to(path.parent).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return digest.hexdigest()
 

@@ -4,6 +4,7 @@ naming it; a run records each with its version or file hash; resume and replay n
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -122,6 +123,8 @@ def test_the_record_names_each_plugin_with_its_file_hash_and_an_edit_changes_it(
     (pkg / "rules.py").write_text("X = 2\n")  # a package is hashed over all its files
     second = plugins.describe(["plug_pkg"])
     assert len(first[0]["sha256"]) == 64 and first[0]["sha256"] != second[0]["sha256"]
+    (tmp_path / "plug_file.py").write_text("Y = 1\n")  # a module file: its sha256, as sha256sum prints it
+    assert plugins.describe(["plug_file"])[0]["sha256"] == hashlib.sha256(b"Y = 1\n").hexdigest()
 
 
 ENTRY_POINT_CHECK = """
