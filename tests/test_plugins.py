@@ -83,14 +83,11 @@ def test_the_cli_refuses_a_missing_plugin_before_any_work(tmp_path):
     assert not (run / "status.json").exists() and not (run / "config.yaml").exists()
 
 
-def test_the_config_hash_of_a_config_without_plugins_is_unchanged_by_the_key(compose_cfg, tmp_path, monkeypatch):
+def test_a_configs_plugins_are_part_of_its_hash(compose_cfg, tmp_path, monkeypatch):
     from bird.config.load import config_hash
 
-    cfg = compose_cfg()
-    # the hash main gave this config before `plugins` existed: the same content without the key
-    assert config_hash(cfg) == config_hash(compose_cfg("plugins=[]"))
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert config_hash(cfg) != config_hash(compose_cfg(f"plugins=[{_plugin(tmp_path, 'plug_hash')}]"))
+    assert config_hash(compose_cfg()) != config_hash(compose_cfg(f"plugins=[{_plugin(tmp_path, 'plug_hash')}]"))
 
 
 @pytest.mark.parametrize("start_method", ["forkserver", "spawn"])
