@@ -21,7 +21,9 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "extending"
 
-# The task every search here runs on, as a config option (env=...) and the overrides that keep it short.
+# The task every search here runs on, as a config option (env=...) and the overrides that keep it short. The task
+# file example, examples/extending/pendulum.yaml, is put on the user's path as env/gym/my_pendulum.yaml (as
+# docs/extending.md says): ENV = "gym/my_pendulum" runs it.
 ENV = "mujoco/inverted_pendulum"
 SHORT = ("env.horizon=100", "budget.env_steps=512", "budget.final_env_steps=512", "verify.call_timeout_s=60",
          "video.record=none", "run.progress=false")
@@ -43,6 +45,10 @@ def user(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """The examples, copied to a folder outside the checkout; the environment the docs set (BIRD_CONFIG_PATH)."""
     folder = tmp_path_factory.mktemp("user")
     shutil.copytree(EXAMPLES, folder / "extending")
+    task_file = folder / "extending" / "pendulum.yaml"
+    if task_file.exists():
+        (folder / "extending" / "env" / "gym").mkdir(parents=True)
+        task_file.rename(folder / "extending" / "env" / "gym" / "my_pendulum.yaml")
     assert not (folder / "extending").resolve().is_relative_to(ROOT)
     env = {**os.environ, "BIRD_CONFIG_PATH": str(folder / "extending")}
     env.pop("PYTHONPATH", None)
@@ -68,6 +74,10 @@ def test_the_users_method_and_plugin_run_to_completed_and_are_recorded(user, my_
     sessions = json.loads((my_method_run / "environment.json").read_text())["sessions"]
     assert [p["module"] for p in sessions[0]["plugins"]] == ["my_plugin"]
     assert "rule: shortest_near_best" in (my_method_run / "config.yaml").read_text()
+    # bird.status reads status files only: it needs neither the plugin nor the user's path
+    plain = {k: v for k, v in os.environ.items() if k not in ("BIRD_CONFIG_PATH", "PYTHONPATH")}
+    status = _bird(["bird.status", str(folder / "runs"), "--json"], ROOT, plain).stdout
+    assert json.loads(status)[0]["completed"] >= 1
 
 
 def test_a_search_killed_mid_way_resumes_with_bird_resume(user, tmp_path):
