@@ -71,7 +71,7 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
     tracker = None
     try:
         (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
-        host = record_environment(run.root)
+        host = record_environment(run.root, cfg.plugins)
         preflight(cfg.reward.language or "numpy")  # a sandbox that cannot start here is refused before any work
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())

@@ -21,8 +21,8 @@ PACKAGE_DIRS = {"bird": "bird", "envs": "bird.envs", "analysis": "bird.analysis"
 # Lowest first. A module may import modules of its own layer and of the layers below it, never above.
 # A name matches a module and everything under it. `__main__` modules (command lines) sit in the top layer.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("bird.types", "bird.registry", "bird.config", "bird.methods", "bird.files", "bird.runlock",
-              "bird.completed", "bird.progress", "bird.jax_cache", "bird.environment", "bird.fidelity",
+    ("core", ("bird.types", "bird.registry", "bird.plugins", "bird.config", "bird.methods", "bird.files",
+              "bird.runlock", "bird.completed", "bird.progress", "bird.jax_cache", "bird.environment", "bird.fidelity",
               "bird.state_codec", "bird.sealed")),
     ("envs", ("bird.envs",)),
     ("llm", ("bird.llm",)),

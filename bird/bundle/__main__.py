@@ -52,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="a config override for every cell (execution-only keys such as train.workers=1)")
     rp.add_argument("--trust-config", action="store_true",
                     help="take the recorded endpoints, paths and looser limits as they are (a bundle you made)")
+    rp.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE",
+                    help="a plugin module the bundle's runs import, which you trust replay to import (it must be on "
+                         "this machine's Python path; a bundle names plugins, it never holds their code)")
     rp.add_argument("--tol", action="append", default=[], metavar="METRIC=RTOL[,ATOL]",
                     help="tolerance of a metric (a curve column or JSON key; * = any other number) for cells "
                          "not expected to be bit-for-bit")
@@ -91,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if report.ok else 1
         from bird.bundle.replay import replay
 
-        result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol), args.trust_config)
+        result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol), args.trust_config,
+                        args.plugins)
         print(result.render())
         return 0 if result.ok else 1
     except BundleError as exc:

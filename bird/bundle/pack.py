@@ -172,6 +172,7 @@ def pack(runs: list[Path], out: Path, with_media: bool = False, cache_dir: Path 
                       "transcript": {"answers": len(transcript.lines), "missing": len(transcript.missing),
                                      "failed": len(transcript.failed), "unkeyed": transcript.unkeyed,
                                      "deterministic_calls": transcript.deterministic_calls},
+                      "plugins": result.get("plugins") or [],
                       "environment_recorded": (run / "environment.json").is_file(),
                       "replayable": ok, "why_not": why})
         run_rows.append({"cell": cell, **{k: result.get(k) for k in (

@@ -504,8 +504,12 @@ class BirdConfig:
     seed: int = 0
     # method name, set by the method group (recorded, never branched on)
     method: str = MISSING
-    # design-choice flips applied on top of the method (set by +choice=...)
+    # the design choices (conf/choice/ and the user config path's choice/) the composition includes: those the method
+    # file lists in its defaults and +choice=... flips (filled in when the config is composed; recorded)
     choices: list[str] = field(default_factory=list)
+    # modules imported after bird's own, whose import registers components (docs/extending.md); recorded in
+    # result.json with each module's version and file hash
+    plugins: list[str] = field(default_factory=list)
     # substitutes for something a paper used, named in result.json
     substitutes: list[str] = field(default_factory=list)
     env: EnvConfig = field(default_factory=EnvConfig)
