@@ -41,9 +41,7 @@ def load_config(cfg: DictConfig) -> BirdConfig:
     from bird.config.secrets import secret_problems
 
     if secrets := secret_problems(cfg):
-        raise ConfigError("invalid config:
-" + "
-".join(f"  - {p}" for p in secrets))
+        raise ConfigError("invalid config:\n" + "\n".join(f"  - {p}" for p in secrets))
     try:
         obj = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
