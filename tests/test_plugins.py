@@ -176,6 +176,8 @@ def test_resume_names_a_plugin_that_is_not_importable_before_any_work(compose_cf
     data = OmegaConf.to_container(OmegaConf.structured(compose_cfg()))
     data["plugins"] = ["plug_left_behind"]  # importable where the run started, not here
     (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(data))
-    assert resume_main([str(tmp_path)]) == 2
+    assert resume_main([str(tmp_path)]) == 2  # a saved config's plugins are imported only when the user names them
+    assert "imports code: plugins=['plug_left_behind']" in capsys.readouterr().err
+    assert resume_main([str(tmp_path), "plugins=[plug_left_behind]"]) == 2
     assert "plugins: no module 'plug_left_behind' on the Python path" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
