@@ -92,7 +92,7 @@ def test_a_search_killed_mid_way_resumes_with_bird_resume(user, tmp_path):
     refused = subprocess.run([sys.executable, "-m", "bird.resume", str(run)], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and "plugins=['my_plugin']" in refused.stderr  # a saved config names code: not run
-    _bird(["bird.resume", str(run), "plugins=[my_plugin]"], tmp_path, env)
+    _bird(["bird.resume", str(run), "plugins=[my_plugin]", "verify.call_timeout_s=60"], tmp_path, env)  # limits: yours
     result = _result(run)
     assert result["status"] == "completed" and [r["from_iteration"] for r in result["resumes"]] == [1]
     assert [p["module"] for p in result["plugins"]] == ["my_plugin"] and not result["failures"]
@@ -106,7 +106,8 @@ def test_the_run_packs_into_a_bundle_that_replays_with_the_plugin(user, my_metho
                               str(folder / "refused")], capture_output=True, text=True, cwd=folder, env=env,
                              timeout=300)
     assert refused.returncode == 2 and "--plugin my_plugin" in refused.stderr
-    _bird(["bird.bundle", "replay", str(bundle), "--out", str(folder / "replayed"), "--plugin", "my_plugin"],
+    _bird(["bird.bundle", "replay", str(bundle), "--out", str(folder / "replayed"), "--plugin", "my_plugin",
+           "--set", "verify.call_timeout_s=60"],
           folder, env)
     report = json.loads((folder / "replayed" / "replay_report.json").read_text())
     assert [c["status"] for c in report["cells"]] == ["identical"], report
