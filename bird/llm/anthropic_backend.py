@@ -8,6 +8,7 @@ from typing import Any
 from bird.config.schema import LLMConfig
 from bird.llm.api_base import Answer, ApiBackend
 from bird.llm.base import TRUNCATION_STOPS, LLMError, Message, Request
+from bird.llm.content import read_parts
 
 __all__ = ["AnthropicBackend"]
 
@@ -61,13 +62,13 @@ class AnthropicBackend(ApiBackend):
             out = self._client.messages.create(**self._params(request))
         except (sdk.AnthropicError, ValueError) as exc:  # ValueError: a truncated or non-JSON body
             raise self.classify_sdk_error(exc, sdk) from None
-        text = "".join(b.text for b in out.content if getattr(b, "type", "") == "text")
+        content = read_parts(out.content or [], "content block")  # thinking blocks set aside, never read as code
         finish = out.stop_reason or ""
         if not out.content and finish not in TRUNCATION_STOPS:  # no content at all; a cut answer stays cut
             finish = "empty"
         usage = out.usage
         n_in, n_out = (usage.input_tokens or 0, usage.output_tokens or 0) if usage else (0, 0)
-        return Answer(text, out.model or self.model, n_in, n_out, finish)
+        return Answer(content.text, out.model or self.model, n_in, n_out, finish, content)
 
 
 def make_anthropic(cfg: LLMConfig) -> AnthropicBackend:

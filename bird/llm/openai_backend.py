@@ -8,6 +8,7 @@ from typing import Any
 from bird.config.schema import LLMConfig
 from bird.llm.api_base import Answer, ApiBackend
 from bird.llm.base import LLMError, Message, Request
+from bird.llm.content import from_openai_message
 from bird.llm.retry import TransientError
 
 __all__ = ["OpenAIBackend"]
@@ -69,7 +70,8 @@ class OpenAIBackend(ApiBackend):
         choice = out.choices[0]
         if choice.message is None:
             raise LLMError("answer without a message")
-        return Answer(choice.message.content or "", out.model or self.model, n_in, n_out, choice.finish_reason or "")
+        content = from_openai_message(choice.message)  # list content joined, reasoning set aside, never read as code
+        return Answer(content.text, out.model or self.model, n_in, n_out, choice.finish_reason or "", content)
 
 
 def make_openai(cfg: LLMConfig) -> OpenAIBackend:

@@ -30,7 +30,7 @@ def test_a_parent_quoted_with_other_formatting_and_comments_is_still_the_parent(
              "    return r, {\"r\": r}\n"
     new = ENTRY + "    return next_obs['x'], {}\n"
     found = extract_program(f"```python\n{new}```\nbefore:\n```python\n{quoted}```\n", known=[parent])
-    assert found.code == new and "repeat the parent's code" in found.notes[0]
+    assert found.code == new and "repeats a program the prompt showed" in found.notes[0]
 
 
 def test_helpers_of_helpers_are_gathered_and_only_the_needed_import_name():

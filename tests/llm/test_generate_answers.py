@@ -136,7 +136,7 @@ def test_an_answer_quoting_the_parent_before_or_after_yields_the_new_code(compos
     for cand in cands:
         assert cand.parent_id == "it1-c1" and parent in script.seen[0]["text"]  # the prompt showed the parent
         assert cand.code == NEW and cand.failure is None
-        assert any("repeat the parent's code" in n for n in cand.llm["extraction"])
+        assert any("repeats a program the prompt showed" in n for n in cand.llm["extraction"])
 
 
 BAD = "import os\n\n\ndef compute_reward(obs, action, next_obs, info):\n    return next_obs['rootx_vel'], {}\n"
