@@ -16,7 +16,7 @@ from bird.reward.sources import python_source, shape
 from bird.reward.static import CONTRACT_ENTRIES, PROGRESS_NAMES, WEIGHTS_NAME
 from bird.types import Failure, FailureKind
 
-__all__ = ["Contract", "Reading", "read_answer"]
+__all__ = ["Contract", "Reading", "read_answer", "answer_tool"]
 
 _TOOL_STOPS = frozenset({"tool_calls", "function_call", "tool_use"})
 
@@ -105,6 +105,13 @@ def _tool_reading(contract: Contract, response: Response, tool: AnswerTool) -> R
     if code is None:
         return Reading(None, Failure(FailureKind.PARSE_ERROR, f"no {contract.name} program in the tool call: {problem}"))
     return Reading(code, None, notes)
+
+
+def answer_tool(contract: Contract) -> AnswerTool:
+    """The tool a model is made to call with its program (generate.answer_form=tool): one string argument `code`."""
+    return AnswerTool("submit_reward_program",
+                      f"Submit your answer: the complete reward program, Python source defining {contract.entry}.",
+                      "code", f"the complete Python program, with its imports and helpers, defining {contract.entry}")
 
 
 def read_answer(contract: Contract, response: Response, max_tokens: int, known: Sequence[str] = (),
