@@ -102,6 +102,9 @@ class GenerateConfig:
     crossover_rate: float = 0.0
     # what a resample after a failed answer shows: registry family repair (blind | with_trace)
     repair: str = "blind"
+    # how the program is asked for: registry family answer_form (text: read from the answer's text | tool: the
+    # argument of a tool call the model is made to make, no text parsed [ours])
+    answer_form: str = "text"
     # suites the method's prompts are written for (empty = any); another suite is refused before the run
     suites: list[str] = field(default_factory=list)
 

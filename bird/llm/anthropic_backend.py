@@ -7,7 +7,7 @@ from typing import Any
 
 from bird.config.schema import LLMConfig
 from bird.llm.api_base import Answer, ApiBackend
-from bird.llm.base import TRUNCATION_STOPS, LLMError, Message, Request
+from bird.llm.base import TRUNCATION_STOPS, AnswerTool, LLMError, Message, Request
 from bird.llm.content import read_parts
 
 __all__ = ["AnthropicBackend"]
@@ -29,6 +29,12 @@ def _content(m: Message) -> str | list[dict[str, Any]]:
         for png in m.images
     ]
     return [*blocks, {"type": "text", "text": m.content}]  # images before the text that refers to them
+
+
+def _tool_params(tool: AnswerTool) -> dict[str, Any]:
+    """The answer tool, and tool_choice making the model call it (generate.answer_form=tool)."""
+    return {"tools": [{"name": tool.name, "description": tool.description, "input_schema": tool.parameters()}],
+            "tool_choice": {"type": "tool", "name": tool.name}}
 
 
 class AnthropicBackend(ApiBackend):
@@ -54,6 +60,8 @@ class AnthropicBackend(ApiBackend):
             params["system"] = "\n\n".join(m.content for m in system)
         if request.temperature != 1.0:  # the SDK no longer names it; recent models answer 400 to any value but 1.0
             params["extra_body"] = {"temperature": request.temperature}
+        if request.tool is not None:
+            params.update(_tool_params(request.tool))
         return params
 
     def _call(self, request: Request) -> Answer:

@@ -19,7 +19,7 @@ from bird.llm.base import BudgetExhausted, Generator, LLMError, Message, Request
 from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
 from bird.reward.checks import verify_code
-from bird.reward.contracts import read_answer
+from bird.reward.contracts import answer_tool, read_answer
 from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
@@ -200,12 +200,36 @@ def _fill(cfg: BirdConfig, state: SearchState, cand: Candidate, answer: Response
         cand.llm["extraction"] = list(reading.notes)
 
 
+# -- answer_form: how the program is asked for (fn(cfg, request) -> Request) -----------------------------------------
+@register("answer_form", "text")
+def _in_text(cfg: BirdConfig, request: Request) -> Request:
+    """In the answer's text (a ```python block), read by the one answer reader (docs/llm.md)."""
+    return request
+
+
+TOOL_ANSWER = ("generate.answer_form=tool: the program is asked for as the argument of a tool call (OpenAI tools, "
+               "Anthropic tool use), an addition to the method's paper, which reads it from the answer's text")
+
+
+@register("answer_form", "tool", substitute=TOOL_ANSWER)
+def _as_tool_call(cfg: BirdConfig, request: Request) -> Request:
+    """As the argument of a tool the model is made to call; the call's argument is the program, no text is parsed."""
+    if request.tool is not None:
+        return request
+    tool = answer_tool(get("contract", cfg.reward.contract))
+    note = f"Give the complete program as the `{tool.argument}` argument of the tool `{tool.name}`."
+    return replace(request, tool=tool, messages=tuple(_append_to_last_user(list(request.messages), note)),
+                   context={**request.context, "answer_tool": tool.name})
+
+
 def _answer(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate],
             requests: list[Request]) -> None:
     """Ask, read each answer, then re-ask the answers a note can repair: one the provider stopped early (truncated,
     incomplete: generate.truncation_retries times, the same request with a note, and generate.truncation_max_tokens),
     then one offering several programs (ambiguous_answer: generate.ambiguity_retries times, through generate.repair
-    with a note naming them)."""
+    with a note naming them). Every request asks in generate.answer_form."""
+    form = get("answer_form", cfg.generate.answer_form)
+    requests = [form(cfg, r) for r in requests]
     for cand, request, answer in zip(cands, requests, generator.complete_many(requests), strict=True):
         _fill(cfg, state, cand, answer, request)
     asked = {c.id: r for c, r in zip(cands, requests, strict=True)}
@@ -219,7 +243,8 @@ def _answer(cfg: BirdConfig, state: SearchState, generator: Generator, cands: li
         unsure = [c for c in cands if c.failure is not None and c.failure.kind == FailureKind.AMBIGUOUS_ANSWER]
         if not unsure or state.stop_reason:
             return
-        again = [repair(cfg, replace(c, request=asked[c.id]), asked[c.id].sample_index, _note(cfg, c.failure))  # type: ignore[arg-type]
+        again = [form(cfg, repair(cfg, replace(c, request=asked[c.id]), asked[c.id].sample_index,
+                                  _note(cfg, c.failure, asked[c.id])))  # type: ignore[arg-type]
                  for c in unsure]
         _ask_again(cfg, state, generator, unsure, again, asked)
 
@@ -249,17 +274,19 @@ _STOPPED_NOTES = {FailureKind.TRUNCATED: ("truncated_note", DEFAULT_TRUNCATED),
 _NOTES = {**_STOPPED_NOTES, FailureKind.AMBIGUOUS_ANSWER: ("ambiguous_note", DEFAULT_AMBIGUOUS)}
 
 
-def _note(cfg: BirdConfig, failure: Failure, max_tokens: int = 0) -> str:
-    """The note that re-asks an answer failed as `failure` (template slot, else the default)."""
+def _note(cfg: BirdConfig, failure: Failure, request: Request) -> str:
+    """The note that re-asks an answer to `request` failed as `failure` (template slot, else the default)."""
     slot, default = _NOTES[failure.kind]
     note = templates(cfg.generate.prompt).get(slot, default).strip()
-    return note.replace("{max_tokens}", str(max_tokens)).replace("{reason}", failure.reason)
+    if request.tool is not None:  # generate.answer_form=tool
+        note = note.replace("in one ```python block", f"as the `{request.tool.argument}` argument of `{request.tool.name}`")
+    return note.replace("{max_tokens}", str(request.max_tokens)).replace("{reason}", failure.reason)
 
 
 def _with_note(cfg: BirdConfig, request: Request, failure: Failure) -> Request:
     """`request` again with the note appended to its last user message; a cut answer's re-ask gets
     generate.truncation_max_tokens."""
-    note = _note(cfg, failure, request.max_tokens)
+    note = _note(cfg, failure, request)
     max_tokens = request.max_tokens
     if failure.kind == FailureKind.TRUNCATED:
         max_tokens = max(request.max_tokens, cfg.generate.truncation_max_tokens or 0)
