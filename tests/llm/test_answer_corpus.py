@@ -6,7 +6,9 @@ bird/stages/generate.py _fill). The keys of a case: tests/llm/answers/README.md.
 
 from __future__ import annotations
 
+import re
 import tomllib
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ pytest.importorskip("anthropic")
 ANSWERS = Path(__file__).parent / "answers"
 CASES = sorted(ANSWERS.glob("*.toml"))
 WIRES = ("openai", "anthropic")
-_KEYS = {"about", "answer", "finish_reason", "max_tokens", "contract", "parent", "program", "check", "failure", "reason",
+_KEYS = {"about", "class", "answer", "finish_reason", "max_tokens", "contract", "parent", "program", "check", "failure", "reason",
          "notes", "thought", "thinking", "parts", "refusal", "tool_call", "tool", "wires", "issue"}
 # a stop reason in the other wire's words (a case names either)
 _SAME_STOP = {"openai": {"end_turn": "stop", "max_tokens": "length", "tool_use": "tool_calls"},
@@ -43,9 +45,24 @@ _BACKENDS = {"openai": OpenAIBackend, "anthropic": AnthropicBackend}
 def _case(path: Path) -> dict[str, Any]:
     case = tomllib.loads(path.read_text(encoding="utf-8"))
     assert set(case) <= _KEYS, f"{path.name}: unknown keys {set(case) - _KEYS}"
+    assert case.get("class") in _documented_classes(), f"{path.name}: class {case.get('class')!r} is not in docs/llm.md"
     assert ("program" in case) != ("failure" in case), f"{path.name}: give a program or a failure kind"
     assert "answer" in case or "parts" in case or "tool_call" in case, f"{path.name}: give an answer"
     return case
+
+
+def _documented_classes() -> dict[str, int]:
+    """class -> count, from the corpus table of docs/llm.md ("| `class` | count | what it covers |")."""
+    text = (Path(__file__).parents[2] / "docs" / "llm.md").read_text(encoding="utf-8")
+    section = text.split("### The answer corpus")[1].split("###")[0]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^\| `(\w+)` \| (\d+) \|", section, re.M)}
+
+
+def test_docs_state_the_corpus_size_and_each_class_count():
+    counts = Counter(_case(p)["class"] for p in CASES)
+    assert dict(counts) == _documented_classes()
+    text = (Path(__file__).parents[2] / "docs" / "llm.md").read_text(encoding="utf-8")
+    assert f"The corpus holds {len(CASES)} answers" in text
 
 
 def _reply(case: dict[str, Any], wire: str) -> Reply:
