@@ -61,13 +61,14 @@ def _free_names(nodes: Sequence[ast.AST]) -> set[str]:
     return loaded(nodes) - bound - _BUILTINS
 
 
-def _latest(chosen: Source, sources: Sequence[Source], entry: str) -> tuple[Source, list[str]]:
-    """`chosen` with each helper or constant it defines and reads replaced by a later, different definition of the
-    same name in a new (not quoted) source: the answer's latest word on it."""
+def _latest(chosen: Source, sources: Sequence[Source], entry: str,
+            required: Sequence[Sequence[str]] = ()) -> tuple[Source, list[str]]:
+    """`chosen` with each helper or constant it defines and reads (or the contract requires: REWARD_WEIGHTS) replaced
+    by a later, different definition of the same name in a new (not quoted) source: the answer's latest word on it."""
     assert chosen.tree is not None
     later = [s for s in sources if s is not chosen and not s.known and s.tree is not None and s.order > chosen.order
              and not (s.group and s.group == chosen.group)]
-    reads = loaded(chosen.tree.body)
+    reads = loaded(chosen.tree.body) | {name for group in required for name in group}
     swaps: list[tuple[ast.stmt, str, str]] = []
     for name, node in chosen.top().items():
         if name == entry or name not in reads or not isinstance(node, (*_DEFS, ast.Assign, ast.AnnAssign)):
@@ -140,14 +141,14 @@ def _program(chosen: Source, sources: Sequence[Source], known: Sequence[Source],
              required: Sequence[Sequence[str]]) -> tuple[str, list[str]]:
     """The whole program of a candidate: latest helper definitions, then what it lacks (new sources first, the
     latest first; then quotes; then the known programs)."""
-    revised, notes = _latest(chosen, sources, entry)
+    revised, notes = _latest(chosen, sources, entry, required)
     rest = sorted((s for s in sources if s is not chosen and s.tree is not None), key=lambda s: (s.known, [-k for k in s.order]))
     code, added = _assemble(revised, [*rest, *known], required)
     return code, notes + added
 
 
 def _quotes(src: Source, known: Sequence[Source]) -> bool:
-    return src.tree is not None and any(novelty(src.tree, k.tree) == 0.0 for k in known if k.tree is not None)
+    return src.tree is not None and any(novelty(src, k) == 0.0 for k in known)
 
 
 def _alternatives(cands: Sequence[Source], prose: str) -> list[Source]:
@@ -236,10 +237,9 @@ def extract_program(text: str, entry: str = "compute_reward", required: Sequence
                               + ", ".join(labels) + "; bird does not guess which one is meant", tuple(notes), labels)
         chosen = complete[-1]
     else:  # only quotes and excerpts: a quote completed by new parts of the answer is new (only new weights, say)
-        chosen = next((c for c in reversed(cands) if c.tree is not None and not c.elision() and not any(
-            novelty(t, k.tree) == 0.0 for k in known_src if (t := parse(_program(c, sources, known_src, entry,
-                                                                                     required)[0])[0]) is not None)),
-                      None)
+        chosen = next((c for c in reversed(cands) if c.tree is not None and not c.elision()
+                       and not _quotes(python_source(c.label, _program(c, sources, known_src, entry, required)[0]),
+                                       known_src)), None)
         if chosen is None:
             return Extraction(None, f"no new complete program defines {entry}: "
                               + "; ".join(_set_aside(c) for c in cands), tuple(notes))

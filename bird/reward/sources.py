@@ -23,7 +23,7 @@ __all__ = ["Source", "answer_sources", "binds", "loaded", "parse", "python_sourc
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _JSON_TAGS = frozenset({"json", "jsonc", "json5", ""})
 _TAG_LINES = {"python", "py", "python3"}
-_MAX_TOKENS = 20_000  # a longer program is never measured against a known one (not a quote)
+_MAX_TOKENS = 5_000  # a longer program is never measured against a known one (not a quote)
 # a comment that stands for code left out: `# ...`, `# … rest unchanged`, `# (rest of the function as before)`
 _ELIDED_COMMENT = re.compile(
     r"^\s*#\s*(?:(?:\.\.\.|…)|.*(?:\.\.\.|…)\s*$|\(?(?:rest|remaining|other|existing|same|previous)\b.*"
@@ -44,6 +44,16 @@ class Source:
     notes: list[str] = field(default_factory=list)
     known: bool = False  # it only repeats (all or part of) a program the prompt showed
     whole: bool = False  # the whole answer (no fenced block): a program only when it parses
+    _tokens: list[str] | None = field(default=None, repr=False)
+
+    def tokens(self) -> list[str]:
+        """Its tokens without formatting, comments, docstrings and `...` ([] when it cannot be measured)."""
+        if self._tokens is None:
+            try:
+                self._tokens = _tokens(self.tree) if self.tree is not None else []
+            except (RecursionError, MemoryError, SyntaxError, ValueError, tokenize.TokenError):
+                self._tokens = []
+        return self._tokens
 
     def top(self) -> dict[str, ast.stmt]:
         """Top-level definitions and assignments by the name they bind (the last binding wins)."""
@@ -259,15 +269,12 @@ def _tokens(tree: ast.Module) -> list[str]:
     return [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type not in skip]
 
 
-def novelty(tree: ast.Module, known: ast.Module) -> float:
+def novelty(src: Source, known: Source) -> float:
     """The share of the program's tokens (formatting, comments, docstrings and `...` aside) that the known program
     does not hold in the same order: 0.0 for an exact or abridged quote, above 0 as soon as one name, number or
     operator is new. Measured with difflib's matching blocks; 1.0 when a program is too large to measure."""
-    try:
-        mine, theirs = _tokens(tree), _tokens(known)
-    except (RecursionError, MemoryError, SyntaxError, ValueError, tokenize.TokenError):
-        return 1.0
-    if not mine or len(mine) > _MAX_TOKENS or len(theirs) > _MAX_TOKENS:
+    mine, theirs = src.tokens(), known.tokens()
+    if not mine or not theirs or len(mine) > _MAX_TOKENS or len(theirs) > _MAX_TOKENS:
         return 1.0
     matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
     return 1.0 - sum(b.size for b in matcher.get_matching_blocks()) / len(mine)

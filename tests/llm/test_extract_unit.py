@@ -113,11 +113,11 @@ def test_a_later_helper_that_only_repeats_the_parent_does_not_replace_the_new_on
 
 
 def test_novelty_is_zero_for_exact_and_abridged_quotes_and_positive_for_a_one_number_edit():
-    from bird.reward.sources import novelty, parse
+    from bird.reward.sources import novelty, python_source
 
-    parent = parse("def f(x):\n    '''doc'''\n    a = x + 1\n    b = a * 2\n    return a + b\n")[0]
-    abridged = parse("def f(x):\n    a = x + 1  # same\n    ...\n    return a + b\n")[0]
-    edited = parse("def f(x):\n    '''doc'''\n    a = x + 1\n    b = a * 3\n    return a + b\n")[0]
+    parent = python_source("p", "def f(x):\n    '''doc'''\n    a = x + 1\n    b = a * 2\n    return a + b\n")
+    abridged = python_source("q", "def f(x):\n    a = x + 1  # same\n    ...\n    return a + b\n")
+    edited = python_source("e", "def f(x):\n    '''doc'''\n    a = x + 1\n    b = a * 3\n    return a + b\n")
     assert novelty(parent, parent) == 0.0 and novelty(abridged, parent) == 0.0
     assert 0.0 < novelty(edited, parent) < 0.1
 
