@@ -24,9 +24,10 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _JSON_TAGS = frozenset({"json", "jsonc", "json5", ""})
 _TAG_LINES = {"python", "py", "python3"}
 _MAX_TOKENS = 5_000  # a longer program is never measured against a known one (not a quote)
-# a comment that stands for code left out: `# ...`, `# … rest unchanged`, `# (rest of the function as before)`
+# a comment that stands for code left out: `# ...`, `# … rest unchanged`, `# (rest of the function as before)`;
+# not `# ...and then` (an ellipsis in prose)
 _ELIDED_COMMENT = re.compile(
-    r"^\s*#\s*(?:(?:\.\.\.|…)|.*(?:\.\.\.|…)\s*$|\(?(?:rest|remaining|other|existing|same|previous)\b.*"
+    r"^\s*#\s*(?:(?:\.\.\.|…)(?:\s|$)|\(?(?:rest|remaining|other|existing|same|previous)\b.*"
     r"\b(?:unchanged|as before|as above|same|omitted|code)\b)", re.IGNORECASE)
 
 
@@ -225,14 +226,12 @@ def answer_sources(text: str, json_key: str | None = None) -> tuple[list[Block],
     if blocks:
         return blocks, sources, skipped
     body = textwrap.dedent(text).strip("\n")
-    obj = _json_object(body.strip())
-    if obj is None and body.lstrip().startswith("{"):
-        try:
-            obj = parse_json_answer(body)
-        except AnswerParseError:
-            obj = None
-    if obj is not None:
-        return blocks, _json_sources(obj, "the answer", 1, 1, json_key), skipped
+    try:  # JSON mode, or a JSON object in the prose
+        found = _json_sources(parse_json_answer(body), "the answer", 1, 1, json_key) if "{" in body else []
+    except AnswerParseError:
+        found = []
+    if found:
+        return blocks, found, skipped
     first, _, rest = body.partition("\n")
     if first.strip().lower() in _TAG_LINES:  # a fence's tag left behind without its fence
         body = rest
