@@ -48,6 +48,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("sampling", "how an iteration's samples are planned", ("generate.sampling",)),
     Family("operator", "LLM operators a sample plan may name (tree.actions keys too)"),
     Family("repair", "what a resample after a failed answer shows", ("generate.repair",)),
+    Family("answer_form", "how the program is asked for: in the answer's text, or as a tool call's argument",
+           ("generate.answer_form",)),
     Family("crossover", "programmatic crossover of two programs", ("crossover.operator",)),
     Family("alignment", "post-generation alignment of a program's parameters", ("alignment.method",)),
     Family("segment_labeller", "who labels trajectory segments for alignment", ("alignment.labeller",)),

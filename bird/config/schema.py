@@ -70,11 +70,15 @@ class GenerateConfig:
     temperature: float = 1.0
     # max tokens per answer
     max_tokens: int = 4096
-    # re-asks of an answer the provider cut at max_tokens (failure kind truncated), with a note asking for a shorter
-    # answer; 0 = record the failure [ours: no published method handles a cut answer]
+    # re-asks of an answer the provider stopped early (failure kinds truncated: cut at max_tokens, with a note asking
+    # for a shorter answer; incomplete: a content filter, a tool call, an unknown stop reason); 0 = record the failure
+    # [ours: no published method handles a cut answer]
     truncation_retries: int = 1
     # max_tokens of such a re-ask (None = generate.max_tokens); a higher value where the model and budget allow
     truncation_max_tokens: int | None = None
+    # re-asks, through generate.repair with a note naming them, of an answer that offers several materially
+    # different programs (failure kind ambiguous_answer); 0 = record the failure [ours]
+    ambiguity_retries: int = 1
     # blind resamples of the same prompt for an answer that fails as `resample_on` says (0 = record the failure)
     parse_retries: int = 0
     # failure kinds that trigger a blind resample (verify-check kinds make generate run the checks itself)
@@ -98,6 +102,9 @@ class GenerateConfig:
     crossover_rate: float = 0.0
     # what a resample after a failed answer shows: registry family repair (blind | with_trace)
     repair: str = "blind"
+    # how the program is asked for: registry family answer_form (text: read from the answer's text | tool: the
+    # argument of a tool call the model is made to make, no text parsed [ours])
+    answer_form: str = "text"
     # suites the method's prompts are written for (empty = any); another suite is refused before the run
     suites: list[str] = field(default_factory=list)
 

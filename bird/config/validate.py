@@ -96,8 +96,8 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
     for key in _POSITIVE_INTS:
         if _get(cfg, key) < 1:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 1")
-    for key in ("generate.parse_retries", "generate.truncation_retries", "train.workers", "train.timeout_s", "llm.max_retries",
-                "train.collect_episodes", "demos.rl_every", "decompose.n_examples", "decompose.retries"):
+    for key in ("generate.parse_retries", "generate.truncation_retries", "generate.ambiguity_retries", "train.workers",
+                "train.timeout_s", "llm.max_retries", "train.collect_episodes", "demos.rl_every", "decompose.n_examples", "decompose.retries"):
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
