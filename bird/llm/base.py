@@ -60,6 +60,7 @@ class AnswerTool:
                 "additionalProperties": False}
 
 
+@register_saved
 @dataclass(frozen=True)
 class Request:
     """What a method asks a generator.
