@@ -67,3 +67,12 @@ def test_a_group_of_reference_reward_jobs_is_not_searched(jobs):
     trainer = Trainer({"c0"})
     found = search_culprits([replace(j, program=None) for j in jobs[:3]], 3, runner=trainer)
     assert len(trainer.calls) == 1 and all(r.failure == HANG for r in found.values())
+
+
+def test_a_group_that_mixes_a_reference_reward_job_with_candidates_is_searched(jobs):
+    mixed = [replace(jobs[0], program=None), *jobs[1:4]]  # the reference reward's job, then three candidates
+    trainer = Trainer({"c2"})
+    found = search_culprits(mixed, 4, runner=trainer)
+    assert {i for i, r in found.items() if r.failure is not None} == {2}  # only the culprit fails
+    assert found[0].failure is None and found[3].env_steps == 192  # the reference job and the others trained
+    assert (["c2"], 4) in trainer.calls
