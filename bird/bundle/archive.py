@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from bird.files import atomic_writer
+
 __all__ = ["SCHEMA_VERSION", "FORMAT", "MANIFEST", "BundleError", "sha256", "write_archive", "read_manifest",
            "read_member", "member_names", "safe_member"]
 
@@ -40,15 +42,14 @@ def write_archive(path: Path, manifest: dict[str, Any], members: Iterable[tuple[
     """Write manifest.json then the members (sorted by name) to `path`; returns the archive's size in bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9, allowZip64=True) as zf:
+    with atomic_writer(path) as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9,
+                                                    allowZip64=True) as zf:
         for name, data in [(MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()),
                            *sorted(members)]:
             info = zipfile.ZipInfo(safe_member(name), date_time=_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             zf.writestr(info, data, compresslevel=9)
-    tmp.replace(path)
     return path.stat().st_size
 
 
