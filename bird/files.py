@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["UnsafeFileError", "BoundedJSONError", "LIMITS", "MAX_DEPTH", "MAX_STRING", "MAX_INT_DIGITS",
-           "atomic_writer", "write_json", "write_text", "write_bytes", "append_text", "open_in_place", "read_bytes", "read_text",
-           "read_json", "loads", "links_leaving", "refuse_links_leaving"]
+__all__ = ["UnsafeFileError", "BoundedParseError", "LIMITS", "MAX_DEPTH", "MAX_STRING", "MAX_INT_DIGITS",
+           "atomic_writer", "write_json", "write_text", "write_bytes", "append_text", "open_in_place", "read_bytes", "read_text", "copy_file",
+           "read_json", "loads", "load_yaml", "links_leaving", "refuse_links_leaving"]
 
 # the most bytes bird reads from one file of each kind that another person may have written
 LIMITS = {
@@ -34,6 +34,7 @@ LIMITS = {
     "table": 64 << 20,           # epic.csv, curve.csv
     "text": 16 << 20,            # reward.py, response.txt, feedback.txt
     "log": 256 << 20,            # events.jsonl, llm_calls.jsonl
+    "media": 512 << 20,          # a clip (episode<k>.mp4), a keyframe
 }
 MAX_DEPTH = 64           # nesting of JSON arrays and objects
 MAX_STRING = 4 << 20     # characters of one JSON string (a key or a value)
@@ -46,8 +47,8 @@ class UnsafeFileError(OSError):
     """A file or directory bird refuses to open: a link, not a regular file, or over its size cap."""
 
 
-class BoundedJSONError(ValueError):
-    """JSON nested too deep, with a string too long or an integer of too many digits."""
+class BoundedParseError(ValueError):
+    """JSON or YAML nested too deep, with a string too long, an integer of too many digits, or a YAML alias."""
 
 
 # --- writes ---------------------------------------------------------------------------------------------------
@@ -156,6 +157,12 @@ def read_bytes(path: Path, kind: str, root: Path | None = None, limit: int | Non
     return b"".join(chunks)
 
 
+def copy_file(src: Path, dst: Path, kind: str, root: Path | None = None) -> None:
+    """Copy the regular file `src` (read as read_bytes reads it: inside `root`, at most LIMITS[kind] bytes) to
+    `dst` (written atomically)."""
+    write_bytes(dst, read_bytes(src, kind, root))
+
+
 def read_text(path: Path, kind: str, root: Path | None = None, limit: int | None = None) -> str:
     """read_bytes decoded as UTF-8 (UnicodeDecodeError, a ValueError, when it is not)."""
     return read_bytes(path, kind, root, limit).decode("utf-8")
@@ -168,18 +175,39 @@ def read_json(path: Path, kind: str, root: Path | None = None) -> Any:
 
 def loads(text: str | bytes) -> Any:
     """json.loads with bounds: nesting at most MAX_DEPTH, strings at most MAX_STRING characters, integers at most
-    MAX_INT_DIGITS digits. Raises BoundedJSONError (a ValueError) beyond them, ValueError when it is not JSON."""
+    MAX_INT_DIGITS digits. Raises BoundedParseError (a ValueError) beyond them, ValueError when it is not JSON."""
     try:
         obj = json.loads(text, parse_int=_bounded_int)
     except RecursionError:
-        raise BoundedJSONError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+        raise BoundedParseError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
     _check_bounds(obj)
     return obj
 
 
+def load_yaml(text: str) -> Any:
+    """yaml.safe_load with the bounds of `loads` and without aliases (no billion-laughs expansion); nothing in it is
+    resolved (an `${oc.env:...}` stays a string). Raises BoundedParseError or ValueError (not YAML)."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise BoundedParseError("a YAML alias (bird does not read aliases in files it receives)")
+            return super().compose_node(parent, index)
+
+    try:
+        data = yaml.load(text, Loader=NoAliases)  # a SafeLoader
+    except RecursionError:
+        raise BoundedParseError(f"YAML nested deeper than {MAX_DEPTH} levels") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not YAML ({str(exc)[:200]})") from None
+    _check_bounds(data)
+    return data
+
+
 def _bounded_int(digits: str) -> int:
     if len(digits.lstrip("-")) > MAX_INT_DIGITS:
-        raise BoundedJSONError(f"a JSON integer of {len(digits.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+        raise BoundedParseError(f"a JSON integer of {len(digits.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
     return int(digits)
 
 
@@ -189,12 +217,12 @@ def _check_bounds(obj: Any) -> None:
         node, depth = stack.pop()
         if isinstance(node, str):
             if len(node) > MAX_STRING:
-                raise BoundedJSONError(f"a JSON string of {len(node)} characters (at most {MAX_STRING})")
+                raise BoundedParseError(f"a JSON string of {len(node)} characters (at most {MAX_STRING})")
             continue
         if not isinstance(node, dict | list):
             continue
         if depth > MAX_DEPTH:
-            raise BoundedJSONError(f"JSON nested deeper than {MAX_DEPTH} levels")
+            raise BoundedParseError(f"JSON nested deeper than {MAX_DEPTH} levels")
         items = [*node.keys(), *node.values()] if isinstance(node, dict) else node
         stack.extend((item, depth + 1) for item in items)
 
