@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bird.escape import printable, terminal
 from bird.files import load_yaml, read_json, read_text
 
 __all__ = ["run_statuses", "sweep_cells", "summarise", "headline", "main"]
@@ -147,10 +148,15 @@ def summarise(root: Path) -> dict[str, Any]:
 
 
 def headline(summary: dict[str, Any]) -> str:
-    return (f"{summary['root']}: {summary['cells']} cells · {summary['completed']} completed · "
+    return terminal(f"{summary['root']}: {summary['cells']} cells · {summary['completed']} completed · "
             f"{summary['running']} running · {summary['failed']} failed · {summary['not_started']} not started · "
             f"{summary['env_steps']:,} env steps · {summary['llm_calls']:,} LLM calls"
             + (f" ({summary['note']})" if summary.get("note") else ""))
+
+
+def _cell(value: Any, limit: int) -> str:
+    """A table cell from a status file: printable on a terminal (no escape sequence), no Rich markup."""
+    return escape(printable(str(value))[:limit])
 
 
 def _table(summary: dict[str, Any], show_all: bool) -> Table:
@@ -169,9 +175,8 @@ def _table(summary: dict[str, Any], show_all: bool) -> Table:
         score = run.get("returned_score")
         if state == "completed" and isinstance(score, int | float) and not isinstance(score, bool):
             note = f"score {score:.3f}"
-        table.add_row(escape(run["dir"]), escape(state[:40]), escape(shown_it[:40]), f"{_count(run.get('env_steps')):,}",
-                      f"{_count(run.get('llm_calls')):,}", _age(run.get("updated"), now) + " ago",
-                      escape(note[:120]))
+        table.add_row(_cell(run["dir"], 200), _cell(state, 40), _cell(shown_it, 40), f"{_count(run.get('env_steps')):,}",
+                      f"{_count(run.get('llm_calls')):,}", _age(run.get("updated"), now) + " ago", _cell(note, 120))
     return table
 
 

@@ -21,7 +21,7 @@ PACKAGE_DIRS = {"bird": "bird", "envs": "bird.envs", "analysis": "bird.analysis"
 # Lowest first. A module may import modules of its own layer and of the layers below it, never above.
 # A name matches a module and everything under it. `__main__` modules (command lines) sit in the top layer.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("bird.types", "bird.registry", "bird.config", "bird.methods", "bird.files", "bird.runlock",
+    ("core", ("bird.types", "bird.registry", "bird.config", "bird.methods", "bird.files", "bird.escape", "bird.runlock",
               "bird.completed", "bird.progress", "bird.jax_cache", "bird.environment", "bird.fidelity")),
     ("envs", ("bird.envs",)),
     ("llm", ("bird.llm",)),

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bird.escape import csv_cell
+
 __all__ = ["QUESTIONS", "COMPLETION_ONLY", "AnswerError", "Study", "find_clips", "EXPORT_COLUMNS"]
 
 SCALE = 5
@@ -279,7 +281,7 @@ class Study:
         with open(out, "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=EXPORT_COLUMNS)
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)  # no formula reaches a sheet
         return len(rows)
 
     def clip_count(self) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from bird.escape import printable
 from bird.files import atomic_writer, loads
 
 __all__ = ["SCHEMA_VERSION", "FORMAT", "MANIFEST", "BundleError", "sha256", "write_archive", "read_manifest",
@@ -152,7 +153,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _plain_cell_id(cell_id: Any) -> bool:
-    """A cell id used as a folder path: relative, '/'-separated, every part a plain name (no '', '.', '..')."""
-    if not isinstance(cell_id, str) or not cell_id or "\\" in cell_id or "\0" in cell_id:
+    """A cell id used as a folder path: relative, '/'-separated, every part a plain name (no '', '.', '..'), no
+    control or format character (it is printed, and it names folders)."""
+    if not isinstance(cell_id, str) or not cell_id or "\\" in cell_id or printable(cell_id) != cell_id:
         return False
     return all(part not in ("", ".", "..") for part in cell_id.split("/"))

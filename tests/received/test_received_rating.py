@@ -71,3 +71,63 @@ def test_a_whole_study_serves_its_clips_stores_answers_and_exports_them(runs, tm
     con = sqlite3.connect(study.path)
     assert con.execute("SELECT COUNT(*) FROM ratings").fetchone()[0] == 2
     con.close()
+
+
+def _post(app, token: str, chunks: int, headers: list[tuple[bytes, bytes]]) -> tuple[int, int]:
+    """POST an answer of `chunks` KiB, streamed, straight to the ASGI app; returns (status, chunks it read)."""
+    import asyncio
+
+    read = 0
+
+    async def receive() -> dict:
+        nonlocal read
+        read += 1
+        return {"type": "http.request", "body": b"x" * 1024, "more_body": read < chunks}
+
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": f"/r/{token}/api/answer", "raw_path": b"", "query_string": b"",
+             "headers": [(b"host", b"testserver"), *headers], "scheme": "http", "server": ("testserver", 80),
+             "client": ("127.0.0.1", 1), "root_path": "", "http_version": "1.1"}
+    asyncio.run(app(scope, receive, send))
+    return sent[0]["status"], read
+
+
+def test_the_answer_body_is_capped_while_it_is_read(runs, tmp_path):
+    study = Study(tmp_path / "study.sqlite")
+    study.add_clips(find_clips([runs]))
+    rater = study.add_rater("A", 0.0)
+    app = make_app(study)
+    assert _post(app, rater.token, 1000, []) == (413, 5)  # stops after the 5th KiB (the cap is 4096 bytes)
+    assert _post(app, rater.token, 1000, [(b"content-length", b"1024000")]) == (413, 0)  # refused before reading
+
+
+def test_a_state_changing_request_from_another_origin_is_refused(runs, tmp_path):
+    study = Study(tmp_path / "study.sqlite")
+    study.add_clips(find_clips([runs]))
+    rater = study.add_rater("A", 0.0)
+    client = _client(study)
+    answer = {"position": 0, "completion": 3}
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}):
+        response = client.post(f"/r/{rater.token}/api/answer", json=answer, headers=headers)
+        assert response.status_code == 403, headers
+    assert study.progress(rater)["answered"] == 0
+    assert client.post(f"/r/{rater.token}/api/answer", json=answer).status_code == 200  # curl: no Origin
+
+
+def test_the_export_neutralises_spreadsheet_formulas(runs, tmp_path):
+    study = Study(tmp_path / "study.sqlite")
+    clips = find_clips([runs])
+    clips[0]["description"] = '=HYPERLINK("http://evil.example","open")'
+    clips[0]["method"] = "@SUM(A1)"
+    study.add_clips(clips)
+    rater = study.add_rater("A", 0.0)
+    for _ in range(2):
+        study.answer(rater, {"position": study.progress(rater)["next"]["position"], "completion": 2})
+    study.export_csv(tmp_path / "out.csv")
+    cells = [c for row in csv.reader((tmp_path / "out.csv").read_text().splitlines()) for c in row]
+    assert not any(c.startswith(("=", "+", "@", "\t", "\r")) for c in cells)
+    assert "'=HYPERLINK(\"http://evil.example\",\"open\")" in cells and "'@SUM(A1)" in cells
