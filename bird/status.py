@@ -22,10 +22,11 @@ from rich.table import Table
 from bird.escape import printable, terminal
 from bird.files import load_yaml, read_json, read_text
 
-__all__ = ["run_statuses", "sweep_cells", "summarise", "headline", "main"]
+__all__ = ["run_statuses", "sweep_cells", "SweepFileError", "summarise", "headline", "main"]
 
 STATES = ("completed", "running", "failed")
-_MAX_OVERRIDES = 1000
+_MAX_OVERRIDES = 1000       # overrides a multirun.yaml may hold
+_MAX_OVERRIDE_CHARS = 10_000  # characters of one (Hydra's parser is slow on a megabyte of choices)
 
 
 def run_statuses(root: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -88,6 +89,9 @@ def _sweep_overrides(path: Path) -> tuple[dict[str, Any], list[str]]:
                              "of strings")
     if len(params) + len(task) > _MAX_OVERRIDES:
         raise SweepFileError(f"{path}: {len(params) + len(task)} overrides (at most {_MAX_OVERRIDES})")
+    longest = max((len(f"{k}={v}") for k, v in params.items()), default=0)
+    if max([longest, *map(len, task)]) > _MAX_OVERRIDE_CHARS:
+        raise SweepFileError(f"{path}: an override of more than {_MAX_OVERRIDE_CHARS} characters")
     return params, task
 
 

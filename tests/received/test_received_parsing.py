@@ -155,6 +155,7 @@ def test_status_counts_choices_ranges_globs_and_a_key_given_twice(tmp_path, mult
     ("hydra: [" * 200 + "]" * 200, "nested deeper"),
     ("hydra:\n  sweeper:\n    params:\n      x: interval(0,1)\n", "not a sweep the basic sweeper enumerates"),
     ("hydra:\n  overrides:\n    task: 7\n", "not a list of strings"),
+    ("hydra:\n  overrides:\n    task:\n    - seed=" + ",".join(map(str, range(3000))) + "\n", "more than 10000 characters"),
 ])
 def test_status_names_a_multirun_file_it_cannot_count_and_still_lists_the_runs(tmp_path, multirun, why):
     summary = summarise(_sweep(tmp_path, multirun))
