@@ -21,20 +21,18 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 __all__ = ["UnsafeFileError", "BoundedParseError", "LIMITS", "MAX_DEPTH", "MAX_STRING", "MAX_INT_DIGITS",
-           "atomic_writer", "write_json", "write_text", "write_bytes", "append_text", "open_in_place", "read_bytes", "read_text", "copy_file",
-           "read_json", "loads", "load_yaml", "links_leaving", "refuse_links_leaving"]
+           "atomic_writer", "write_json", "write_text", "write_bytes", "append_text", "open_in_place", "read_bytes",
+           "read_text", "copy_file", "read_json", "loads", "load_yaml", "links_leaving", "refuse_links_leaving"]
 
 # the most bytes bird reads from one file of each kind that another person may have written
 LIMITS = {
-    "lock": 4096,                # run.lock
     "status": 1 << 20,           # status.json
-    "record": 16 << 20,          # candidate.json, episode<k>.json, task.json, environment.json, tracker.json, ...
+    "record": 16 << 20,          # candidate.json, episode<k>.json, environment.json, the leak audit's records
     "result": 64 << 20,          # result.json
-    "config": 4 << 20,           # config.yaml, multirun.yaml
-    "table": 64 << 20,           # epic.csv, curve.csv
-    "text": 16 << 20,            # reward.py, response.txt, feedback.txt
-    "log": 256 << 20,            # events.jsonl, llm_calls.jsonl
-    "media": 512 << 20,          # a clip (episode<k>.mp4), a keyframe
+    "config": 4 << 20,           # multirun.yaml
+    "table": 64 << 20,           # epic.csv
+    "text": 16 << 20,            # reward.py and config.yaml copied to the leaderboard
+    "media": 512 << 20,          # a clip copied to the leaderboard, a file packed into a bundle
 }
 MAX_DEPTH = 64           # nesting of JSON arrays and objects
 MAX_STRING = 4 << 20     # characters of one JSON string (a key or a value)
