@@ -26,6 +26,7 @@ def main(cfg: DictConfig) -> None:
     bcfg.choices = list(dict.fromkeys([*bcfg.choices, *composed_choices([*overrides.hydra, *overrides.task])]))
     from bird.checkpoint import CheckpointError
     from bird.completed import completed_result
+    from bird.files import UnsafeFileError
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
     from bird.runlock import RunLockedError
@@ -43,7 +44,7 @@ def main(cfg: DictConfig) -> None:
 
     try:
         search(bcfg, run_dir)
-    except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError) as exc:
+    except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError, UnsafeFileError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
     except RunLockedError as exc:

@@ -142,15 +142,13 @@ def same_machine(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 def record_environment(root: Path, plugins: Sequence[str] = ()) -> dict[str, Any]:
     """Append this session's environment (with the config's `plugins`) to `root/environment.json`
     (`{"sessions": [...]}`; a resumed search adds one); returns it."""
-    import json
+    from bird.files import read_json, write_json
 
     path = root / "environment.json"
     env = describe_environment(plugins)
     try:
-        sessions = json.loads(path.read_text())["sessions"]
+        sessions = list(read_json(path, "record", root)["sessions"])
     except (OSError, ValueError, KeyError, TypeError):
         sessions = []
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"sessions": [*sessions, env]}, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_json(path, {"sessions": [*sessions, env]})
     return env

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from bird.files import read_json
 from bird.registry import get
 
 __all__ = ["HiddenFacts", "hidden_facts", "find_leaks", "eval_task_mentions", "audit_run", "HARNESS_NAMES"]
@@ -111,7 +112,8 @@ def _strip(text: str, authored: list[str]) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text()) if path.exists() else None
+    """A record of the run (bird/files.py: a regular file in its folder, bounded), None when there is none."""
+    return read_json(path, "record") if path.exists() else None
 
 
 def _run_texts(run: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:
