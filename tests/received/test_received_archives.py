@@ -100,7 +100,7 @@ def _malformed(bundle: Path) -> dict[str, tuple[dict[str, bytes], str]]:
                                            "files[" ),
         "a transcript line that is a list": ({TRANSCRIPT: b"[1, 2]\n"}, f"{TRANSCRIPT} line 1: not a JSON object"),
         "a transcript line without a request": ({TRANSCRIPT: b'{"seq": 1, "response": {"text": "x"}}\n'},
-                                                "malformed (KeyError"),
+                                                "is not a request key"),
         "a transcript nested 100,000 deep": ({TRANSCRIPT: b"[" * 100_000 + b"]" * 100_000 + b"\n"},
                                              "not JSON lines (JSON nested deeper than 64"),
         "a cell whose transcript record is a string": (
