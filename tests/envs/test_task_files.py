@@ -285,3 +285,27 @@ def test_every_gym_task_file_in_conf_is_typed_and_named_by_its_id():
         assert env.id == f"gym/{path.stem}" and env.task is not None, path
     example = env_config(str(ROOT / "examples" / "extending" / "pendulum.yaml"))
     assert example.task == env_config("gym/pendulum").task  # the worked example is the shipped task, renamed
+
+
+# -- the offline (no-LLM) baseline on a task file ------------------------------------------------------------------
+def test_the_offline_baseline_builds_pendulum_terms_from_the_declared_field_kinds(tmp_path):
+    """Pendulum's fields are a cosine, a sine and an angular velocity: every proposal makes the cosine 1 (upright) and
+    the angular velocity small, and runs in the sandbox on the task's observations."""
+    import random
+
+    from bird.llm.offline.proposals import propose
+    from bird.llm.offline.terms import render_program
+    from bird.prompts import obs_fields_context
+    from bird.reward.sandbox import SandboxedReward
+
+    spec = make_adapter(env_config("gym/pendulum")).spec
+    ctx = {"obs_fields": obs_fields_context(spec), "task": spec.description}
+    proposals = [propose(ctx, random.Random(seed)) for seed in range(8)]
+    for terms in proposals:
+        kinds = {(t.kind, t.fields) for t in terms}
+        assert ("upright_cos", ("cos_theta",)) in kinds and ("smooth", ("theta_dot",)) in kinds, kinds
+    assert any(t.kind == "control" for terms in proposals for t in terms)  # an action cost, in some
+    upright = np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]])  # the top, at rest; the bottom, at rest
+    with SandboxedReward(render_program(proposals[0], "test"), spec.obs_index, 30.0, 2048) as program:
+        reward, comps = program(upright, np.zeros((2, 1)), upright)
+    assert comps["upright"][0] > comps["upright"][1] and reward[0] > reward[1]
