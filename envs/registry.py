@@ -22,6 +22,7 @@ class TaskOffers:
     :param success_flag: its steps carry a success flag (info["success"]).
     :param reference_reward: it has a reference (published) reward: the native signal and reference_return need one.
     :param scripted_expert: its adapter has expert_policy() (scripted-expert demonstrations).
+    :param jax_env: its env runs in JAX (Brax), so train.learner=jax_ppo can train on it.
     """
 
     representations: tuple[str, ...] | None
@@ -29,6 +30,7 @@ class TaskOffers:
     success_flag: bool
     reference_reward: bool
     scripted_expert: bool
+    jax_env: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Suite(Component):
         Brax define none (their scores are physical quantities), so feedback never prints a success line there.
     :param task_names: `task -> canonical name`, a ValueError naming the available tasks for an unknown one.
     :param task_offers: per-task offers (a suite whose tasks differ: the gym suite's task files), else the above.
+    :param jax_env: its envs run in JAX (Brax).
     """
 
     scripted_expert: bool = False
@@ -50,6 +53,7 @@ class Suite(Component):
     success_flag: bool = False
     task_names: Callable[[str], str] | None = None
     task_offers: Callable[[EnvConfig], TaskOffers] | None = None
+    jax_env: bool = False
 
     def suite_offers(self) -> TaskOffers | None:
         """What every task of the suite offers (None when each task says, `task_offers`)."""
@@ -57,7 +61,7 @@ class Suite(Component):
             return None
         provides = self.provides or {}
         return TaskOffers(provides.get("representations"), provides.get("frames"), self.success_flag,
-                          reference_reward=True, scripted_expert=self.scripted_expert)
+                          reference_reward=True, scripted_expert=self.scripted_expert, jax_env=self.jax_env)
 
     def offers(self, env: EnvConfig) -> TaskOffers:
         """What the task `env` names offers; a ValueError naming the available tasks when the suite has no such one."""
@@ -190,7 +194,7 @@ def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
 
 
 register("suite", "brax")(Suite(_brax, backends=("generalized", "positional", "spring", "mjx"),
-                               task_names=_known("brax", _brax_tasks),
+                               task_names=_known("brax", _brax_tasks), jax_env=True,
                                provides={"representations": ("full_source", "obs_code", "obs_index"), "frames": False}))
 
 

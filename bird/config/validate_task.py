@@ -12,7 +12,12 @@ __all__ = ["check_task", "signal_keys"]
 
 # what a TaskOffers attribute means, for messages
 _OFFER_WORDS = {"success_flag": "a success flag", "reference_reward": "a reference reward",
-                "scripted_expert": "a scripted expert policy", "frames": "rendered frames"}
+                "scripted_expert": "a scripted expert policy", "frames": "rendered frames",
+                "jax_env": "an env that runs in JAX (Brax)"}
+
+
+# the task-file key that declares an offer (the others no task file has)
+_DECLARED_BY = {"success_flag": "env.task.success", "reference_reward": "env.task.reference_reward"}
 
 
 def _get(cfg: object, dotted: str) -> Any:
@@ -79,8 +84,9 @@ def _refusal(key: str, value: str, need: str, env_id: str) -> str:
     if key == "judge.mode":
         return (f"judge.mode=vlm needs rendered frames, which suite {suite!r} does not render for {env_id}; "
                 "set judge.mode=state_text (the labelled RE-GoT-S substitute)")
+    declared = _DECLARED_BY.get(need)
     return (f"{key}={value} needs {_OFFER_WORDS[need]}, and task {env_id} has none; suites whose tasks have one: "
-            f"{_offering(need)} (a task file declares it: env.task.{'success' if need == 'success_flag' else need})")
+            f"{_offering(need)}" + (f" (a task file declares it: {declared})" if declared else ""))
 
 
 def check_task(cfg: BirdConfig, problems: list[str]) -> None:

@@ -309,3 +309,8 @@ def test_the_offline_baseline_builds_pendulum_terms_from_the_declared_field_kind
     with SandboxedReward(render_program(proposals[0], "test"), spec.obs_index, 30.0, 2048) as program:
         reward, comps = program(upright, np.zeros((2, 1)), upright)
     assert comps["upright"][0] > comps["upright"][1] and reward[0] > reward[1]
+
+
+def test_the_jax_learner_is_refused_on_a_task_whose_env_is_not_jax():
+    assert "train.learner=jax_ppo needs an env that runs in JAX (Brax), and task gym/pendulum has none; suites whose " \
+           "tasks have one: ['brax']" in _refused("env=gym/pendulum", "train.learner=jax_ppo")
