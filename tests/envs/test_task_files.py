@@ -314,3 +314,25 @@ def test_the_offline_baseline_builds_pendulum_terms_from_the_declared_field_kind
 def test_the_jax_learner_is_refused_on_a_task_whose_env_is_not_jax():
     assert "train.learner=jax_ppo needs an env that runs in JAX (Brax), and task gym/pendulum has none; suites whose " \
            "tasks have one: ['brax']" in _refused("env=gym/pendulum", "train.learner=jax_ppo")
+
+
+def test_a_run_on_a_users_task_file_is_audited_with_the_files_hidden_names(tmp_path):
+    """python -m bird.leaks reads the hidden facts of a task file from the run's config.yaml, so a task that lives
+    only on a user's search path (here gym/elsewhere, not in conf/) is audited as bird's own are."""
+    import json as _json
+
+    from omegaconf import OmegaConf
+
+    from bird.leaks import audit_run
+
+    cfg = compose(["env=gym/pendulum", "env.id=gym/elsewhere"])
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    (tmp_path / "task.json").write_text(_json.dumps({"env_id": "gym/elsewhere"}))
+    cand = tmp_path / "candidates" / "it0-c0"
+    cand.mkdir(parents=True)
+    prompt = [{"role": "user", "content": "Write a reward for the pendulum."}]
+    (cand / "prompt.json").write_text(_json.dumps(prompt))
+    assert audit_run(tmp_path) == []
+    prompt[0]["content"] += " Hint: costs come from angle_normalize."
+    (cand / "prompt.json").write_text(_json.dumps(prompt))
+    assert audit_run(tmp_path) == ["it0-c0/prompt.json[0]: names angle_normalize", "it0-c0/prompt.json[0]: names costs"]
