@@ -66,6 +66,8 @@ class TaskScoreConfig:
     reduce: str = "sum"
     # function: "module:function" (episode -> float), over the episode record of bird/envs/gym/episode.py
     function: str | None = None
+    # the quantity negated (lower is better: e.g. displacement along -x)
+    negate: bool = False
     # what the score measures, for people and result.json (never shown to a generator)
     definition: str = MISSING
     # the uniform-random policy's mean quantity (python -m bird.envs anchor TASK); null = not measured (check fails)

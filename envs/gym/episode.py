@@ -75,7 +75,12 @@ def _value(ep: Episode, score: TaskScoreConfig) -> np.ndarray:
 
 
 def episode_quantity(score: TaskScoreConfig, ep: Episode) -> float:
-    """The raw episode quantity of `score.kind` (higher is better)."""
+    """The raw episode quantity of `score.kind` (higher is better), negated where `score.negate`."""
+    value = _quantity(score, ep)
+    return -value if score.negate else value
+
+
+def _quantity(score: TaskScoreConfig, ep: Episode) -> float:
     if score.kind == "return":
         return float(np.sum(ep.rewards))
     if score.kind == "survival":

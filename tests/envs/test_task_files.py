@@ -336,3 +336,24 @@ def test_a_run_on_a_users_task_file_is_audited_with_the_files_hidden_names(tmp_p
     prompt[0]["content"] += " Hint: costs come from angle_normalize."
     (cand / "prompt.json").write_text(_json.dumps(prompt))
     assert audit_run(tmp_path) == ["it0-c0/prompt.json[0]: names angle_normalize", "it0-c0/prompt.json[0]: names costs"]
+
+
+def test_each_score_kind_computes_its_quantity_on_a_hand_made_episode():
+    """Three steps: x (info) 0 -> 1 -> 3 -> 2, height (field z) 1, 2, 1, 0, rewards 1, 2, 4, info flag on step 2."""
+    from bird.config.schema import TaskScoreConfig
+    from bird.envs.gym.episode import Episode, episode_quantity
+
+    obs = np.array([[1.0, 3.0, 4.0], [2.0, 0.0, 0.0], [1.0, 0.0, 1.0], [0.0, 0.6, 0.8]])
+    infos = [{"x": 0.0}, {"x": 1.0, "ok": 0}, {"x": 3.0, "ok": 1}, {"x": 2.0, "ok": 0}]
+    ep = Episode(obs, np.zeros((3, 1)), np.array([1.0, 2.0, 4.0]), infos, False, 0.1,
+                 {"z": (0, 1), "delta": (1, 3)})
+
+    def q(kind: str, **kw) -> float:
+        return episode_quantity(TaskScoreConfig(kind=kind, definition="", **kw), ep)
+
+    assert q("return") == 7.0 and q("survival") == 3.0
+    assert q("displacement", info_key="x") == 2.0 and q("displacement", field="z") == -1.0
+    assert q("displacement", info_key="x", negate=True) == -2.0  # backward is better
+    assert q("final_distance", field="delta") == pytest.approx(-1.0)  # |(0.6, 0.8)|
+    assert q("info", info_key="ok", reduce="any") == 1.0 and q("info", info_key="ok", reduce="sum") == 1.0
+    assert q("info", info_key="x", reduce="max") == 3.0 and q("info", info_key="x", reduce="last") == 2.0
