@@ -357,3 +357,14 @@ def test_each_score_kind_computes_its_quantity_on_a_hand_made_episode():
     assert q("final_distance", field="delta") == pytest.approx(-1.0)  # |(0.6, 0.8)|
     assert q("info", info_key="ok", reduce="any") == 1.0 and q("info", info_key="ok", reduce="sum") == 1.0
     assert q("info", info_key="x", reduce="max") == 3.0 and q("info", info_key="x", reduce="last") == 2.0
+
+
+def test_tools_that_name_no_task_compose_a_method_on_a_task_it_runs_on():
+    """RE-GoT's abstraction is a Meta-World view, refused on the default MuJoCo task: bird.diff, bird.fidelity and
+    bird.ablate compose it on the first task that serves it instead."""
+    from bird.config.task_for import task_for
+    from bird.diff import method_diff
+
+    assert task_for(["regot"], []) == ["env=metaworld/button_press_topdown"]
+    assert task_for(["eureka"], []) == [] and task_for(["regot"], ["env=metaworld/push"]) == ["env=metaworld/push"]
+    assert method_diff("eureka", "regot")["generate.env_representation"] == ("full_source", "abstraction")
