@@ -176,13 +176,17 @@ def _brax_hidden(task: str, env: EnvConfig | None = None) -> tuple[frozenset[str
 @register("hidden_facts", "gym")
 def _gym_hidden(task: str, env: EnvConfig | None = None) -> tuple[frozenset[str], tuple[float, ...]]:
     """What the task file hides (hidden.names, hidden.thresholds, source.remove, its score, success and reference
-    functions) and the reward names of the env's module; `env` None reads conf/env/gym/<task>.yaml."""
-    from bird.config.load import CONF_DIR
+    functions) and the reward names of the env's module; `env` None reads env/gym/<task>.yaml on the search path."""
+    from bird.config.searchpath import find
     from bird.envs.gym.adapter import env_class
     from bird.envs.gym.source import task_hidden_names
     from bird.envs.gym.taskfile import read_env_file
 
-    env = env if env is not None and env.task is not None else read_env_file(CONF_DIR / "env" / "gym" / f"{task}.yaml")
+    if env is None or env.task is None:
+        path = find("env", f"gym/{task}")
+        if path is None:
+            raise ValueError(f"no task file env/gym/{task}.yaml on the config search path")
+        env = read_env_file(path)
     assert env.task is not None
     return task_hidden_names(env.task, env_class(env.task)), tuple(env.task.hidden.thresholds)
 
