@@ -368,3 +368,13 @@ def test_tools_that_name_no_task_compose_a_method_on_a_task_it_runs_on():
     assert task_for(["regot"], []) == ["env=metaworld/button_press_topdown"]
     assert task_for(["eureka"], []) == [] and task_for(["regot"], ["env=metaworld/push"]) == ["env=metaworld/push"]
     assert method_diff("eureka", "regot")["generate.env_representation"] == ("full_source", "abstraction")
+
+
+def test_a_task_files_content_is_part_of_the_config_hash():
+    """A sweep re-run skips a completed search only when its task is the same: a task file's keys are hashed (a config
+    with no task file hashes as before the key existed: env.task null is left out)."""
+    from bird.config.load import config_hash
+
+    base = compose(["env=gym/pendulum"])
+    assert config_hash(base) != config_hash(compose(["env=gym/pendulum", "env.task.score.random=-1000"]))
+    assert config_hash(base) != config_hash(compose(["env=gym/pendulum", "env.task.hidden.names=[costs]"]))
