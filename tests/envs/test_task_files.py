@@ -199,7 +199,7 @@ def _refused(*overrides: str) -> str:
 
 
 def test_an_unknown_task_of_any_suite_is_refused_naming_the_available_ones():
-    assert "env.id='mujoco/pendulum': unknown mujoco task 'pendulum'; available: ['half_cheetah'" in _refused(
+    assert "env.id='mujoco/pendulum': unknown mujoco task 'pendulum'; available: ['ant', 'half_cheetah'" in _refused(
         "env=mujoco/hopper", "env.id=mujoco/pendulum")
     assert "unknown brax task 'pendulum'" in _refused("env=brax/ant", "env.id=brax/pendulum")
     assert "unknown metaworld task 'pendulm'" in _refused("env=metaworld/push", "env.id=metaworld/pendulm")
