@@ -1,5 +1,10 @@
-"""`python -m bird.envs list | demos env=<suite>/<task> n=16 seed=0 [kind=both] | frames env=... out=x.gif`
-| check TASK [episodes=2 seed=0] | describe TASK [view=...] | anchor TASK [episodes=100 seed=0]`.
+"""`python -m bird.envs list | demos env=<suite>/<task> n=16 seed=0 [kind=both expert=auto steps=1000000
+expert_seed=0] | frames env=... out=x.gif | check TASK [episodes=2 seed=0] | describe TASK [view=...]
+| anchor TASK [episodes=100 seed=0]`.
+
+demos: expert=scripted records the task's scripted expert; expert=ppo trains a PPO expert on the task's reference
+reward for `steps` env steps (cached with its training record, bird/learners/expert.py) and records it; auto picks
+scripted where the task has one.
 
 TASK is an env id (gym/pendulum) or the path of a task file (my_task.yaml); `check` exits 1 on a problem."""
 
@@ -15,7 +20,7 @@ __all__ = ["main"]
 
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "list": {},
-    "demos": {"env": None, "n": 16, "seed": 0, "kind": "both"},
+    "demos": {"env": None, "n": 16, "seed": 0, "kind": "both", "expert": "auto", "steps": 1_000_000, "expert_seed": 0},
     "frames": {"env": None, "seed": 0, "policy": "expert", "out": "frames.gif", "max_steps": 0, "every": 2},
     "check": {"episodes": 2, "seed": 0},
     "describe": {"view": ""},
@@ -50,12 +55,31 @@ def _list() -> None:
         print(f"{cfg.id:34} {env_id.split('/')[0]:10} {cfg.horizon:>7}  {score}")
 
 
+def _expert(a: dict[str, Any]) -> Any:
+    """The ExpertSource `expert=` picks (None: the task's scripted expert); a PPO expert trains here when not cached."""
+    from bird.config.validate_task import demo_expert
+    from bird.envs.registry import split_env_id
+    from bird.learners.expert import ppo_expert
+    from bird.learners.sb3_ppo import train_ppo
+    from bird.registry import get
+
+    env = env_config(a["env"])
+    if demo_expert(a["expert"], get("suite", split_env_id(env.id)[0]).offers(env), env.id) == "scripted":
+        return None
+    print(f"PPO expert of {env.id}: {a['steps']:,} env steps on the reference reward, seed {a['expert_seed']} "
+          "(trained unless cached)")
+    return ppo_expert(env, a["steps"], a["expert_seed"], train_ppo)
+
+
 def _demos(a: dict[str, Any]) -> None:
     kinds = ["expert", "random"] if a["kind"] == "both" else [a["kind"]]
+    expert = _expert(a) if "expert" in kinds else None
     for kind in kinds:
-        demos = load_demos(a["env"], a["n"], a["seed"], kind)
+        demos = load_demos(a["env"], a["n"], a["seed"], kind, expert=expert)
         print(f"{kind:7} {demos.env_id} n={demos.n} success_rate={demos.success_rate:.3f} -> "
-              f"{demo_path(a['env'], a['n'], a['seed'], kind)}")
+              f"{demo_path(a['env'], a['n'], a['seed'], kind, expert)}")
+    if expert is not None:
+        print(f"expert: {expert.description}")
 
 
 def _frames(a: dict[str, Any]) -> None:

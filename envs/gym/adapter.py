@@ -237,5 +237,15 @@ class GymTaskAdapter(TaskAdapter):
         return has_reference(self.file)
 
 
+class ScriptedGymTaskAdapter(GymTaskAdapter):
+    """A task file that names a scripted expert (env.task.expert): its demonstrations come from that policy."""
+
+    def expert_policy(self) -> Any:
+        """The policy obs -> action that env.task.expert's factory returns."""
+        return load_target(str(self.file.expert), "env.task.expert")()
+
+
 def make_task(task: str, cfg: EnvConfig) -> GymTaskAdapter:
-    return GymTaskAdapter(task, cfg)
+    """The adapter of a task file (one with expert_policy() where the file names a scripted expert)."""
+    scripted = cfg.task is not None and cfg.task.expert is not None
+    return (ScriptedGymTaskAdapter if scripted else GymTaskAdapter)(task, cfg)
