@@ -1,7 +1,9 @@
-"""`python -m bird.envs list | demos env=<suite>/<task> n=16 seed=0 [kind=both expert=auto steps=1000000
+"""`python -m bird.envs list [format=text|markdown] | smoke [tasks=all|a,b] | demos env=<suite>/<task> n=16 seed=0 [kind=both expert=auto steps=1000000
 expert_seed=0] | frames env=... out=x.gif | check TASK [episodes=2 seed=0] | describe TASK [view=...]
 | anchor TASK [episodes=100 seed=0]`.
 
+list: the task catalogue (envs/catalogue.py; markdown = docs/tasks.md). smoke: a budget=smoke search on each task
+(`make catalogue`), appended to bench/results/catalogue_smoke.csv.
 demos: expert=scripted records the task's scripted expert; expert=ppo trains a PPO expert on the task's reference
 reward for `steps` env steps (cached with its training record, bird/learners/expert.py) and records it; auto picks
 scripted where the task has one.
@@ -19,7 +21,8 @@ from bird.envs.demos import available_envs, demo_path, env_config, load_demos
 __all__ = ["main"]
 
 _DEFAULTS: dict[str, dict[str, Any]] = {
-    "list": {},
+    "list": {"format": "text"},
+    "smoke": {"tasks": "all"},
     "demos": {"env": None, "n": 16, "seed": 0, "kind": "both", "expert": "auto", "steps": 1_000_000, "expert_seed": 0},
     "frames": {"env": None, "seed": 0, "policy": "expert", "out": "frames.gif", "max_steps": 0, "every": 2},
     "check": {"episodes": 2, "seed": 0},
@@ -43,16 +46,26 @@ def _kv(args: list[str], defaults: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _list() -> None:
-    from bird.envs.registry import make_adapter
+def _list(a: dict[str, Any]) -> None:
+    from bird.envs.catalogue import catalogue, render_markdown, render_text
 
-    print(f"{'env':34} {'suite':10} {'horizon':>7}  score")
-    for env_id in available_envs():
-        cfg = env_config(env_id)
-        adapter = make_adapter(cfg)
-        defn = getattr(adapter, "defn", None)
-        score = getattr(defn, "score_definition", None) or adapter.spec.score_definition
-        print(f"{cfg.id:34} {env_id.split('/')[0]:10} {cfg.horizon:>7}  {score}")
+    renders = {"text": render_text, "markdown": render_markdown}
+    if a["format"] not in renders:
+        raise SystemExit(f"bad format={a['format']!r}; allowed: {sorted(renders)}")
+    print(renders[a["format"]](catalogue()), end="\n" if a["format"] == "text" else "")
+
+
+def _smoke(a: dict[str, Any]) -> None:
+    from bird.envs.catalogue import catalogue
+    from bird.envs.catalogue_smoke import run_smoke
+
+    rows = catalogue()
+    wanted = None if a["tasks"] == "all" else set(a["tasks"].split(","))
+    unknown = sorted((wanted or set()) - {r.env_id for r in rows})
+    if unknown:
+        raise SystemExit(f"unknown task(s) {unknown}; the catalogue's: {[r.env_id for r in rows]}")
+    done = run_smoke([r for r in rows if wanted is None or r.env_id in wanted])
+    print(f"{sum(d['passed'] == 'yes' for d in done)} of {len(done)} smoke searches passed")
 
 
 def _expert(a: dict[str, Any]) -> Any:
@@ -139,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
         if task is not None:
             commands = {"check": _check, "describe": _describe, "anchor": _anchor}
             raise SystemExit(commands[ns.command](task, a))
-        {"list": lambda _: _list(), "demos": _demos, "frames": _frames}[ns.command](a)
+        {"list": _list, "smoke": _smoke, "demos": _demos, "frames": _frames}[ns.command](a)
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from exc
 

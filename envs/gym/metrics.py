@@ -11,7 +11,8 @@ import numpy as np
 
 from bird.envs.gym.episode import Episode
 
-__all__ = ["hop_minus_drift", "target_speed_error", "heading_speed", "dwell_fraction", "mountain_car_at_goal"]
+__all__ = ["hop_minus_drift", "target_speed_error", "heading_speed", "dwell_fraction", "mountain_car_at_goal",
+           "acrobot_tip_above_line"]
 
 TARGET_SPEED = 2.0  # m/s: half_cheetah_target_speed's cruise (BIRD's TARGET_SPEED_MPS)
 TARGET_HEADING = math.pi / 4  # rad: swimmer_heading's diagonal between +x and +y (BIRD's TARGET_HEADING_RAD)
@@ -63,3 +64,10 @@ def mountain_car_at_goal(obs: np.ndarray, info: dict) -> bool:
     """The car is at the flag: position >= 0.45 with a velocity >= 0 (Gymnasium's MountainCarContinuous-v0 termination,
     gymnasium/envs/classic_control/continuous_mountain_car.py `step`)."""
     return bool(obs[0] >= MOUNTAIN_CAR_GOAL and obs[1] >= 0.0)
+
+
+def acrobot_tip_above_line(obs: np.ndarray, info: dict) -> bool:
+    """The free end is more than one link length above the pivot: -cos(t1) - cos(t1 + t2) > 1 (Gymnasium's Acrobot-v1
+    termination, gymnasium/envs/classic_control/acrobot.py `_terminal`), from the observation's cosines and sines."""
+    cos1, sin1, cos2, sin2 = (float(v) for v in obs[:4])
+    return bool(-cos1 - (cos1 * cos2 - sin1 * sin2) > 1.0)
