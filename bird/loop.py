@@ -251,7 +251,7 @@ def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Ge
     return saved.state, saved.wall_s, resumes
 
 
-def _setup(cfg: BirdConfig, state: SearchState, generator: Generator, run: RunDir, pool: Executor) -> None:
+def _setup(cfg: BirdConfig, state: SearchState, generator: Generator, run: RunDir, pool: Executor | None = None) -> None:
     """Inputs some methods need before the first generation: demos (a PPO expert trained by `pool` where the task has
     no scripted one), the task decomposition, a judge."""
     if cfg.demos.enabled:

@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import Any
 
-from bird.envs.demos import available_envs, demo_path, env_config, load_demos
+from bird.envs.demos import demo_path, env_config, load_demos
 
 __all__ = ["main"]
 

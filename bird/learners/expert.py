@@ -1,10 +1,13 @@
 """A PPO expert for expert demonstrations where a task has no scripted one (demos.expert=ppo): the sb3_ppo learner
 trained on the task's reference reward, cached with its training record as plain files (policy.npz, record.json,
-curve.csv: no pickle) under $BIRD_CACHE_DIR/experts/<env>/ppo-steps<N>-seed<S>/, then served as an ExpertSource."""
+curve.csv: no pickle) under $BIRD_CACHE_DIR/experts/<env>/ppo-steps<N>-seed<S>-<task hash>/ (the hash of the env
+config but its text: horizon, task file), then served as an ExpertSource."""
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -33,13 +36,15 @@ _PPO_KEYS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae
              "net_arch", "normalize_obs", "normalize_reward", "checkpoint_selection")
 
 
-def _name(steps: int, seed: int) -> str:
-    return f"ppo-steps{steps}-seed{seed}"
+def _name(env: EnvConfig, steps: int, seed: int) -> str:
+    """ppo-steps<N>-seed<S>-<hash of the env config without its description>."""
+    task = json.dumps({k: v for k, v in asdict(env).items() if k != "description"}, sort_keys=True, default=str)
+    return f"ppo-steps{steps}-seed{seed}-{hashlib.sha256(task.encode()).hexdigest()[:10]}"
 
 
-def expert_dir(env_id: str, steps: int, seed: int) -> Path:
-    """Where the PPO expert of `env_id` trained `steps` env steps from `seed` is cached."""
-    return cache_dir().parent / "experts" / env_id.replace("/", "__") / _name(steps, seed)
+def expert_dir(env: EnvConfig, steps: int, seed: int) -> Path:
+    """Where the PPO expert of `env` trained `steps` env steps from `seed` is cached."""
+    return cache_dir().parent / "experts" / env.id.replace("/", "__") / _name(env, steps, seed)
 
 
 def expert_job(env: EnvConfig, steps: int, seed: int, out_dir: Path) -> TrainJob:
@@ -65,7 +70,7 @@ def _record(job: TrainJob, result: TrainResult, wall_s: float) -> dict[str, Any]
     curve = [{"env_steps": c.env_steps, "score": c.score, "quantity": c.quantity, "reference_return": c.reference_return,
               "episode_length": c.episode_length} for c in result.curve]
     return {"env_id": job.env.id, "kind": "ppo", "reward": "the task's reference reward", "learner": "sb3_ppo",
-            "env_steps": job.env_steps, "seed": job.seed, "n_envs": job.n_envs,
+            "horizon": job.env.horizon, "env_steps": job.env_steps, "seed": job.seed, "n_envs": job.n_envs,
             "ppo": {k: v for k, v in asdict(job.train).items() if k in _PPO_KEYS},
             "curve": curve, "shipped_checkpoint": result.shipped, "wall_s": round(wall_s, 1),
             "versions": _versions(), "made": dt.date.today().isoformat(),
@@ -111,7 +116,7 @@ def _train(env: EnvConfig, steps: int, seed: int, run: Runner, folder: Path) -> 
 def ppo_expert(env: EnvConfig, steps: int, seed: int, run: Runner) -> ExpertSource:
     """The PPO expert of `env` at `steps` env steps from `seed`: from the cache, else trained with `run` (the sb3_ppo
     learner, in this process or a worker) and cached with its training record."""
-    folder = expert_dir(env.id, steps, seed)
+    folder = expert_dir(env, steps, seed)
     if not (folder / RECORD_NAME).exists():
         _train(env, steps, seed, run, folder)
     policy, record = load_expert(folder, env.id, steps)
@@ -119,4 +124,4 @@ def ppo_expert(env: EnvConfig, steps: int, seed: int, run: Runner) -> ExpertSour
     described = (f"a PPO expert trained {steps:,} env steps on the task's reference reward (sb3_ppo, seed {seed}; "
                  f"its last evaluation scored {last.get('score', float('nan')):.3g}; training record: "
                  f"$BIRD_CACHE_DIR/experts/{folder.relative_to(folder.parents[1])}/{RECORD_NAME})")
-    return ExpertSource(_name(steps, seed), policy, described)
+    return ExpertSource(_name(env, steps, seed), policy, described)
