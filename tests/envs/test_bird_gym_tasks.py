@@ -210,3 +210,66 @@ def test_docs_tasks_md_is_the_catalogue_as_generated():
     assert "eureka" in by_id["gym/hopper_hop_in_place"].benchmark_methods
     assert by_id["mujoco/walker2d"].demonstrations == "PPO expert" and "grace" in by_id["mujoco/walker2d"].methods
     assert by_id["metaworld/push"].demonstrations == "scripted" and by_id["gym/reacher_hold"].demonstrations == "none"
+
+
+# -- searches, one per kind of task (slow) ---------------------------------------------------------------------------
+def _final_curve(run: Path) -> list[dict[str, float]]:
+    import csv
+
+    (curve,) = run.glob("final/*/curve.csv")
+    with open(curve, newline="") as fh:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+@pytest.mark.slow
+def test_era_u_hops_in_place_and_is_scored_on_birds_hop_minus_drift(compose_cfg, tmp_path):
+    """The issue's first line: method=era_u env=gym/hopper_hop_in_place budget=smoke completes, scored on BIRD's
+    hop-minus-drift metric (the quantity) above the task's random anchor."""
+    from bird.loop import search
+
+    cfg = compose_cfg("method=era_u", "env=gym/hopper_hop_in_place")
+    result = search(cfg, tmp_path)
+    assert result["status"] == "completed" and math.isfinite(result["returned_score"])
+    assert "hop_minus_drift" in result["score_definition"]
+    curve = _final_curve(tmp_path)
+    random = cfg.env.task.score.random
+    assert all(row["score"] == pytest.approx(row["quantity"] - random) for row in curve)
+    assert any(result["returned_score"] == pytest.approx(row["score"]) for row in curve)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["gym/swimmer_heading", "gym/acrobot", "gym/mountain_car_continuous",
+                                 "mujoco/humanoid"])
+def test_eureka_searches_each_kind_of_new_task(compose_cfg, tmp_path, env):
+    """A task without a reference reward (eureka ranking on the benchmark score), a discrete action, a success flag,
+    and GRACE's largest Gym MuJoCo body: a smoke search of one iteration each."""
+    from bird.loop import search
+
+    signal = ["feedback.fitness=benchmark_score", "feedback.score_shown=benchmark_score"] if "swimmer" in env else []
+    cfg = compose_cfg("method=eureka", f"env={env}", "budget.max_iterations=1", "env.horizon=100", *signal)
+    result = search(cfg, tmp_path)
+    assert result["status"] == "completed" and math.isfinite(result["returned_score"]), result["no_return_reason"]
+
+
+@pytest.mark.slow
+def test_grace_on_walker2d_learns_from_a_cached_ppo_experts_demos(compose_cfg, tmp_path):
+    """The issue's line: method=grace env=mujoco/walker2d budget=smoke completes with demonstrations from a cached PPO
+    expert, named as a substitute in result.json (the smoke budget's 2,048-step expert: cheap, and labelled so)."""
+    from bird.learners.expert import expert_dir
+    from bird.loop import search
+
+    cfg = compose_cfg("method=grace", "env=mujoco/walker2d")
+    assert cfg.budget.expert_env_steps == CHEAP_EXPERT_STEPS
+    _cheap_expert("mujoco/walker2d")  # cached before the search: the search reads it, it does not train one
+    cached = expert_dir(cfg.env, CHEAP_EXPERT_STEPS, 0)
+    before = (cached / "policy.npz").stat().st_mtime_ns
+    result = search(cfg, tmp_path)
+    assert result["status"] == "completed" and math.isfinite(result["returned_score"]), result["no_return_reason"]
+    label = [s for s in result["substitutes"] if s.startswith("expert demonstrations from a PPO expert")]
+    assert label and "2,048 env steps on the task's reference reward" in label[0]
+    assert any("the paper does not say where its demonstrations came from" in s for s in result["substitutes"])
+    import json
+
+    assert json.loads((tmp_path / "demos.json").read_text())["expert"] == label[0].removeprefix(
+        "expert demonstrations from ")
+    assert (cached / "policy.npz").stat().st_mtime_ns == before
