@@ -1,10 +1,12 @@
 """BIRD's random-policy anchors for its ten Gym MuJoCo tasks, re-measured under bird's stack, beside BIRD's values.
 
-    python bench/bench_bird_anchors.py [--episodes 100] [--out bench/results/bird_random_anchors.csv]
+    python bench/bench_bird_anchors.py [--episodes 100] [--bird-episodes 12] [--tasks T ...]
+                                       [--out bench/results/bird_random_anchors.csv]
 
 For each task (bird's id for it: docs/bird_gym_tasks.md) the uniform-random policy's episode quantity is measured
 twice with the task checker's `measure_anchor` (what `python -m bird.envs anchor` and the suites' baselines commands
-use): over 12 episodes reset with seeds 0..11 (BIRD's protocol: `anchors.random.source` of each spec) and over
+use): over `--bird-episodes` (12) episodes reset with seeds 0..11 (BIRD's protocol: `anchors.random.source` of each
+spec) and over
 `--episodes` episodes from seed 0 (the anchor bird's score is measured from). The quantity is put in BIRD's units
 (InvertedPendulum: steps survived / horizon, BIRD's balance_fraction). Rows are appended with the date, the machine
 and the versions; BIRD's value, episode count and sigma are copied from
@@ -40,8 +42,8 @@ BIRD = {
     "inverted_pendulum_balance": ("mujoco/inverted_pendulum", 0.004, 5, None),
 }
 PER_HORIZON = {"inverted_pendulum_balance"}  # BIRD's balance_fraction = steps / horizon; bird measures steps
-FIELDS = ("date", "machine", "versions", "bird_task", "env", "bird_value", "bird_episodes", "bird_sigma", "n12_mean",
-          "n12_std", "episodes", "mean", "std")
+FIELDS = ("date", "machine", "versions", "bird_task", "env", "bird_value", "bird_episodes", "bird_sigma",
+          "bird_protocol_episodes", "bird_protocol_mean", "bird_protocol_std", "episodes", "mean", "std")
 
 
 def _measure(env_id: str, episodes: int, per_horizon: bool) -> tuple[float, float]:
@@ -54,6 +56,8 @@ def _measure(env_id: str, episodes: int, per_horizon: bool) -> tuple[float, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--bird-episodes", type=int, default=12, help="episodes of the BIRD-protocol measurement")
+    parser.add_argument("--tasks", nargs="*", default=sorted(BIRD), choices=sorted(BIRD))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     stamp = {"date": dt.date.today().isoformat(), "machine": f"{platform.node()} ({os.cpu_count()} cores)",
@@ -64,13 +68,15 @@ def main() -> None:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         if new:
             writer.writeheader()
-        for task, (env_id, value, n, sigma) in BIRD.items():
-            m12, s12 = _measure(env_id, 12, task in PER_HORIZON)
+        for task in args.tasks:
+            env_id, value, n, sigma = BIRD[task]
+            m12, s12 = _measure(env_id, args.bird_episodes, task in PER_HORIZON)
             m, s = _measure(env_id, args.episodes, task in PER_HORIZON)
             writer.writerow({**stamp, "bird_task": task, "env": env_id, "bird_value": value, "bird_episodes": n,
-                             "bird_sigma": "" if sigma is None else sigma, "n12_mean": f"{m12:.4g}",
-                             "n12_std": f"{s12:.3g}", "episodes": args.episodes, "mean": f"{m:.4g}", "std": f"{s:.3g}"})
-            print(f"{task:27} {env_id:30} BIRD {value:>8} (n={n})  n12 {m12:>9.4g} ± {s12:<8.3g} "
+                             "bird_sigma": "" if sigma is None else sigma, "bird_protocol_episodes": args.bird_episodes,
+                             "bird_protocol_mean": f"{m12:.4g}", "bird_protocol_std": f"{s12:.3g}",
+                             "episodes": args.episodes, "mean": f"{m:.4g}", "std": f"{s:.3g}"})
+            print(f"{task:27} {env_id:30} BIRD {value:>8} (n={n})  n{args.bird_episodes} {m12:>9.4g} ± {s12:<8.3g} "
                   f"n{args.episodes} {m:>9.4g} ± {s:.3g}", flush=True)
 
 
