@@ -22,7 +22,8 @@ PACKAGE_DIRS = {"bird": "bird", "envs": "bird.envs", "analysis": "bird.analysis"
 # A name matches a module and everything under it. `__main__` modules (command lines) sit in the top layer.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("bird.types", "bird.registry", "bird.config", "bird.methods", "bird.files", "bird.runlock",
-              "bird.completed", "bird.progress", "bird.jax_cache", "bird.environment", "bird.fidelity")),
+              "bird.completed", "bird.progress", "bird.jax_cache", "bird.environment", "bird.fidelity",
+              "bird.lifetime")),
     ("envs", ("bird.envs",)),
     ("llm", ("bird.llm",)),
     ("reward", ("bird.reward",)),
