@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["ProgressDisplay", "print_summary"]
+__all__ = ["ProgressDisplay", "print_summary", "summary_line"]
 
 
 class ProgressDisplay:
@@ -36,19 +36,29 @@ class ProgressDisplay:
         self.log(escape(f"  {self.iteration} {cid:>8}  {steps:>9,}/{total:,} steps  score {shown}"))
 
 
-def print_summary(result: dict[str, Any], candidates: list[dict[str, Any]]) -> None:
-    console = Console(file=sys.stdout, highlight=False)
-    table = Table(title=f"{result['method']} on {result['env']} (seed {result['seed']}, budget {result['budget']})")
-    for col in ("candidate", "status", "fitness", "score", "env steps"):
-        table.add_column(col)
-    for c in candidates:
-        status = c["failure"]["kind"] if c["failure"] else "trained"
-        fit = "—" if c["fitness"] is None else f"{c['fitness']:.3f}"
-        score = "—" if c["score"] is None else f"{c['score']:.3f}"
-        mark = " ←" if c["id"] == (result.get("returned") or {}).get("candidate_id") else ""
-        table.add_row(c["id"] + mark, status, fit, score, f"{c['env_steps']:,}")
-    console.print(table)
+def summary_line(result: dict[str, Any]) -> str:
+    """One line: how the search ended (and why, when not completed), the returned reward and its score, the cost."""
     rs = result.get("returned_score")
-    console.print(f"returned {(result.get('returned') or {}).get('candidate_id')} · returned_score "
-                  f"{'n/a' if rs is None else f'{rs:.3f}'} · env steps {result['env_steps']:,} · "
-                  f"LLM calls {result['llm_calls']} · wall {result['wall_s']:.0f} s")
+    ended = result.get("status") or "?"
+    if result.get("status_reason"):
+        ended += f" ({result['status_reason']})"
+    return (f"{result['method']} on {result['env']} seed {result['seed']}: {ended} · returned "
+            f"{(result.get('returned') or {}).get('candidate_id')} · returned_score {'n/a' if rs is None else f'{rs:.3f}'}"
+            f" · env steps {result['env_steps']:,} · LLM calls {result['llm_calls']} · wall {result['wall_s']:.0f} s")
+
+
+def print_summary(result: dict[str, Any], candidates: list[dict[str, Any]] | None) -> None:
+    """The table of candidates (when given: run.progress) and the one-line summary, on stdout."""
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    if candidates is not None:
+        table = Table(title=f"{result['method']} on {result['env']} (seed {result['seed']}, budget {result['budget']})")
+        for col in ("candidate", "status", "fitness", "score", "env steps"):
+            table.add_column(col)
+        for c in candidates:
+            status = c["failure"]["kind"] if c["failure"] else c.get("status", "trained")
+            fit = "—" if c["fitness"] is None else f"{c['fitness']:.3f}"
+            score = "—" if c["score"] is None else f"{c['score']:.3f}"
+            mark = " ←" if c["id"] == (result.get("returned") or {}).get("candidate_id") else ""
+            table.add_row(escape(c["id"] + mark), status, fit, score, f"{c['env_steps']:,}")
+        console.print(table)
+    console.print(escape(summary_line(result)))

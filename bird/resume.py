@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="execution-only key=value overrides")
     args = parser.parse_args(argv)
     from bird.checkpoint import CHECKPOINT_NAME, CheckpointError
-    from bird.completed import completed_result
+    from bird.completed import DONE, completed_result
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
     from bird.runlock import RunLockedError
@@ -52,13 +52,16 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.run_dir / CHECKPOINT_NAME).exists():
             print(f"bird: {args.run_dir} has no checkpoint (killed before set-up finished); starting the search over",
                   file=sys.stderr)
-        search(cfg, args.run_dir)
+        result = search(cfg, args.run_dir)
     except (ConfigError, CheckpointError, MissingAPIKeyError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         return 2
     except RunLockedError as exc:
         print(f"bird: {exc}", file=sys.stderr)
         return 3
+    if result["status"] != DONE:
+        print(f"bird: {args.run_dir}: the search ended {result['status']}: {result['status_reason']}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -18,9 +18,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bird.completed import DONE, END_STATES
+
 __all__ = ["run_statuses", "sweep_cells", "summarise", "headline", "main"]
 
-STATES = ("completed", "running", "failed")
+STATES = (DONE, "running", *(s for s in END_STATES if s != DONE))  # every other end state is not done
 
 
 def run_statuses(root: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -78,8 +80,8 @@ def summarise(root: Path) -> dict[str, Any]:
 
 
 def headline(summary: dict[str, Any]) -> str:
-    return (f"{summary['root']}: {summary['cells']} cells · {summary['completed']} completed · "
-            f"{summary['running']} running · {summary['failed']} failed · {summary['not_started']} not started · "
+    states = " · ".join(f"{summary[s]} {s}" for s in STATES)
+    return (f"{summary['root']}: {summary['cells']} cells · {states} · {summary['not_started']} not started · "
             f"{summary['env_steps']:,} env steps · {summary['llm_calls']:,} LLM calls")
 
 
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         console.width = max(console.width, 160)
     for s in summaries:
         print(headline(s))
-        if args.all or s["running"] or s["failed"]:
+        if args.all or any(s[state] for state in STATES if state != DONE):
             console.print(_table(s, args.all))
     return 0
 
