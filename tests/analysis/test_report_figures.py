@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from synthetic_runs import write_run
 
-from bird.analysis import build_leaderboard, plots, read_runs
+from bird.analysis import DEFAULT_L2, build_leaderboard, plots, read_runs
 from bird.analysis.bootstrap import interval
 from bird.analysis.bradley_terry import bradley_terry_intervals
 from bird.analysis.metrics import performance_profile
@@ -65,13 +65,17 @@ def artists(fig) -> dict:
     return {"axes": axes, "suptitle": fig._suptitle.get_text() if fig._suptitle else None}
 
 
-def _errorbars(ax) -> list[tuple[float, float, float, float]]:
-    """(x, y, bar start, bar end) of each error bar of an axes, in drawing order (along y for vertical bars)."""
+def _errorbars(ax) -> list[tuple[float, ...]]:
+    """(x, y, bar start, bar end) of each error bar of an axes, in drawing order (along y for vertical bars); (x, y)
+    for a marker drawn without a bar."""
     out = []
     for container in ax.containers:
-        line, _, (bars,) = container
-        (x0, y0), (x1, y1) = bars.get_segments()[0]
+        line, _, bars = container
         x, y = float(line.get_xdata()[0]), float(line.get_ydata()[0])
+        if not bars:
+            out.append((x, y))
+            continue
+        (x0, y0), (x1, y1) = bars[0].get_segments()[0]
         out.append((x, y, y0, y1) if x0 == x1 else (x, y, x0, x1))
     return out
 
@@ -134,10 +138,13 @@ def test_bradley_terry_panels_show_each_fits_ratings_with_the_leaderboards_penal
                      random_state=SIZES["random_state"])
         order = sorted(fit.ratings, key=fit.ratings.get)
         assert [t.get_text() for t in ax.get_yticklabels()] == order
-        for y, (m, (x, yy, lo, hi)) in enumerate(zip(order, _errorbars(ax), strict=True)):
-            assert (yy, x, lo, hi) == pytest.approx((y, fit.ratings[m], fit.low[m], fit.high[m]), abs=1e-9)
+        for y, (m, drawn) in enumerate(zip(order, _errorbars(ax), strict=True)):  # a bar only where identifiable
+            want = (fit.ratings[m], y, fit.low[m], fit.high[m]) if fit.identifiable else (fit.ratings[m], y)
+            assert drawn == pytest.approx(want, abs=1e-9)
         tasks = "2 tasks" if bench is None else "1 task"
         assert ax.get_title().split("\n")[1] == f"n = {tasks}; BCa B=12"
+        if not fit.identifiable:
+            assert ax.get_title().split("\n")[2] == f"{fit.not_connected_share:.1%} of fits not connected: no intervals"
     assert "l2=0.01;" in fig._suptitle.get_text()
 
 
@@ -219,7 +226,7 @@ def test_figures_that_cannot_be_drawn_are_none_and_their_notes_name_them(tmp_pat
 
 
 def test_defaults_are_the_documented_bootstrap_sizes_penalty_and_seed(tmp_path):
-    """build_leaderboard(source) alone: 10,000 resamples for means, 1,000 for Elo, 2,000 for curves, l2 = 1e-6,
+    """build_leaderboard(source) alone: 10,000 resamples for means, 1,000 for Elo, 2,000 for curves, l2 of the default prior,
     seed 0, figures drawn. Read back unrounded from the figures (the tables round)."""
     root = tmp_path / "runs"
     # six irregular scores per method (each wins some seed pairs): enough distinct resamples that one resample
@@ -238,7 +245,7 @@ def test_defaults_are_the_documented_bootstrap_sizes_penalty_and_seed(tmp_path):
     for m, (_, _, lo, hi) in zip(sorted(table), _errorbars(lb.figures["method_comparison"].axes[0]), strict=True):
         iv = _quiet(interval, table[m], "BCa", n_resamples=10_000, random_state=0)
         assert (lo, hi) == pytest.approx((iv.low, iv.high), abs=1e-12)
-    fit = _quiet(bradley_terry_intervals, table, l2=1e-6, n_resamples=1_000, random_state=0)
+    fit = _quiet(bradley_terry_intervals, table, l2=DEFAULT_L2, n_resamples=1_000, random_state=0)
     assert fit.ratings.strongly_connected and fit.n_not_connected < fit.n_fits  # bounds the data set, not the penalty
     bars = [bound for bar in _errorbars(lb.figures["bradley_terry"].axes[0]) for bound in bar[2:]]
     order = sorted(fit.ratings, key=fit.ratings.get)
