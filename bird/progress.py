@@ -14,7 +14,8 @@ __all__ = ["ProgressDisplay", "print_summary", "summary_line"]
 
 
 class ProgressDisplay:
-    """One line per candidate update, throttled; quiet when disabled."""
+    """One line per scored checkpoint (its steps and its score), and throttled lines of steps in between; quiet
+    when disabled."""
 
     def __init__(self, enabled: bool, min_interval_s: float = 2.0) -> None:
         self.enabled = enabled
@@ -28,12 +29,13 @@ class ProgressDisplay:
             self.console.print(message)
 
     def train_progress(self, cid: str, steps: int, total: int, score: float | None) -> None:
+        """`score` is the checkpoint at `steps` (None: steps so far, no checkpoint scored there)."""
         now = time.monotonic()
-        if steps < total and now - self._last.get(cid, 0.0) < self.min_interval_s:
+        if score is None and now - self._last.get(cid, 0.0) < self.min_interval_s:
             return
         self._last[cid] = now
-        shown = "—" if score is None else f"{score:.3f}"
-        self.log(escape(f"  {self.iteration} {cid:>8}  {steps:>9,}/{total:,} steps  score {shown}"))
+        shown = "" if score is None else f"  checkpoint score {score:.3f}"
+        self.log(escape(f"  {self.iteration} {cid:>8}  {steps:>9,}/{total:,} steps{shown}"))
 
 
 def summary_line(result: dict[str, Any]) -> str:

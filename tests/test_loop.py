@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,15 @@ def test_smoke_search_cli_writes_a_complete_run_directory(tmp_path):
     for name in ("reward.py", "prompt.json", "response.txt", "verify.json", "curve.csv", "candidate.json"):
         assert (cand / name).exists(), name
     assert "returned_score" in proc.stdout  # the summary table
+    # the live line: each checkpoint it shows with the score that checkpoint has in curve.csv, the last one included
+    shown = re.findall(r"\[(?:it \d/\d|final)\]\s+(\S+)\s+([\d,]+)/[\d,]+ steps  checkpoint score (-?[\d.]+)", proc.stderr)
+    assert {cid for cid, _, _ in shown} >= {"it1-c0", "it2-c1", "final-s1000"}, proc.stderr[-3000:]
+    for cid, steps, score in shown:
+        folder = run / ("final/seed1000" if cid == "final-s1000" else f"candidates/{cid}")
+        curve = {int(row.split(",")[0]): float(row.split(",")[1])
+                 for row in (folder / "curve.csv").read_text().splitlines()[1:]}
+        assert f"{curve[int(steps.replace(',', ''))]:.3f}" == score, (cid, steps, score, curve)
+    assert sum(int(steps.replace(",", "")) == 2048 for cid, steps, _ in shown if cid == "final-s1000") == 1
 
 
 @pytest.mark.slow
