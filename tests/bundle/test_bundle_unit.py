@@ -290,3 +290,25 @@ def test_an_edited_answer_or_request_is_named_by_its_line_call_and_purpose(tmp_p
     request = edited(0, lambda r: r["request"]["messages"][1].update(content="another prompt"))
     assert any(p.startswith(f"{name} line 1 (call #{n_offline}") and
                p.endswith("the request differs from the one its key was made from") for p in verify(request).problems)
+
+
+def test_bundle_compare_on_the_command_line_says_identical_within_tolerance_or_what_differs(tmp_path, capsys):
+    from bird.bundle.__main__ import main
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        shutil.copytree(SMOKE_RUNS / "mujoco-inverted_pendulum" / "eureka-s0", d)
+    assert main(["compare", str(a), str(b)]) == 0
+    assert capsys.readouterr().out == f"{a} and {b}: identical\n"
+    curve = b / "candidates" / "it1-c0" / "curve.csv"
+    head, first, *rest = curve.read_text().splitlines()
+    cells = first.split(",")
+    cells[1] = repr(float(cells[1]) + 1e-7)  # the first checkpoint's score, moved a little
+    curve.write_text("\n".join([head, ",".join(cells), *rest]) + "\n")
+    assert main(["compare", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert f"{a} and {b}: differ (1 difference(s)" in out and "candidates/it1-c0/curve.csv:row 0:score" in out
+    assert main(["compare", str(a), str(b), "--tol", "score=0.01"]) == 0
+    assert ": within tolerance (1 difference(s)" in capsys.readouterr().out
+    assert main(["compare", str(a), str(tmp_path)]) == 2
+    assert "is not a finished run directory" in capsys.readouterr().err
