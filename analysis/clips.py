@@ -9,7 +9,7 @@ import pandas as pd
 
 from .artefacts import inside
 
-__all__ = ["pick_clips"]
+__all__ = ["pick_clips", "why_no_clips"]
 
 
 def _first_clip(run_dir: str) -> dict | None:
@@ -45,3 +45,24 @@ def pick_clips(runs: pd.DataFrame) -> pd.DataFrame:
                      "returned_score": run.returned_score, "n_runs": len(with_clip), "clip_score": clip.get("score"),
                      "description": clip.get("description", ""), "path": clip["path"]})
     return pd.DataFrame(rows)
+
+
+def why_no_clips(runs: pd.DataFrame) -> str:
+    """Why no run gives a clip, from each run's result.json `videos`: clips listed but not in the run directory
+    (a bundle holds media only when packed with --with-media), runs that recorded none, and recorded problems."""
+    missing = off = 0
+    problems: set[str] = set()
+    for run_dir in runs.get("run_dir", []):
+        try:
+            videos = json.loads((Path(run_dir) / "result.json").read_text()).get("videos") or {}
+        except (OSError, ValueError):
+            continue
+        off += videos.get("record") == "none"
+        missing += sum(1 for c in videos.get("clips") or [] if not (Path(run_dir) / str(c.get("video", ""))).is_file())
+        problems.update(str(p) for p in videos.get("problems") or [])
+    parts = [f"{missing} clip(s) the runs list are not in their directories (a bundle holds clips only when packed "
+             "with --with-media)"] * bool(missing)
+    parts += [f"{off} run(s) recorded none (video.record=none)"] * bool(off)
+    parts += sorted(problems)[:3]
+    return "; ".join(parts) or "the runs list none"
+

@@ -182,6 +182,8 @@ def render_page(lb: object, figures: dict[str, tuple[str, int] | None], clip_fil
                     "95% BCa interval (seeds resampled). Sorting is stable: sort by the mean, then by task, to rank "
                     "the methods within each task. Each clip is the first evaluation episode of the returned policy "
                     "of the run with the median returned score.</p>")
+        body += [f'<p class="remark">Clips: {_e(n.split(": ", 1)[1])}.</p>' for n in lb.notes
+                 if n.startswith("clips: ")]
         body += [_task_table(b, tasks, runs, lb.clips, clip_files, run_files) for b in sorted(tasks["benchmark"].unique())]
         body.append("</section>")
     body += ['<section id="figures"><h2>Figures</h2>', *_figures(figures, lb.notes), "</section>"]

@@ -139,8 +139,11 @@ def plot_curves(iterations: pd.DataFrame, x: str = "iteration", n_resamples: int
     if x not in ("iteration", "env_steps_cum"):
         raise ValueError(f"x={x!r}; expected 'iteration' or 'env_steps_cum'")
     df = iterations.dropna(subset=["incumbent_score"])
+    lineless = sorted(set(iterations["method"]) - set(df["method"])) if len(iterations) else []
+    notes = [f"{m}: no line: the reward it would return after each iteration was never trained in the loop (no "
+             "in-loop score; e.g. CARD's last, feedback-less iteration, or a screened candidate)" for m in lineless]
     if df.empty:
-        return None, ["no per-iteration scores in the runs"]
+        return None, ["no per-iteration scores in the runs", *notes]
     tasks = sorted({(b, t) for b, t in zip(df["benchmark"], df["task"], strict=True)})
     ncol = min(4, len(tasks))
     nrow = -(-len(tasks) // ncol)
@@ -169,8 +172,9 @@ def plot_curves(iterations: pd.DataFrame, x: str = "iteration", n_resamples: int
         ax.set_axis_off()
     axes[0].legend(fontsize=8)
     _suptitle(fig, f"Per-task curves, n = {_plural(len(tasks), 'task')}: in-loop score of the reward that would be "
-                   "returned after each iteration;\nmean over seeds, 95% BCa bands over seeds")
-    return fig, []
+                   "returned after each iteration;\nmean over seeds, 95% BCa bands over seeds"
+              + (f"; no line for {', '.join(lineless)} (no in-loop score: Notes)" if lineless else ""))
+    return fig, notes
 
 
 def plot_epic(epic: pd.DataFrame, n_resamples: int = 2_000, random_state: int = 0) -> Result:

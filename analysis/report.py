@@ -14,7 +14,7 @@ from . import plots
 from .artefacts import copy_clips, copy_run_files
 from .bootstrap import FEW_SEEDS, few_seeds_label, interval
 from .bradley_terry import DEFAULT_L2, BTIntervals, bradley_terry_intervals
-from .clips import pick_clips
+from .clips import pick_clips, why_no_clips
 from .metrics import aggregate_iqm, aggregate_optimality_gap
 from .page import CAPTIONS, not_drawn_reason, render_page
 from .rundir import RunCollection, read_runs
@@ -156,6 +156,8 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     tables = {name: df for name, (df, _) in built.items()}
     remarks = {name: said for name, (_, said) in built.items() if said}
     clips = pick_clips(runs)
+    if clips.empty:
+        notes.append(f"clips: none to show: {why_no_clips(runs)}")
     tasks = per_task_table(runs, n_resamples, random_state)
     if not figures:
         return Leaderboard(tables, {}, notes, header, clips, tasks, runs, remarks)

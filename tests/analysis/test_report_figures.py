@@ -110,7 +110,8 @@ def test_every_figure_is_drawn_and_each_is_the_plot_of_its_own_data(board):
     }
     for name, (fig, _) in expected.items():
         assert artists(lb.figures[name]) == artists(fig), name
-    assert lb.notes == bt_notes + [f"{name}: {note}" for name, (_, notes) in expected.items() for note in notes]
+    assert lb.notes == bt_notes + ["clips: none to show: the runs list none"] + [
+        f"{name}: {note}" for name, (_, notes) in expected.items() for note in notes]
     assert any(n.startswith("bradley_terry: ") for n in lb.notes)  # this sweep has some to pass on
 
 
@@ -218,6 +219,7 @@ def test_figures_that_cannot_be_drawn_are_none_and_their_notes_name_them(tmp_pat
     assert {k for k, v in lb.figures.items() if v is None} == {"bradley_terry", "epic", "paired"}
     assert lb.notes == [
         "mujoco: Bradley–Terry needs two methods, found ['alpha']",
+        "clips: none to show: the runs list none",
         "method_comparison: mujoco: alpha interval degenerate (one seed per task or constant scores)",
         "bradley_terry: no Bradley–Terry fits (need at least two methods sharing a task)",
         "epic: no EPIC data in the runs (no epic.csv): EPIC figure skipped",
@@ -252,3 +254,15 @@ def test_defaults_are_the_documented_bootstrap_sizes_penalty_and_seed(tmp_path):
     assert bars == pytest.approx([bound for m in order for bound in (fit.low[m], fit.high[m])], abs=1e-9)
     curves = _quiet(plots.plot_curves, coll.iterations, "iteration", 2_000, 0)[0]
     assert artists(lb.figures["curves_iteration"]) == artists(curves)
+
+
+def test_a_method_with_no_in_loop_score_draws_no_line_and_the_notes_say_why():
+    rows = [{"benchmark": "metaworld", "task": "reach", "method": m, "seed": s, "iteration": i,
+             "env_steps_cum": 1000.0 * i, "incumbent_score": (0.1 * i + 0.01 * s) if m == "eureka" else np.nan}
+            for m in ("card", "eureka") for s in (0, 1) for i in (1, 2)]
+    fig, notes = _quiet(plots.plot_curves, pd.DataFrame(rows), "iteration", 30, 0)
+    assert [line.get_label() for line in fig.axes[0].lines] == ["eureka"]
+    assert notes == ["card: no line: the reward it would return after each iteration was never trained in the loop "
+                     "(no in-loop score; e.g. CARD's last, feedback-less iteration, or a screened candidate)"]
+    assert "no line for card" in fig._suptitle.get_text()
+
