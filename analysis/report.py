@@ -61,6 +61,15 @@ def _bt_fits(runs: pd.DataFrame, n_resamples: int, l2: float, random_state: int,
     return fits, n_tasks
 
 
+def _tied(g: pd.DataFrame) -> str:
+    """How many of the runs' iterations ended with every ranked candidate tied on fitness (the tie rule picked), of
+    the iterations of the runs that record it."""
+    known = g[g["n_tied"].notna()] if "n_tied" in g else g.iloc[0:0]
+    if known.empty:
+        return "n/a (not recorded)"
+    return f"{int(known['n_tied'].sum())} of {int(known['n_iterations'].sum())}"
+
+
 def _few_seeds_remark(intervals: dict[str, tuple[float, float]], seeds: dict[str, int]) -> list[str]:
     """"too few seeds to separate methods" for the pairs whose mean intervals overlap where a cell has fewer than
     FEW_SEEDS seeds (empty otherwise)."""
@@ -101,6 +110,7 @@ def _table(runs: pd.DataFrame, bench: str, fit: BTIntervals | None, n_resamples:
         row["opt. gap"] = f"{aggregate_optimality_gap(cells):.3f}"
         if fit is not None:
             row["Elo [95% " + fit.method + "]"] = fit.describe(m) + (few_seeds_label(lo) * fit.identifiable)
+        row["selections tied"] = _tied(g)
         row["env steps / run"] = f"{g['env_steps'].mean():.3g}"
         row["LLM calls / run"] = f"{g['llm_calls'].mean():.3g}"
         row["cost USD (total)"] = f"{g['cost_usd'].sum():.2f}"

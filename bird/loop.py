@@ -33,7 +33,7 @@ from bird.learners.video import summarise_clips
 from bird.llm.base import Generator
 from bird.llm.factory import make_generator, make_judge
 from bird.progress import ProgressDisplay, print_summary
-from bird.result import build_result
+from bird.result import budget_caveats, build_result
 from bird.reward.checks import random_transitions
 from bird.reward.factory import preflight
 from bird.reward.isolation import harden_host
@@ -84,6 +84,9 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
             start -= spent
             ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
                    f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
+            for caveat in budget_caveats(cfg):  # said whatever run.progress is: it changes what the results mean
+                print(f"bird: note: {caveat}", file=sys.stderr)
+                run.event("budget_caveat", detail=caveat)
             scores, no_score = _run_iterations(cfg, state, generator, pool, run, ui, start, resumes)
         finally:
             pool.close()
@@ -148,11 +151,16 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Generator, pool: 
     if cfg.demos.rl_every and state.iteration % cfg.demos.rl_every == 0 and state.iteration < state.plan.iterations:
         expand_negatives(cfg, state, pool, run)
     best = state.iteration_best if state.iteration_best in reports else None
+    fits = [reports[c.id].fitness for c in cands if c.id in reports and reports[c.id].fitness is not None]
+    tied = len(fits) > 1 and len(set(fits)) == 1  # every ranked candidate equal: the tie rule picked
+    if tied:
+        ui.log(f"iteration {state.iteration}: all {len(fits)} ranked candidates tie on fitness {fits[0]:.4g}; "
+               f"select.rule={cfg.select.rule} picked {best} by its tie rule (docs/selection.md)")
     state.iterations_log.append({
         "iteration": state.iteration, "best_candidate": best, "best_fitness": state.fitness(best),
         "best_score": scores.get(best) if best else None,
         "returned_so_far": state.returned, "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
-        "env_steps_cum": state.env_steps})
+        "env_steps_cum": state.env_steps, "all_tied": tied})
 
 
 def _wave(cfg: BirdConfig, state: SearchState, generator: Generator, pool: Executor, run: RunDir,

@@ -44,6 +44,9 @@ def summary_line(result: dict[str, Any]) -> str:
     ended = result.get("status") or "?"
     if result.get("status_reason"):
         ended += f" ({result['status_reason']})"
+    tied = len(result.get("tied_iterations") or [])
+    if tied:
+        ended += f" · {tied} of {len(result.get('iterations') or [])} selections tied on fitness"
     return (f"{result['method']} on {result['env']} seed {result['seed']}: {ended} · returned "
             f"{(result.get('returned') or {}).get('candidate_id')} · returned_score {'n/a' if rs is None else f'{rs:.3f}'}"
             f" · env steps {result['env_steps']:,} · LLM calls {result['llm_calls']} · wall {result['wall_s']:.0f} s")

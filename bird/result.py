@@ -11,11 +11,12 @@ from bird.components.fitness import aggregate_score, resolve_fitness
 from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.fidelity import config_substitutes
+from bird.learners.job import untrained_checkpoint
 from bird.llm.base import Generator
 from bird.rundir import SCHEMA_VERSION
 from bird.state import SearchState
 
-__all__ = ["build_result", "substitutes", "why_nothing_returned"]
+__all__ = ["build_result", "budget_caveats", "substitutes", "why_nothing_returned"]
 
 
 def substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
@@ -25,6 +26,11 @@ def substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
     model = f"{judge['model']} ({judge['label']})" if judge.get("label") else judge.get("model", "no judge")
     out = [s.replace("{judge_model}", model) for s in config_substitutes(cfg)]  # the judge the run actually used
     return list(dict.fromkeys(out + state.substitutes))
+
+
+def budget_caveats(cfg: BirdConfig) -> list[str]:
+    """What the budget does to the meaning of the results, said at the start of the run and kept in result.json."""
+    return [c for c in (untrained_checkpoint(cfg),) if c]
 
 
 def why_nothing_returned(state: SearchState) -> str | None:
@@ -59,6 +65,8 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
         "no_score_reason": None if scores or cand is None else no_score_reason,
         "returned_score_per_seed": scores,
         "iterations": state.iterations_log,
+        "tied_iterations": [it["iteration"] for it in state.iterations_log if it.get("all_tied")],
+        "caveats": budget_caveats(cfg),
         "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
         "failures": {k: sum(1 for c in cands if c.failure and c.failure.kind == k)
                      for k in sorted({str(c.failure.kind) for c in cands if c.failure})},

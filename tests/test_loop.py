@@ -102,6 +102,21 @@ def test_smoke_search_cli_writes_a_complete_run_directory(tmp_path):
                  for row in (folder / "curve.csv").read_text().splitlines()[1:]}
         assert f"{curve[int(steps.replace(',', ''))]:.3f}" == score, (cid, steps, score, curve)
     assert sum(int(steps.replace(",", "")) == 2048 for cid, steps, _ in shown if cid == "final-s1000") == 1
+    # ties: smoke's first checkpoint scores the untrained policy (said at start); an iteration whose ranked candidates
+    # all have one fitness is recorded, said on the live display and in the summary line
+    assert result["caveats"] == [next(line for line in proc.stderr.splitlines()
+                                      if line.startswith("bird: note: budget=smoke: the first of 2 checkpoints (1,024 "
+                                                         "env steps) comes before the first policy update"))[12:]]
+    fitness = {}
+    for path in run.glob("candidates/*/candidate.json"):
+        cand = json.loads(path.read_text())
+        fitness.setdefault(cand["iteration"], set()).add(cand["fitness"])
+    tied = [it for it, values in sorted(fitness.items()) if len(values) == 1]
+    assert result["tied_iterations"] == tied and tied  # Hopper at smoke: every fitness is the untrained policy's
+    assert [it["all_tied"] for it in result["iterations"]] == [it in tied for it in (1, 2)]
+    for it in tied:
+        assert f"iteration {it}: all 2 ranked candidates tie on fitness " in proc.stderr
+    assert f"· {len(tied)} of 2 selections tied on fitness ·" in proc.stdout
 
 
 @pytest.mark.slow

@@ -91,7 +91,7 @@ def test_one_benchmark_has_no_pooled_table(tmp_path):
     lb = _board(_runs(tmp_path, {k: v for k, v in MIXED.items() if k[1] == "mujoco"}))
     assert list(lb.tables) == ["mujoco"]
     assert list(lb.tables["mujoco"].columns) == ["method", "tasks", "seeds", "mean [95% BCa]", "IQM", "opt. gap",
-                                                 "Elo [95% BCa]", "env steps / run", "LLM calls / run",
+                                                 "Elo [95% BCa]", "selections tied", "env steps / run", "LLM calls / run",
                                                  "cost USD (total)"]
 
 
@@ -140,7 +140,7 @@ def test_table_rows_for_a_hand_made_benchmark(tmp_path):
     assert row == {"method": "alpha", "tasks": 2, "seeds": "2–3",
                    "mean [95% BCa]": f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}] (2 seeds < 5: about the "
                                      "seeds' range)",
-                   "IQM": row["IQM"], "opt. gap": row["opt. gap"],
+                   "IQM": row["IQM"], "opt. gap": row["opt. gap"], "selections tied": "n/a (not recorded)",
                    "env steps / run": "4e+04", "LLM calls / run": "1", "cost USD (total)": "0.00"}
     assert iv.estimate == pytest.approx((np.mean([0.2, 0.4, 0.9]) + 0.2) / 2)
     assert notes == ["mujoco: Bradley–Terry needs two methods, found ['alpha']"]
@@ -179,4 +179,16 @@ def test_the_page_and_the_markdown_show_the_small_n_labels_and_the_remark(tmp_pa
         assert "Too few seeds to separate methods: alpha and beta" in text
         assert text.count("(2 seeds &lt; 5: about the seeds&#x27; range)" if text is page else
                           "(2 seeds < 5: about the seeds' range)") == 4  # overview and per-task, both methods
+
+
+def test_the_overview_counts_the_selections_that_were_ties_from_result_json(tmp_path):
+    coll = _runs(tmp_path / "runs", {("alpha", "mujoco", "hopper"): [0.2, 0.6], ("beta", "mujoco", "hopper"): [0.3]})
+    for run in (tmp_path / "runs").rglob("result.json"):  # 1 iteration each (synthetic runs); alpha seed 0 tied
+        result = json.loads(run.read_text())
+        if result["method"] == "alpha":
+            run.write_text(json.dumps({**result, "tied_iterations": [1] if result["seed"] == 0 else []}))
+    rows = _board(read_runs(tmp_path / "runs", warn=False)).tables["mujoco"].set_index("method")
+    assert rows.loc["alpha", "selections tied"] == "1 of 2"
+    assert rows.loc["beta", "selections tied"] == "n/a (not recorded)"  # a result.json from before ties were kept
+    assert len(coll.runs) == 3
 
