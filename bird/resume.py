@@ -32,6 +32,19 @@ def saved_config(run_dir: Path, overrides: list[str] | None = None) -> BirdConfi
     return load_config(cfg)  # type: ignore[arg-type]
 
 
+def _ended(run_dir: Path) -> str | None:
+    """"ended <state>: <reason>" when the directory holds a search that ran to an end other than completed."""
+    import json
+
+    try:
+        status = json.loads((run_dir / "status.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(status, dict) or status.get("state") in (None, "running", "completed"):
+        return None
+    return f"ended {status['state']}: {status.get('error')}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bird.resume", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
@@ -50,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bird: {args.run_dir} already completed (returned_score {done.get('returned_score')}); nothing to do")
             return 0
         if not (args.run_dir / CHECKPOINT_NAME).exists():
-            print(f"bird: {args.run_dir} has no checkpoint (killed before set-up finished); starting the search over",
-                  file=sys.stderr)
+            why = _ended(args.run_dir) or "has no checkpoint (killed before set-up finished)"
+            print(f"bird: {args.run_dir} {why}; starting the search over", file=sys.stderr)
         result = search(cfg, args.run_dir)
     except (ConfigError, CheckpointError, MissingAPIKeyError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
