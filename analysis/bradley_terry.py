@@ -64,11 +64,11 @@ class BTIntervals:
 
     def describe(self, m: str) -> str:
         """Method m's rating as a reader should read it: `1500 [1400, 1600]`, with the share of resamples that were
-        not strongly connected when there are any, or `1500 (interval not identifiable: ...)`."""
+        not strongly connected when there are any, or `1500 (not identifiable: ...)`."""
         shown = f"{self.ratings[m]:.0f}" + ("" if self.ratings.strongly_connected else " (rating set by the prior)")
-        share = f"{self.not_connected_share:.1%} of resamples not strongly connected"
+        share = f"{self.not_connected_share:.1%} of resamples not connected"
         if not self.identifiable:
-            return f"{shown} (interval not identifiable: {share})"
+            return f"{shown} (not identifiable: {share})"
         return f"{shown} [{self.low[m]:.0f}, {self.high[m]:.0f}]" + (f" ({share})" if self.n_not_connected else "")
 
 

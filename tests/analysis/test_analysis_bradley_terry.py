@@ -264,8 +264,8 @@ def test_a_pair_that_half_the_resamples_separate_has_the_known_interval_and_is_n
     assert (fit.low["A"], fit.high["A"]) == pytest.approx((1500 - half, 1500 + half), abs=1e-6)
     assert fit.n_fits == 2001 and fit.not_connected_share == pytest.approx(0.5, abs=0.03)
     assert not fit.identifiable
-    assert fit.describe("A") == f"1500 (interval not identifiable: {fit.not_connected_share:.1%} of resamples not " \
-                                "strongly connected)"
+    assert fit.describe("A") == f"1500 (not identifiable: {fit.not_connected_share:.1%} of resamples not " \
+                                "connected)"
 
 
 def test_a_method_that_never_loses_has_no_identifiable_interval_and_a_rating_set_by_the_prior():
@@ -275,7 +275,7 @@ def test_a_method_that_never_loses_has_no_identifiable_interval_and_a_rating_set
     gap = _separated_gap(4, DEFAULT_L2)
     assert fit.ratings["A"] - fit.ratings["B"] == pytest.approx(gap, abs=1e-3) and gap < 2 * DEFAULT_PRIOR_SD_ELO
     assert fit.n_not_connected == fit.n_fits and not fit.identifiable
-    assert fit.describe("A").startswith(f"{1500 + gap / 2:.0f} (rating set by the prior) (interval not identifiable: "
+    assert fit.describe("A").startswith(f"{1500 + gap / 2:.0f} (rating set by the prior) (not identifiable: "
                                         "100.0% of resamples")
 
 
@@ -294,5 +294,5 @@ def test_the_not_identifiable_threshold_is_one_tail_of_the_interval(share, ident
 
     fit = BTIntervals(Ratings({"A": 1500.0}), {"A": 1400.0}, {"A": 1600.0}, "BCa", 1000, round(share * 1000), 1000)
     assert fit.identifiable is identifiable
-    assert fit.describe("A") == ("1500 [1400, 1600] (2.5% of resamples not strongly connected)" if identifiable else
-                                 "1500 (interval not identifiable: 2.6% of resamples not strongly connected)")
+    assert fit.describe("A") == ("1500 [1400, 1600] (2.5% of resamples not connected)" if identifiable else
+                                 "1500 (not identifiable: 2.6% of resamples not connected)")
