@@ -28,7 +28,7 @@ from .tidy import score_table, shared_tasks
 __all__ = ["Leaderboard", "build_leaderboard", "write_leaderboard"]
 
 # a cell this module formats: numbers, an interval, a mark in parentheses (never text from a run directory)
-_INTERVAL = re.compile(r"[-+0-9.e ]*\[[-+0-9.e, ]*\][a-z() ]*")
+_INTERVAL = re.compile(r"[-+0-9.e ]*\[[-+0-9.e, ]*\][a-z() ]*(?: \(\d+ seeds? < \d+: about the seeds' range\))?")
 
 
 @dataclass
