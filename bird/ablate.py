@@ -28,6 +28,7 @@ from omegaconf import OmegaConf
 from bird.config.load import CONF_DIR, ConfigError, compose
 from bird.config.schema import BirdConfig
 from bird.config.searchpath import ENV_VAR, find, options
+from bird.config.task_for import task_for
 from bird.diff import _flatten
 
 __all__ = ["Choice", "choices", "applicable", "sweep_commands", "DEFAULT_ENVS"]
@@ -119,9 +120,10 @@ def _assess(base: str, base_flat: dict[str, Any], name: str, overrides: list[str
 def applicable(base: str, overrides: list[str] | None = None, include_all: bool = False,
                names: list[str] | None = None) -> list[Choice]:
     """The choices (all, or `names`) that apply to `base` (with `include_all`, each with its reason when it does not)."""
-    base_flat = _flat(compose([f"method={base}", *(overrides or [])]))
+    overrides = task_for([base], list(overrides or []))  # a task the base runs on (the default task may refuse it)
+    base_flat = _flat(compose([f"method={base}", *overrides]))
     known = choices(overrides)
-    out = [_assess(base, base_flat, name, list(overrides or [])) if name in known
+    out = [_assess(base, base_flat, name, overrides) if name in known
            else Choice(name, None, "", {}, f"no such choice (choice/{name}.yaml on the config search path)")
            for name in (names or known)]
     return out if include_all else [c for c in out if c.reason is None]

@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from bird.config.load import ConfigError, compose
 from bird.config.searchpath import find, options
+from bird.config.task_for import task_for
 
 __all__ = ["method_diff", "shared_env"]
 
@@ -55,6 +56,7 @@ def method_diff(a: str, b: str, overrides: list[str] | None = None,
     env = shared_env(a, b, overrides)
     if env and not any(o.startswith("env=") for o in overrides):
         overrides.append(f"env={env}")
+    overrides = task_for([a, b], overrides)  # a task both run on (the default task may refuse one)
     flat = []
     for method, extra in ((a, []), (b, extra_b or [])):
         cfg = compose([f"method={method}", *overrides, *extra])

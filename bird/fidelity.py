@@ -322,7 +322,9 @@ def _title(name: str, overrides: list[str]) -> str:
 
 def _print_report(method: str, overrides: list[str]) -> None:
     from bird.config.load import compose
+    from bird.config.task_for import task_for
 
+    overrides = task_for([method], overrides)  # a task the method runs on (the default task may refuse it)
     cfg = compose([f"method={method}", *overrides])
     print(f"method={method} {' '.join(overrides)}  (budget {cfg.budget.name}, protocol {cfg.budget.protocol})")
     print("verdicts: paper = the method's paper; BIRD = BIRD's matched run; both; neither (with the reason); "

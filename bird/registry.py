@@ -92,6 +92,8 @@ class Component:
     :param always_last: a checkpoint rule that always ships the last checkpoint.
     :param resolve: suite -> the name it resolves to there (a suite-aware fitness).
     :param mate: a parent rule's choice of a second parent (crossover).
+    :param needs_task: what the task must offer (TaskOffers fields: success_flag, reference_reward, ...), checked
+        when the config loads.
     """
 
     fn: Any
@@ -105,6 +107,7 @@ class Component:
     always_last: bool = False
     resolve: Callable[[str], str] | None = None
     mate: Callable[..., Any] | None = None
+    needs_task: tuple[str, ...] = ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

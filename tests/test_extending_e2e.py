@@ -23,8 +23,8 @@ EXAMPLES = ROOT / "examples" / "extending"
 
 # The task every search here runs on, as a config option (env=...) and the overrides that keep it short. The task
 # file example, examples/extending/pendulum.yaml, is put on the user's path as env/gym/my_pendulum.yaml (as
-# docs/extending.md says): ENV = "gym/my_pendulum" runs it.
-ENV = "mujoco/inverted_pendulum"
+# docs/extending.md says), and every search here runs it.
+ENV = "gym/my_pendulum"
 SHORT = ("env.horizon=100", "budget.env_steps=512", "budget.final_env_steps=512", "verify.call_timeout_s=60",
          "video.record=none", "run.progress=false")
 

@@ -12,6 +12,7 @@ from bird.config.search import AlignmentConfig, CrossoverConfig, IslandsConfig, 
 __all__ = [
     "BirdConfig",
     "EnvConfig",
+    "TaskFileConfig",
     "GenerateConfig",
     "VerifyConfig",
     "TrainConfig",
@@ -35,6 +36,109 @@ __all__ = [
 
 
 @dataclass
+class TaskFieldConfig:
+    """One named slice of a task file's flat observation (docs/task_files.md)."""
+
+    # the name a reward program reads: obs["<name>"]
+    name: str = MISSING
+    # [start, stop) of the flat observation
+    slice: list[int] = MISSING
+    # what it measures: position | velocity | angle | angular_velocity | angle_cos | angle_sin | quaternion | goal |
+    # gripper | contact | position_delta | other (prompts, the class abstraction, the offline synthesiser read it)
+    kind: str = "other"
+    unit: str = ""
+    # the world axis of a position or velocity: x | y | z | xy | xyz | ""
+    axis: str = ""
+    description: str = ""
+
+
+@dataclass
+class TaskScoreConfig:
+    """A task file's benchmark score: score = (episode quantity - random) / scale."""
+
+    # the episode quantity: return (the reference reward's) | displacement | survival | final_distance | info | function
+    kind: str = MISSING
+    # displacement, final_distance, info: the info key read each step (e.g. x_position)
+    info_key: str | None = None
+    # displacement, final_distance: an observation field read instead of an info key
+    field: str | None = None
+    # info: how the per-step values make the quantity: sum | mean | last | max | min | any
+    reduce: str = "sum"
+    # function: "module:function" (episode -> float), over the episode record of bird/envs/gym/episode.py
+    function: str | None = None
+    # the quantity negated (lower is better: e.g. displacement along -x)
+    negate: bool = False
+    # what the score measures, for people and result.json (never shown to a generator)
+    definition: str = MISSING
+    # the uniform-random policy's mean quantity (python -m bird.envs anchor TASK); null = not measured (check fails)
+    random: float | None = None
+    # divisor; null = the kind's rule: displacement horizon * dt, survival horizon - random, else |random| (or 1)
+    scale: float | None = None
+
+
+@dataclass
+class TaskSuccessConfig:
+    """A task file's success flag: an info key (truthy = success) or a "module:function" (obs, info) -> bool."""
+
+    info_key: str | None = None
+    function: str | None = None
+
+
+@dataclass
+class TaskWrapperConfig:
+    """A gymnasium wrapper applied to the env, "module:Class" with keyword arguments (innermost first)."""
+
+    target: str = MISSING
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TaskSourceConfig:
+    """What a generator may see of the env's code (generate.env_representation)."""
+
+    # views offered beyond obs_index and class_abstraction: full_source | obs_code (empty: no code is shown)
+    show: list[str] = field(default_factory=list)
+    # the file full_source shows: a module name or a .py path (null: the module of the env's class)
+    file: str | None = None
+    # names removed from that file (functions, methods, attributes, assignments, dict keys) with what reads them;
+    # names holding "rew" or "cost" are removed always
+    remove: list[str] = field(default_factory=list)
+    # the env-class method obs_code shows
+    obs_method: str = "_get_obs"
+
+
+@dataclass
+class TaskHiddenConfig:
+    """What the leak audit must keep out of every prompt, besides the reward names read from the source."""
+
+    names: list[str] = field(default_factory=list)
+    # numbers a prompt must never compare against (e.g. a success threshold)
+    thresholds: list[float] = field(default_factory=list)
+
+
+@dataclass
+class TaskFileConfig:
+    """A task of the gym suite, written as a file (conf/env/gym/<task>.yaml; docs/task_files.md)."""
+
+    # the env: a registered Gymnasium id (Pendulum-v1) or "module:Class"
+    make: str = MISSING
+    # keyword arguments of the env's constructor
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    wrappers: list[TaskWrapperConfig] = field(default_factory=list)
+    # the observation's named slices; empty = derived from the space (Box: obs_0.., Dict: one per key)
+    fields: list[TaskFieldConfig] = field(default_factory=list)
+    # new names for derived fields: {derived name: name}
+    rename: dict[str, str] = field(default_factory=dict)
+    score: TaskScoreConfig = field(default_factory=TaskScoreConfig)
+    success: TaskSuccessConfig | None = None
+    # the task's reference reward: env (the env's own step reward) | none (no published reward: native and
+    # reference_return are refused) | "module:function" (obs, action, next_obs, info) -> float
+    reference_reward: str = "env"
+    source: TaskSourceConfig = field(default_factory=TaskSourceConfig)
+    hidden: TaskHiddenConfig = field(default_factory=TaskHiddenConfig)
+
+
+@dataclass
 class EnvConfig:
     # task id, "<suite>/<task>", e.g. "mujoco/hopper"
     id: str = MISSING
@@ -44,6 +148,8 @@ class EnvConfig:
     horizon: int = 1000
     # physics backend, for suites that have several (brax: generalized | positional | spring | mjx); None = the task's default
     backend: str | None = None
+    # the task file of a gym-suite task (env/gym/<task>.yaml); null for the suites with their own adapters
+    task: TaskFileConfig | None = None
 
 
 @dataclass
@@ -445,7 +551,7 @@ class BudgetConfig:
 
 @dataclass
 class RunConfig:
-    # print live progress
+    # print live progress and the table of candidates at the end (false: only the one-line summary at the end)
     progress: bool = True
     # save the final policy of every candidate
     save_policies: bool = False
