@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.load import ConfigError
 from bird.config.schema import BirdConfig
+from bird.config.secrets import string_leaves
+from bird.files import load_yaml, read_text
 
 __all__ = ["AuthorityKey", "AUTHORITY", "add_authority_key", "load_received", "adopt"]
 
@@ -68,21 +69,18 @@ def add_authority_key(key: str, kind: str, unlimited: float | None = None,
     AUTHORITY.append(AuthorityKey(key, kind, unlimited, inert))
 
 
-def _interpolations(node: Any, where: str = "") -> list[str]:
-    if isinstance(node, dict):
-        return [p for k, v in node.items() for p in _interpolations(v, f"{where}.{k}" if where else str(k))]
-    if isinstance(node, list):
-        return [p for i, v in enumerate(node) for p in _interpolations(v, f"{where}[{i}]")]
-    return [where] if isinstance(node, str) and "${" in node else []
+def _interpolations(data: dict[str, Any]) -> list[str]:
+    return [where for where, text in string_leaves(data) if "${" in text]
 
 
 def load_received(path: Path) -> dict[str, Any]:
-    """A received config.yaml as plain data. Raises ConfigError when it is not a YAML mapping or holds an
+    """A received config.yaml as plain data: a regular file of at most LIMITS["config"] bytes, parsed with bounds and
+    without aliases (bird/files.py). Raises ConfigError when it cannot be read so, is not a YAML mapping or holds an
     interpolation (resolving one would run a resolver the file chose: `${oc.env:OPENAI_API_KEY}` reads a secret)."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: not a readable YAML config ({type(exc).__name__})") from None
+        data = load_yaml(read_text(Path(path), "config"))
+    except (OSError, ValueError) as exc:  # UnsafeFileError, UnicodeDecodeError, BoundedParseError, not YAML
+        raise ConfigError(f"{path}: not a readable YAML config ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a config (a YAML mapping)")
     if found := _interpolations(data):

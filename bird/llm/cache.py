@@ -1,7 +1,8 @@
 """Content-addressed response cache shared by every run of a machine, safe for concurrent writers.
 
-Layout: `<dir>/<key[:2]>/<key>.json`, one file per answer, written to a temporary file in the same folder and
-moved into place with os.replace (atomic on POSIX and Windows), so a reader sees a whole entry or none.
+Layout: `<dir>/<key[:2]>/<key>.json`, one file per answer, written atomically and read back as a regular file within
+its cap, with bounded parsing (bird/files.py), so a reader sees a whole entry or none, and a shared cache can plant
+no link, FIFO or endless file in a search.
 Modes: off | readwrite (serve hits, store misses) | record (always call, overwrite) | replay (hits only).
 """
 
@@ -10,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bird.files import atomic_writer, read_json
 from bird.llm.base import Generator, Request, Response
 
 __all__ = ["CACHE_MODES", "CachingGenerator", "ReplayMissError", "ResponseCache", "default_cache_dir", "is_key"]
@@ -66,8 +67,8 @@ class ResponseCache:
         if not is_key(key):
             return None
         try:
-            entry = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            entry = read_json(self.path(key), "answer", self.root)
+        except (OSError, ValueError):  # absent, a link leaving the cache, not a regular file, too large, not JSON
             return None
         return entry if isinstance(entry, dict) and entry.get("format") == _FORMAT else None
 
@@ -75,16 +76,8 @@ class ResponseCache:
         """Store atomically; concurrent writers of one key leave one whole entry (last writer wins)."""
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"format": _FORMAT, "key": key, **entry}, fh, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_writer(target, durable=True) as fh:
+            fh.write(json.dumps({"format": _FORMAT, "key": key, **entry}, indent=1).encode())
 
 
 class CachingGenerator(Generator):
