@@ -145,13 +145,14 @@ def task_reference(env_id: str, s: EpicSettings, log: Callable[[str], None] = pr
 
 
 def _contract(run: Path) -> str:
-    """The run's reward-program contract (config.yaml `reward.contract`, default compute_reward)."""
-    from omegaconf import OmegaConf
+    """The run's reward-program contract (config.yaml `reward.contract`, default compute_reward), read as received
+    data (bird/config/received.py: an interpolation is refused, never resolved)."""
+    from bird.config.received import load_received
 
     cfg = run / "config.yaml"
     if not cfg.is_file():
         return "compute_reward"
-    return str(OmegaConf.select(OmegaConf.load(cfg), "reward.contract", default="compute_reward"))
+    return str((load_received(cfg).get("reward") or {}).get("contract", "compute_reward"))
 
 
 def _best_candidates(result: dict) -> list[tuple[int, str | None]]:
