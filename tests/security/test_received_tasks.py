@@ -340,6 +340,8 @@ def test_a_task_naming_code_is_accepted_when_the_user_vouches_for_it(tmp_path, s
     notes: list[str] = []
     assert saved_config(run, ["env.task.make=Pendulum-v1"]).env.task.make == "Pendulum-v1"  # replaced: no code
     assert not stranger.marker.exists()
+    data = _received_run(tmp_path / "data", _env_section())
+    assert saved_config(data, [f"env.task.make={stranger.module}:Env"]).env.task.make == f"{stranger.module}:Env"
     assert saved_config(run, [f"plugins=[{stranger.module}]"]).plugins == [stranger.module]  # a plugin you name
     assert saved_config(run, trust=True, notes=notes).env.task.make == f"{stranger.module}:Env"
     assert notes == [f"env.task names code or files (env.task.make='{stranger.module}:Env'): taken as received "
