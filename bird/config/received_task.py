@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.errors import ConfigError
@@ -70,30 +70,38 @@ def _paths(node: Any, key: str) -> Iterator[tuple[str, Any]]:
         yield key, node
 
 
+def _at(task: dict[str, Any], section: str, key: str) -> Any:
+    """task[section][key], None where either is missing or not a mapping (a malformed section is the schema's to name)."""
+    node = task.get(section)
+    return node.get(key) if isinstance(node, dict) else None
+
+
 def named_code(task: dict[str, Any], plugins: Sequence[str] = ()) -> list[tuple[str, Any]]:
     """(key, value) of every entry of a task section that names code or a file beyond data (module docstring);
-    targets inside the modules `plugins` are the user's."""
+    targets inside the modules `plugins` are the user's. Any value that is not a string counts as code."""
     def code(target: Any) -> bool:
-        return target not in DATA_TARGETS and not _within(str(target).partition(":")[0], plugins)
+        return not (isinstance(target, str) and (target in DATA_TARGETS
+                                                 or _within(target.partition(":")[0], plugins)))
 
     out: list[tuple[str, Any]] = []
     make = task.get("make")
     if isinstance(make, str) and (":" in make or make in LOADER_IDS) and not _registered(make) and code(make):
         out.append(("env.task.make", make))
-    out += _paths(task.get("kwargs") or {}, "env.task.kwargs")
-    for i, w in enumerate(task.get("wrappers") or []):
-        w = w if isinstance(w, dict) else {"target": w}
-        if code(w.get("target")):
-            out.append((f"env.task.wrappers[{i}].target", w.get("target")))
-        out += _paths(w.get("kwargs") or {}, f"env.task.wrappers[{i}].kwargs")
-    for key, section, field in (("score.function", "score", "function"), ("success.function", "success", "function")):
-        target = (task.get(section) or {}).get(field)
+    out += _paths(task.get("kwargs"), "env.task.kwargs")
+    wrappers = task.get("wrappers")
+    for i, w in enumerate(wrappers if isinstance(wrappers, list) else []):
+        target = w.get("target") if isinstance(w, dict) else w
+        if code(target):
+            out.append((f"env.task.wrappers[{i}].target", target))
+        out += _paths(w.get("kwargs") if isinstance(w, dict) else None, f"env.task.wrappers[{i}].kwargs")
+    for section in ("score", "success"):
+        target = _at(task, section, "function")
         if target is not None and code(target):
-            out.append((f"env.task.{key}", target))
+            out.append((f"env.task.{section}.function", target))
     reference = task.get("reference_reward", "env")
     if reference not in ("env", "none") and code(reference):
         out.append(("env.task.reference_reward", reference))
-    file = (task.get("source") or {}).get("file")
+    file = _at(task, "source", "file")
     if file is not None and not (isinstance(file, str) and _MODULE.fullmatch(file)
                                  and _within(file, (*SOURCE_PACKAGES, *plugins))):
         out.append(("env.task.source.file", file))
@@ -132,9 +140,8 @@ def _command_line(overrides: Sequence[str]) -> tuple[dict[str, Any], list[str], 
     task = OmegaConf.select(given, "env.task", default=None)
     plugins = OmegaConf.select(given, "plugins", default=None)
     mine = {re.sub(r"^[+~]+", "", o.partition("=")[0]).strip() for o in overrides}
-    return (OmegaConf.to_container(task) if task is not None else {},  # type: ignore[return-value]
-            [str(p) for p in OmegaConf.to_container(plugins)] if plugins is not None else [],  # type: ignore[union-attr]
-            mine)
+    return (OmegaConf.to_container(task) if isinstance(task, DictConfig) else {},  # type: ignore[return-value]
+            [str(p) for p in plugins] if isinstance(plugins, ListConfig) else [], mine)
 
 
 def received_task(env: Any, overrides: Sequence[str] = (), trust: bool = False) -> tuple[list[str], str | None]:
