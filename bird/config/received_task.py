@@ -24,7 +24,7 @@ from bird.config.errors import ConfigError
 from bird.config.schema import TaskFileConfig
 from bird.config.searchpath import config_dirs, find
 
-__all__ = ["DATA_TARGETS", "SOURCE_PACKAGES", "named_code", "received_task", "check_received_task",
+__all__ = ["DATA_TARGETS", "SOURCE_PACKAGES", "LOADER_IDS", "named_code", "received_task", "check_received_task",
            "on_search_path"]
 
 # `module:name` targets a received task may name: the score functions bird's own task files name
@@ -38,8 +38,6 @@ SOURCE_PACKAGES = ("bird", "gymnasium")  # packages whose modules' source a rece
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _OPTION = re.compile(r"[A-Za-z0-9_]+(/[A-Za-z0-9_-]+)+")  # an env option name: gym/my_task
 _PATH_LIKE = re.compile(r"[/\\]|^[~.]")  # a simulator opens it relative to the working folder or the root
-
-
 # registered ids that build another env from a name in their kwargs (shimmy's old-Gym loaders import `module:Env`)
 LOADER_IDS = frozenset({"GymV21Environment-v0", "GymV26Environment-v0"})
 
@@ -158,11 +156,11 @@ def received_task(env: Any, overrides: Sequence[str] = (), trust: bool = False) 
         raise ConfigError(f"env.task: {exc}") from None
     assert isinstance(task, dict)
     trusted = [*plugins, *(m for m, _ in entry_point_modules())]
-    named = [(k, v) for k, v in named_code(task, trusted) if not _given(k, mine)]  # type: ignore[arg-type]
+    named = [(k, v) for k, v in named_code(task, trusted) if not _given(k, mine)]
     if not named:
         return [], None
     listing = ", ".join(f"{k}={v!r}" for k, v in named)
-    own = _own_file(env.get("id"), task, overrides)  # type: ignore[arg-type]
+    own = _own_file(env.get("id"), task, overrides)
     if own is not None:
         return [f"env.task names code or files ({listing}): the task section of your own {own}, accepted"], None
     if trust:

@@ -289,6 +289,23 @@ def test_bird_own_task_files_are_data_and_resume_as_received(tmp_path, env):
     assert env_config(str(copy)).task == env_config(env).task  # a copy from elsewhere: checked, accepted
 
 
+def test_every_shipped_task_file_and_metric_is_data():
+    """bird's own task files name only data, so a stranger's copy of one is accepted; every metric bird ships for task
+    files is a data target, and every data target exists (a wrapper is a gymnasium.Wrapper)."""
+    import gymnasium as gym
+
+    import bird.envs.gym.metrics as metrics
+    from bird.config.received_task import DATA_TARGETS, named_code
+    from bird.envs.gym.episode import load_target
+
+    for path in sorted((CONF_DIR / "env" / "gym").glob("*.yaml")):
+        assert named_code(yaml.safe_load(path.read_text())["task"]) == [], path
+    assert {f"bird.envs.gym.metrics:{name}" for name in metrics.__all__} <= DATA_TARGETS
+    for target in DATA_TARGETS:
+        obj = load_target(target, "test")
+        assert callable(obj) and (not target.startswith("gymnasium.") or issubclass(obj, gym.Wrapper)), target
+
+
 def test_data_targets_and_registered_classes_are_accepted_as_received(tmp_path):
     env = _env_section("gym/hopper_hop_in_place", **{
         "task.make": "gymnasium.envs.mujoco.hopper_v5:HopperEnv",  # the class Hopper-v5 registers
