@@ -64,7 +64,7 @@ def _frames(a: dict[str, Any]) -> None:
     from bird.envs.frames import render_episode, write_video
     from bird.envs.registry import make_adapter
 
-    adapter = make_adapter(env_config(a["env"]))
+    adapter = make_adapter(env_config(a["env"], a["trust"]))
     policy = adapter.expert_policy() if a["policy"] == "expert" else None
     frames = render_episode(adapter, a["seed"], policy, max_steps=a["max_steps"] or None, every=a["every"])
     print(write_video(frames, a["out"]), f"{len(frames)} frames")
@@ -116,9 +116,8 @@ def main(argv: list[str] | None = None) -> None:
     if ns.command in _TASK_COMMANDS and task is None:
         raise SystemExit(f"usage: python -m bird.envs {ns.command} TASK [key=value ...] (TASK: gym/pendulum or a .yaml)")
     try:
-        a = _kv(args, _DEFAULTS[ns.command])
+        a = {**_kv(args, _DEFAULTS[ns.command]), "trust": ns.trust_config}
         if task is not None:
-            a["trust"] = ns.trust_config
             commands = {"check": _check, "describe": _describe, "anchor": _anchor}
             raise SystemExit(commands[ns.command](task, a))
         {"list": lambda _: _list(), "demos": _demos, "frames": _frames}[ns.command](a)
