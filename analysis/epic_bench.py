@@ -147,7 +147,7 @@ def task_reference(env_id: str, s: EpicSettings, log: Callable[[str], None] = pr
 
 def _contract(run: Path) -> str:
     """The run's reward-program contract (config.yaml `reward.contract`, default compute_reward), read as received
-    data: nothing in it is resolved (an `${oc.env:...}` there would otherwise be written into epic.csv)."""
+    data (bird/config/received.py: an interpolation is refused, never resolved)."""
     from bird.config.received import load_received
 
     cfg = run / "config.yaml"

@@ -4,8 +4,9 @@ It is read as plain YAML: an interpolation (`${...}`) in it is refused, never re
 (AUTHORITY: where bird connects and with which secret, where it writes outside the run directory, how loose its
 sandbox and trainer limits are) come from this machine: the schema's default or the command line's override. A
 received endpoint or path that differs is replaced by the local value and reported; a received limit looser than the
-local one stops the command with the keys named, since the local value would change the result. `trust=True`
-(`--trust-config`) accepts every received value, reported the same way. docs/security.md, "Trust boundary".
+local one stops the command with the keys named, since the local value would change the result, and so does a task
+section naming code or files (bird/config/received_task.py). `trust=True` (`--trust-config`) accepts every received
+value, reported the same way. docs/security.md, "Trust boundary".
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.load import ConfigError
+from bird.config.received_task import received_task
 from bird.config.schema import BirdConfig
 from bird.config.secrets import string_leaves
 from bird.files import load_yaml, read_text
@@ -104,7 +106,8 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
     """`received` with its authority keys set from this machine; returns (config data, notes on what differed).
 
     The local value of a key is the schema default, or the override given for it (which is merged last anyway).
-    Raises ConfigError naming every received limit looser than the local one, unless `trust`."""
+    Raises ConfigError naming every received limit looser than the local one, every plugin and every code target or
+    file of the task section (bird/config/received_task.py) the user has not vouched for, unless `trust`."""
     try:
         typed = OmegaConf.merge(OmegaConf.structured(BirdConfig), received)
         local = OmegaConf.merge(OmegaConf.structured(BirdConfig), OmegaConf.from_dotlist(list(overrides)))
@@ -134,15 +137,19 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
             OmegaConf.update(out, ak.key, ours, force_add=True)
             notes.append(f"{ak.key}: the received {theirs!r} is ignored; the local {ours!r} is used "
                          "(--trust-config takes the received value)")
+    task_notes, task_refusal = received_task(received.get("env"), overrides, trust)
+    refusals = [r for r in (task_refusal,) if r is not None]
     if code:
-        raise ConfigError("the received config imports code: " + ", ".join(code) + ". bird imports only the modules "
-                          "you name: give them yourself (e.g. " + code[0] + "; bundle replay: --plugin MODULE) or "
-                          "pass --trust-config")
+        refusals.append("the received config imports code: " + ", ".join(code) + ". bird imports only the modules "
+                        "you name: give them yourself (e.g. " + code[0] + "; bundle replay: --plugin MODULE) or "
+                        "pass --trust-config")
     if looser:
-        raise ConfigError("the received config loosens bird's limits: " + ", ".join(looser) + ". Limits come from "
-                          "this machine: give a value yourself (e.g. " + looser[0].split(" ")[0] + ") or pass "
-                          "--trust-config to accept the received ones")
-    return _plain(out), notes
+        refusals.append("the received config loosens bird's limits: " + ", ".join(looser) + ". Limits come from "
+                        "this machine: give a value yourself (e.g. " + looser[0].split(" ")[0] + ") or pass "
+                        "--trust-config to accept the received ones")
+    if refusals:
+        raise ConfigError("\n".join(refusals))
+    return _plain(out), notes + task_notes
 
 
 def _plain_value(value: Any) -> Any:
