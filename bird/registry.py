@@ -90,6 +90,8 @@ class Component:
     :param always_last: a checkpoint rule that always ships the last checkpoint.
     :param resolve: suite -> the name it resolves to there (a suite-aware fitness).
     :param mate: a parent rule's choice of a second parent (crossover).
+    :param reasoning_temperature: an llm backend: (the role's LLMConfig) -> the only temperature the provider accepts
+        while reasoning (llm.reasoning_effort other than none), which it is then not sent; None = any temperature.
     """
 
     fn: Any
@@ -103,6 +105,7 @@ class Component:
     always_last: bool = False
     resolve: Callable[[str], str] | None = None
     mate: Callable[..., Any] | None = None
+    reasoning_temperature: Callable[[Any], float | None] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

@@ -68,7 +68,8 @@ def entry_key(line: dict[str, Any]) -> str | None:
         return None
     request = Request(req["purpose"], tuple(Message(m["role"], m["content"]) for m in req["messages"]),
                       temperature=req["temperature"], max_tokens=req["max_tokens"],
-                      sample_index=req["sample_index"], seed=req["seed"])
+                      sample_index=req["sample_index"], seed=req["seed"],
+                      reasoning_effort=req.get("reasoning_effort", "none"))
     return request.key(line["provider"], line["model"])
 
 
@@ -80,7 +81,9 @@ def _fields(provider: str, model: str, req: dict[str, Any]) -> list[tuple[str, A
     """A request as (field, value) pairs in the order a reader checks them."""
     out: list[tuple[str, Any]] = [("provider", provider), ("model", model), ("purpose", req["purpose"]),
                                   ("seed", req["seed"]), ("sample_index", req["sample_index"]),
-                                  ("temperature", req["temperature"]), ("max_tokens", req["max_tokens"]),
+                                  ("temperature", req["temperature"]),
+                                  ("reasoning_effort", req.get("reasoning_effort", "none")),
+                                  ("max_tokens", req["max_tokens"]),
                                   ("len(messages)", len(req["messages"]))]
     for i, m in enumerate(req["messages"]):
         out += [(f"messages[{i}].role", m["role"]), (f"messages[{i}].content", m["content"]),
@@ -90,7 +93,8 @@ def _fields(provider: str, model: str, req: dict[str, Any]) -> list[tuple[str, A
 
 def request_json(request: Request) -> dict[str, Any]:
     return {"purpose": request.purpose, "messages": request.messages_json(), "temperature": request.temperature,
-            "max_tokens": request.max_tokens, "sample_index": request.sample_index, "seed": request.seed}
+            "reasoning_effort": request.reasoning_effort, "max_tokens": request.max_tokens,
+            "sample_index": request.sample_index, "seed": request.seed}
 
 
 def first_difference(recorded: dict[str, Any], provider: str, model: str, request: Request) -> tuple[int, str]:

@@ -24,6 +24,7 @@ import numpy as np
 
 from bird.components.demo_views import state_dict
 from bird.components.judge import save_keyframes
+from bird.config.roles import judge_temperature
 from bird.config.schema import BirdConfig
 from bird.envs.frames import RenderingUnavailable, render_episode
 from bird.envs.registry import make_adapter
@@ -188,7 +189,7 @@ def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, ep: int, repe
                    messages=(Message("system", t.get("score_system", SYSTEM).strip()), Message("user", user, tuple(images))),
                    context={"task": state.spec.description, "subtasks": subtasks, "scale": scale.name, "code": cand.code,
                             "rollout": ctx},
-                   temperature=cfg.judge.temperature if cfg.judge.temperature is not None else 0.0,
+                   temperature=judge_temperature(cfg),
                    max_tokens=cfg.generate.max_tokens, sample_index=100 * ep + repeat, seed=state.seed)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bird.config.roles import judge_temperature
 from bird.config.schema import BirdConfig
 from bird.llm.base import LLMError, Message, Request
 from bird.prompts import templates
@@ -67,7 +68,7 @@ def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, subtask: str 
                                                 Message("user", user)),
                    context={"task": state.spec.description, "subtask": subtask, "feedback_text": evidence,
                             "feedback": stats},
-                   temperature=cfg.judge.temperature if cfg.judge.temperature is not None else 0.0,
+                   temperature=judge_temperature(cfg),
                    max_tokens=cfg.generate.max_tokens, sample_index=cand.index * 100 + k, seed=state.seed)
 
 

@@ -10,12 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Message", "Request", "Response", "LLMError", "BudgetExhausted", "Generator", "TRUNCATION_STOPS"]
+__all__ = ["Message", "Request", "Response", "LLMError", "BudgetExhausted", "Generator", "TRUNCATION_STOPS",
+           "NOT_APPLICABLE"]
 
 Role = Literal["system", "user", "assistant"]
 #: Stop reasons that mean the output limit cut the answer: OpenAI (and compatible servers) `length`, Anthropic
 #: `max_tokens` and `model_context_window_exceeded`.
 TRUNCATION_STOPS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+#: What a generator that samples no model (the offline synthesiser) records as its temperature and reasoning effort.
+NOT_APPLICABLE = "not applicable"
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Request:
     max_tokens: int = 4096
     sample_index: int = 0  # distinguishes the K iid samples of one prompt (part of the cache key)
     seed: int = 0  # the search seed (used by deterministic generators)
+    reasoning_effort: str = "none"  # set by an LLM backend from llm.reasoning_effort (ApiBackend.prepare)
 
     def key(self, provider: str, model: str) -> str:
         """Content address of this request for the response cache."""
@@ -57,6 +61,8 @@ class Request:
             # the search seed: a seed sweep gets independent samples instead of re-reading one seed's answers
             "seed": self.seed,
         }
+        if self.reasoning_effort != "none":  # only then: the addresses of answers recorded without it stay valid
+            payload["reasoning_effort"] = self.reasoning_effort
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def messages_json(self) -> list[dict[str, Any]]:
@@ -137,8 +143,14 @@ class Generator(ABC):
             return None
         return self.prepare(request).key(self.cache_provider(), self.model)
 
+    def sampling(self, request: Request) -> dict[str, Any]:
+        """The temperature and reasoning effort `request` is answered with (a call record's fields); a generator
+        that samples no model records them as not applicable."""
+        return {"temperature": NOT_APPLICABLE, "reasoning_effort": NOT_APPLICABLE}
+
     def describe(self) -> dict[str, Any]:
-        return {"provider": self.provider, "model": self.model, "label": self.label}
+        return {"provider": self.provider, "model": self.model, "label": self.label,
+                "reasoning_effort": NOT_APPLICABLE}
 
 
 class BudgetExhausted(LLMError):

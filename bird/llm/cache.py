@@ -90,6 +90,9 @@ class CachingGenerator(Generator):
     def prepare(self, request: Request) -> Request:
         return self.inner.prepare(request)
 
+    def sampling(self, request: Request) -> dict[str, Any]:
+        return self.inner.sampling(request)
+
     def cache_provider(self) -> str:
         return self.inner.cache_provider()
 
@@ -122,6 +125,7 @@ def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> di
             "purpose": request.purpose,
             "messages": request.messages_json(),
             "temperature": request.temperature,
+            "reasoning_effort": request.reasoning_effort,
             "max_tokens": request.max_tokens,
             "sample_index": request.sample_index,
             "seed": request.seed,
