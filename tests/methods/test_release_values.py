@@ -41,3 +41,60 @@ def test_the_fidelity_report_shows_the_judges_temperature_and_effort_with_releas
 def test_bird_recipes_load_on_a_provider_that_takes_only_temperature_one_while_thinking(compose_cfg, method):
     cfg = compose_cfg(f"method={method}", "budget=matched", "llm=anthropic")
     assert cfg.llm.reasoning_effort == "medium" and judge_temperature(cfg) == 1.0
+
+
+# -- python -m bird.fidelity --check: every tagged value cites a release or a paper ------------------------------------
+
+@pytest.mark.parametrize("method", fidelity.methods())
+def test_every_value_tagged_paper_bird_both_or_release_cites_a_release_or_a_paper(method):
+    assert fidelity.citation_problems(method) == []
+
+
+def test_every_value_of_birds_matched_protocol_cites_a_release_or_a_paper():
+    assert fidelity.protocol_citation_problems() == []
+
+
+TABLE = """aliases:
+  m.yaml: safety-research/bird@54a9ce3:configs/methods/m.yaml
+  notes.md: some notes
+rows:
+- {key: method, value: m, source: the method's name, matches: both}
+- {key: a, value: 1, source: 'safety-research/bird@54a9ce3:configs/methods/m.yaml a 1', matches: BIRD}
+- {key: b, value: 1, source: 'm.yaml: b 1', matches: release}
+- {key: c, value: 1, source: '§4.2 and Table 3', matches: paper}
+- {key: d, value: 1, source: 'App. A.7 P0.1', matches: paper}
+- {key: e, value: 1, source: "bird's default", matches: neither, note: a reason long enough}
+- {key: f, value: 1, source: "bird's default", matches: BIRD}
+- {key: g, value: 1, source: 'notes.md says so', matches: both}
+- {key: h, value: 1, source: 'BIRD paper Table 9', matches: BIRD, own: {source: one candidate, matches: paper}}
+- {key: i, value: 1, source: '/work/shared/papers/bird.txt Table 9', matches: paper}
+- {key: j, value: 1, source: 'its file says so', matches: release}
+"""
+
+
+def test_the_citation_check_names_each_uncited_value_outside_path_and_false_alias(tmp_path, monkeypatch):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "fidelity.yaml").write_text(TABLE)
+    monkeypatch.setattr(fidelity, "METHODS_DIR", tmp_path)
+    problems = fidelity.citation_problems("m")
+    assert [p.split(": ")[1].split(" ")[0] if "alias" not in p else "alias" for p in problems] == [
+        "alias", "f", "g", "h", "i", "j"]
+    assert "alias 'notes.md'" in problems[0] and "h (own) is tagged 'paper'" in problems[3]
+    assert "outside the project" in problems[4]
+
+
+def test_fidelity_check_exits_one_when_a_value_cites_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(fidelity, "citation_problems", lambda m: [f"{m}: x is tagged 'BIRD' but cites nothing"]
+                        if m == "rda" else [])
+    assert fidelity.main(["--check"]) == 1
+    assert "rda: x is tagged 'BIRD' but cites nothing" in capsys.readouterr().err
+
+
+# -- labels ------------------------------------------------------------------------------------------------------------
+
+def test_t2r_zeroshot_is_tagged_release_never_birds_matched_run(compose_cfg):
+    table = fidelity.load_table("t2r_zeroshot")
+    verdicts = {v.matches for row in table.rows.values() for v in (row.verdict, row.own) if v is not None}
+    assert verdicts == {"release", "neither"}
+    labels = fidelity.config_substitutes(compose_cfg("method=t2r_zeroshot", "env=metaworld/push", "budget=matched"))
+    assert any("evaluates 10 (evaluate.checkpoint_eval_episodes 10)" in s for s in labels)
