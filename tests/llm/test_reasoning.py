@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bird.components import judgement, summary, thought
+from bird.components import judgement, self_verify, summary, thought
 from bird.config.load import ConfigError, compose
 from bird.config.schema import BirdConfig
 from bird.llm.base import NOT_APPLICABLE, LLMError, Message, Request
@@ -47,7 +47,7 @@ def test_no_reasoning_parameter_is_sent_when_the_effort_is_none(wire, server, tm
 def test_anthropic_gets_no_temperature_while_thinking_and_the_record_says_what_was_asked(server, tmp_path, wire):
     journal = tmp_path / "calls.jsonl"
     gen = make_generator(llm_cfg(wire, server, tmp_path, reasoning_effort="medium"), no_budget(), journal)
-    gen.complete(_req(temperature=0.0))  # a component's own fixed temperature (RF-Agent's self-verification)
+    gen.complete(_req(temperature=0.0))  # a request's own temperature (a component may set one)
     body, entry = server.requests[0], json.loads(journal.read_text())
     assert entry["reasoning_effort"] == "medium"
     if wire == "anthropic":
@@ -98,14 +98,16 @@ def test_a_backend_describes_its_reasoning_effort_and_temperature(wire, server, 
 # -- the judge's temperature and reasoning effort ----------------------------------------------------------------------
 
 def _judge_requests(cfg: BirdConfig) -> dict[str, Request]:
-    """One judge call of each kind bird's components make (judge scores, summaries, thought alignment)."""
+    """One judge call of each kind bird's components make (judge scores, summaries, thought alignment, self-verification)."""
     state = SimpleNamespace(spec=SimpleNamespace(description="make the hopper hop"), seed=0, thoughts={})
     cand = Candidate(id="it1-c0", iteration=1, index=0, messages=[], code="def compute_reward(obs):\n    return 1.0\n")
     subtasks = [{"name": "hop", "description": "hop forward", "done_when": "it moves"}]
     scale = judgement.get("score_scale", "unit")
+    report = SimpleNamespace(feedback="feedback", stats={})
     return {"judge_score": judgement._request(cfg, state, cand, 0, 0, subtasks, scale, ("evidence", {"components": []}, [])),
             "summary": summary._request(cfg, state, cand, None, "evidence", {}, 0),
-            "thought_alignment": thought._align_request(cfg, state, cand)}
+            "thought_alignment": thought._align_request(cfg, state, cand),
+            "self_verify": self_verify._request(cfg, state, cand, report)}
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
@@ -127,7 +129,7 @@ def test_a_judge_call_carries_the_generators_temperature_unless_the_judge_sets_i
         judge.complete(request)
         sent.append(_temperature(wire, server.requests[-1]))
     generator_t = 0.4 if "llm.temperature=0.4" in overrides else 0.7
-    assert sent == [generator_t, expected, expected, expected]
+    assert sent == [generator_t, expected, expected, expected, expected]
 
 
 def _temperature(wire: str, body: dict) -> float:

@@ -98,3 +98,19 @@ def test_t2r_zeroshot_is_tagged_release_never_birds_matched_run(compose_cfg):
     assert verdicts == {"release", "neither"}
     labels = fidelity.config_substitutes(compose_cfg("method=t2r_zeroshot", "env=metaworld/push", "budget=matched"))
     assert any("evaluates 10 (evaluate.checkpoint_eval_episodes 10)" in s for s in labels)
+
+
+def test_revolve_repairs_follow_birds_paper_with_the_releases_ten_as_a_choice(compose_cfg):
+    row = fidelity.load_table("revolve").rows["generate.parse_retries"]
+    assert (row.value, row.verdict.matches) == (0, "paper") and "BIRD paper Table 9" in row.verdict.source
+    assert compose_cfg("method=revolve").generate.parse_retries == 0
+    release = compose_cfg("method=revolve", "+choice=revolve_release_repairs")
+    assert (release.generate.parse_retries, release.generate.repair) == (10, "blind")
+    assert set(release.generate.resample_on) == {"parse_error", "compile_error", "rejected", "bad_signature"}
+
+
+def test_rf_agents_missing_training_time_repair_is_a_labelled_substitute(compose_cfg):
+    labels = fidelity.config_substitutes(compose_cfg("method=rf_agent"))
+    assert any("train.on_runtime_error repair" in s and "no repair after a training-time error" in s for s in labels)
+    readme = (fidelity.METHODS_DIR / "rf_agent" / "README.md").read_text()
+    assert "rf_agent.yaml train.on_runtime_error repair" in readme  # the rendered substitutes list
