@@ -114,3 +114,51 @@ def test_rf_agents_missing_training_time_repair_is_a_labelled_substitute(compose
     assert any("train.on_runtime_error repair" in s and "no repair after a training-time error" in s for s in labels)
     readme = (fidelity.METHODS_DIR / "rf_agent" / "README.md").read_text()
     assert "rf_agent.yaml train.on_runtime_error repair" in readme  # the rendered substitutes list
+
+
+# -- ERA-S as the release runs it: no judge scores, the native fitness and a rollout digest shown -----------------------
+
+def test_era_s_judges_nothing_and_its_choice_restores_the_judged_feedback(compose_cfg):
+    from bird.config.needs import needs_judgement
+    from bird.diff import method_diff
+
+    cfg = compose_cfg("method=era_s")
+    assert not needs_judgement(cfg) and cfg.feedback.format == "fitness_digest" and cfg.feedback.show_score
+    judged = compose_cfg("method=era_s", "+choice=era_s_judged_feedback")
+    assert needs_judgement(judged) and not judged.feedback.show_score
+    assert method_diff("era_u", "era_s", extra_b=["+choice=era_s_judged_feedback"]) == {
+        "method": ("era_u", "era_s"), "feedback.fitness": ("judge_score", "native")}
+
+
+def _digest(compose_cfg, tmp_path, env: str, *overrides: str):
+    import numpy as np
+
+    from bird.envs.registry import make_adapter
+    from bird.learners.rollouts import save_rollouts
+    from bird.registry import get
+    from bird.state import Plan, SearchState
+    from bird.types import Candidate, Checkpoint, TrainResult
+
+    cfg = compose_cfg("method=era_s", f"env={env}", *overrides)
+    state = SearchState(make_adapter(cfg.env).spec, Plan(1, 2, 10, 10, 1, 1), 0, {})
+    obs = np.zeros((30, state.spec.obs_index.dim))
+    save_rollouts(tmp_path / "rollouts.npz", {
+        "obs": obs, "actions": np.zeros((30, state.spec.action_dim)), "next_obs": obs,
+        "episode": np.repeat([0, 1, 2], 10), "reward": np.repeat([1.0, 0.5, 0.0], 10),
+        "score": np.array([1.0, 0.0, 1.0]), "quantity": np.zeros(3), "length": np.array([10, 10, 10])})
+    curve = tuple(Checkpoint(s, sc, 0.0, 1.0, ref, 10.0, eval_reference_return=ref)
+                  for s, sc, ref in ((100, 0.2, 40.0), (200, 2 / 3, 55.0)))
+    res = TrainResult("it1-c0", 0, curve, 200, 1.0, rollouts_path=str(tmp_path / "rollouts.npz"))
+    cand = Candidate(id="it1-c0", iteration=1, index=0, messages=[])
+    return get("feedback_format", cfg.feedback.format)(cfg, state, cand, res)
+
+
+def test_era_s_feedback_shows_the_native_fitness_and_each_rollouts_digest(compose_cfg, tmp_path):
+    text, stats = _digest(compose_cfg, tmp_path, "metaworld/push")
+    assert text.splitlines()[0] == "The policy trained with this reward: fitness 0.6667 (source native, final checkpoint)."
+    assert "  rollout 1: success=True length=10 return=10.000 mean_per_step=1.000" in text
+    assert "  rollout 2: success=False length=10 return=5.000 mean_per_step=0.500" in text
+    text, stats = _digest(compose_cfg, tmp_path, "mujoco/hopper")  # no success flag; native = the reference return
+    assert "fitness 55.0000 (source native, final checkpoint)" in text and "success" not in text
+    text, _ = _digest(compose_cfg, tmp_path, "mujoco/hopper", "feedback.show_score=false")
+    assert "fitness" not in text and "rollout 3: length=10 return=0.000" in text
