@@ -103,8 +103,8 @@ def rollout(env_id: str, policy: Policy | None, n_steps: int, seed: int) -> Data
 
 
 def train_reference_policy(env_id: str, steps: int, seed: int, out_dir: Path) -> dict[str, Any]:
-    """PPO on the reference reward (bird's tuned PPO, conf/trainer/sb3_tuned.yaml); writes policy.zip,
-    vecnormalize.pkl, policy.json."""
+    """PPO on the reference reward (bird's tuned PPO, conf/trainer/sb3_tuned.yaml); writes policy.npz (no pickle,
+    bird/learners/sb3_policy.py) and policy.json."""
     from omegaconf import OmegaConf
 
     from bird.config.load import CONF_DIR
@@ -127,22 +127,16 @@ def train_reference_policy(env_id: str, steps: int, seed: int, out_dir: Path) ->
     return info
 
 
-def _load_policy(env_id: str, policy_dir: Path, seed: int) -> Policy:
+def _load_policy(policy_dir: Path, seed: int) -> Policy:
     import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from bird.envs.demos import env_config
-    from bird.envs.registry import make_adapter
+    from bird.learners.sb3_policy import POLICY_NAME, load_policy
 
-    adapter = make_adapter(env_config(env_id))
-    stats = VecNormalize.load(str(policy_dir / "vecnormalize.pkl"), DummyVecEnv([adapter.make_env]))
-    stats.training = False
-    model = PPO.load(str(policy_dir / "policy.zip"), device="cpu")
+    batch = load_policy(policy_dir / POLICY_NAME, deterministic=False)
     torch.manual_seed(seed)
 
     def act(obs: np.ndarray) -> np.ndarray:
-        return model.predict(stats.normalize_obs(obs[None]), deterministic=False)[0][0]
+        return batch(obs[None])[0]
 
     return act
 
@@ -162,10 +156,10 @@ def competent_dataset(env_id: str, policy_steps: int, n_transitions: int, n_mean
     path = root / f"transitions_v{n_transitions}_m{n_mean}.npz"
     if path.is_file():
         return Dataset.load(path)
-    if not (root / "policy.zip").is_file():
+    if not (root / "policy.npz").is_file():
         log(f"[epic] training the reference policy for {env_id}: PPO, {policy_steps} steps, seed {seed}")
         train_reference_policy(env_id, policy_steps, seed, root)
-    policy = _load_policy(env_id, root, seed)
+    policy = _load_policy(root, seed)
     ds = rollout(env_id, policy, n_transitions, seed=10_000 + seed)
     pool = rollout(env_id, policy, max(n_mean, 1), seed=20_000 + seed)  # fresh episodes for D_S, D_A
     ds.mean_obs, ds.mean_acts = _mean_samples(pool, n_mean, np.random.default_rng(seed))

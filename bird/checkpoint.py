@@ -1,5 +1,9 @@
 """Crash-safe resume: the search state is checkpointed atomically after set-up and after each iteration.
 
+The checkpoint is JSON written by bird.state_codec: data only, so resuming a directory someone else wrote cannot run
+their code. A `checkpoint.pkl` of an earlier bird is refused; `convert_pickle` turns one the user trusts (their own)
+into the JSON checkpoint (`python -m bird.resume DIR --trust-pickles`).
+
 A resumed search restores the state (population, trajectory store, demos, dialogue history, results, RNG
 state, LLM accounting) and rewinds the run directory to the checkpoint: the in-flight iteration's candidate
 folders are removed, per-iteration logs are cut back, and LLM calls made after the checkpoint are moved to
@@ -11,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import pickle
 import random
 import re
 import shutil
@@ -24,11 +27,15 @@ import numpy as np
 from bird.config.load import ConfigError, config_hash
 from bird.config.schema import BirdConfig
 from bird.state import SearchState
+from bird.state_codec import CodecError, decode, encode, register_saved
 
-__all__ = ["CHECKPOINT_NAME", "CheckpointError", "SavedSearch", "save", "load", "restore_rng", "rewind", "remove"]
+__all__ = ["CHECKPOINT_NAME", "PICKLE_NAME", "CheckpointError", "SavedSearch", "save", "load", "convert_pickle",
+           "restore_rng", "rewind", "remove"]
 
-CHECKPOINT_NAME = "checkpoint.pkl"
-_FORMAT = 1
+CHECKPOINT_NAME = "search_state.json"
+PICKLE_NAME = "checkpoint.pkl"  # what bird wrote before its checkpoints were JSON: never loaded unless trusted
+_FORMAT = 2
+_MAX_BYTES = 4 << 30  # a checkpoint larger than this is not one bird wrote (the trajectory store is the bulk)
 # append-only files whose lines after the checkpoint belong to the in-flight iteration
 _CUT_FILES = ("screens.jsonl", "population.jsonl", "islands.jsonl", "subtasks.jsonl")
 _JOURNAL = "llm_calls.jsonl"
@@ -40,6 +47,7 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read (corrupt, or written by another version of bird)."""
 
 
+@register_saved
 @dataclass
 class SavedSearch:
     """What a checkpoint holds: enough to continue after `state.iteration` without redoing it."""
@@ -80,33 +88,92 @@ def save(root: Path, cfg: BirdConfig, state: SearchState, ledger: dict[str, Any]
     try:
         saved = SavedSearch(config_hash(cfg), state, dict(ledger), {n: _size(root / n) for n in _TRACKED},
                             {"python": random.getstate(), "numpy": np.random.get_state()}, wall_s, list(resumes))
-        data = pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
+        data = _dumps(saved)
     finally:
         state.judge = judge
     _write_atomic(root / CHECKPOINT_NAME, data)
 
 
+def _dumps(saved: SavedSearch) -> bytes:
+    head = {"bird_checkpoint": _FORMAT, "config_hash": saved.config_hash, "iteration": saved.state.iteration}
+    return json.dumps({**head, "saved": encode(saved)}, separators=(",", ":")).encode()
+
+
 def load(root: Path, cfg: BirdConfig) -> SavedSearch | None:
     """The checkpoint in `root` (None when there is none); `restore_rng` puts its RNG states back.
 
-    Raises ConfigError when it belongs to another config, CheckpointError when it cannot be read.
+    Raises ConfigError when it belongs to another config, CheckpointError when it cannot be read or is an earlier
+    bird's pickle (`convert_pickle`).
     """
     path = root / CHECKPOINT_NAME
     if not path.exists():
+        if (root / PICKLE_NAME).exists():
+            raise CheckpointError(_pickle_refused(root))
         return None
+    doc = _read(path)
+    if doc.get("config_hash") != config_hash(cfg):
+        raise ConfigError(f"{root} holds a checkpoint of another config (hash {doc.get('config_hash')} != "
+                          f"{config_hash(cfg)}); resume with the same overrides (or `python -m bird.resume "
+                          f"{root}`), or set run.resume=false to start over")
     try:
-        saved = pickle.loads(path.read_bytes())
+        saved = decode(doc.get("saved"))
+    except (CodecError, RecursionError) as exc:
+        raise CheckpointError(f"{path} is not a bird checkpoint ({exc}); delete it or set run.resume=false to "
+                              f"start the search over") from None
+    if not isinstance(saved, SavedSearch) or not isinstance(saved.state, SearchState):
+        raise CheckpointError(f"{path} does not hold a saved search; delete it or set run.resume=false to start "
+                              f"the search over")
+    return saved
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The checkpoint document's JSON (size-capped), with its format checked."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_MAX_BYTES + 1)
+        if len(data) > _MAX_BYTES:
+            raise ValueError(f"larger than {_MAX_BYTES} bytes")
+        doc = json.loads(data)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{path} cannot be read ({type(exc).__name__}: {exc}); delete it or set "
+                              f"run.resume=false to start the search over") from None
+    if not isinstance(doc, dict) or doc.get("bird_checkpoint") != _FORMAT:
+        raise CheckpointError(f"{path} is not a bird checkpoint of format {_FORMAT}; delete it or set "
+                              f"run.resume=false to start the search over")
+    return doc
+
+
+def _pickle_refused(root: Path) -> str:
+    return (f"{root / PICKLE_NAME} is a checkpoint written by an earlier bird as a pickle, and loading a pickle runs "
+            f"whatever code its writer put in it; bird loads none. If you wrote this run directory yourself, convert "
+            f"it once with `python -m bird.resume {root} --trust-pickles`; otherwise set run.resume=false to start "
+            f"the search over (or delete the file)")
+
+
+def convert_pickle(root: Path) -> bool:
+    """Turn an earlier bird's `checkpoint.pkl` into the JSON checkpoint, and delete the pickle; False when there is
+    none. Only for a directory whose pickle the user trusts: unpickling runs code its writer chose."""
+    path = root / PICKLE_NAME
+    if not path.is_file() or path.is_symlink():
+        return False
+    import pickle
+
+    try:
+        saved = pickle.loads(path.read_bytes())  # noqa: S301 - the user vouched for this file (--trust-pickles)
     except Exception as exc:  # noqa: BLE001 - any unpickling problem means the same thing to the user
         raise CheckpointError(f"{path} cannot be read ({type(exc).__name__}: {exc}); delete it or set "
                               f"run.resume=false to start the search over") from None
-    if not isinstance(saved, SavedSearch) or saved.format != _FORMAT:
-        raise CheckpointError(f"{path} is not a bird checkpoint of format {_FORMAT}; delete it or set "
-                              f"run.resume=false to start the search over")
-    if saved.config_hash != config_hash(cfg):
-        raise ConfigError(f"{root} holds a checkpoint of another config (hash {saved.config_hash} != "
-                          f"{config_hash(cfg)}); resume with the same overrides (or `python -m bird.resume "
-                          f"{root}`), or set run.resume=false to start over")
-    return saved
+    if not isinstance(saved, SavedSearch) or getattr(saved, "format", None) != 1:
+        raise CheckpointError(f"{path} is not a bird checkpoint of format 1; delete it or set run.resume=false to "
+                              f"start the search over")
+    saved.format = _FORMAT
+    try:
+        data = _dumps(saved)
+    except CodecError as exc:
+        raise CheckpointError(f"{path} holds state this bird cannot save ({exc})") from None
+    _write_atomic(root / CHECKPOINT_NAME, data)
+    path.unlink()
+    return True
 
 
 def restore_rng(saved: SavedSearch) -> None:
@@ -177,3 +244,4 @@ def rewind(root: Path, saved: SavedSearch) -> dict[str, Any]:
 def remove(root: Path) -> None:
     """Delete the checkpoint once the result is written (a finished search is skipped, not resumed)."""
     (root / CHECKPOINT_NAME).unlink(missing_ok=True)
+    (root / PICKLE_NAME).unlink(missing_ok=True)

@@ -8,11 +8,13 @@ from typing import Any
 import numpy as np
 
 from bird.envs.base import TaskSpec
+from bird.state_codec import register_saved
 from bird.types import Candidate, Report, TrainResult
 
 __all__ = ["SearchState", "Plan"]
 
 
+@register_saved
 @dataclass(frozen=True)
 class Plan:
     """Values derived once from the config (method × budget), recorded in result.json."""
@@ -34,6 +36,7 @@ class Plan:
         return self.schedule[iteration - 1] if self.schedule else self.n_candidates
 
 
+@register_saved
 @dataclass
 class SearchState:
     spec: TaskSpec

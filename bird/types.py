@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bird.state_codec import register_saved
+
 __all__ = [
     "FailureKind",
     "Failure",
@@ -18,12 +20,16 @@ __all__ = [
 ]
 
 
+@register_saved
 class FailureKind(StrEnum):
     """Why a candidate did not produce a usable result. Skipped != failed != screened != timed out."""
 
     LLM_ERROR = "llm_error"  # the generator could not answer (retries exhausted)
     TRUNCATED = "truncated"  # the provider cut the answer at its output limit (max_tokens): nothing of it is compiled
+    REFUSED = "refused"  # the model or the provider refused to answer (stop reason refusal, a refusal field)
+    INCOMPLETE = "incomplete"  # the provider stopped the answer early: content filter, tool call, unknown stop reason
     PARSE_ERROR = "parse_error"  # no code could be extracted from the answer
+    AMBIGUOUS_ANSWER = "ambiguous_answer"  # the answer offers several different programs; bird does not guess
     COMPILE_ERROR = "compile_error"  # the code is not valid Python
     REJECTED = "rejected"  # static checks refused the program (imports, files, leaks, ...)
     BAD_SIGNATURE = "bad_signature"  # the entry point is missing or has the wrong arguments
@@ -37,6 +43,7 @@ class FailureKind(StrEnum):
     SKIPPED = "skipped"  # not attempted (budget exhausted)
 
 
+@register_saved
 @dataclass(frozen=True)
 class Failure:
     kind: FailureKind
@@ -47,6 +54,7 @@ class Failure:
         return {"kind": str(self.kind), "reason": self.reason, "detail": self.detail}
 
 
+@register_saved
 @dataclass
 class Candidate:
     """One reward program proposed by a generator, as it moves through the stages."""
@@ -76,6 +84,7 @@ class Candidate:
         return self.failure is None
 
 
+@register_saved
 @dataclass(frozen=True)
 class VerifyResult:
     ok: bool
@@ -84,6 +93,7 @@ class VerifyResult:
     checks: dict[str, Any] = field(default_factory=dict)
 
 
+@register_saved
 @dataclass(frozen=True)
 class Checkpoint:
     """Evaluation of the policy at one point of training. Scores are per-episode means."""
@@ -99,6 +109,7 @@ class Checkpoint:
     eval_reference_return: float = math.nan  # shipped-reward return on the greedy evaluation episodes (NaN: not measured)
 
 
+@register_saved
 @dataclass(frozen=True)
 class TrainResult:
     candidate_id: str
@@ -123,6 +134,7 @@ class TrainResult:
         return self.curve[self.shipped]
 
 
+@register_saved
 @dataclass(frozen=True)
 class Report:
     """Feedback-stage output for one candidate: its fitness and what the generator will be shown."""

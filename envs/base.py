@@ -9,6 +9,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from bird.state_codec import register_saved
+
 __all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "BenchmarkScoreWrapper", "eval_env",
            "score_scale"]
 
@@ -29,6 +31,7 @@ FIELD_KINDS = (
 )
 
 
+@register_saved
 @dataclass(frozen=True)
 class ObsField:
     """A named slice obs[..., start:start+size] of the flat observation."""
@@ -47,6 +50,7 @@ class ObsField:
             raise ValueError(f"field {self.name}: kind {self.kind!r} not in {FIELD_KINDS}")
 
 
+@register_saved
 @dataclass(frozen=True)
 class ObsIndex:
     fields: tuple[ObsField, ...]
@@ -73,6 +77,7 @@ class ObsIndex:
         return [asdict(f) for f in self.fields]
 
 
+@register_saved
 @dataclass(frozen=True)
 class TaskSpec:
     """Everything about a task that a generator may see, plus the score's definition (not its value)."""

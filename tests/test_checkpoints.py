@@ -71,11 +71,9 @@ register("checkpoint_selection", "test_first", needs_eval_own_return=True)(lambd
 
 @pytest.mark.slow
 def test_sb3_ships_evaluates_and_saves_the_parameters_of_the_chosen_checkpoint(tmp_path):
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
-
     from bird.envs.registry import make_adapter
     from bird.learners.evaluate import Evaluator
+    from bird.learners.sb3_policy import load_policy
     from bird.learners.sb3_ppo import train_ppo
 
     env = EnvConfig(id="mujoco/inverted_pendulum", description="x", horizon=200)
@@ -87,10 +85,9 @@ def test_sb3_ships_evaluates_and_saves_the_parameters_of_the_chosen_checkpoint(t
     assert (first.score, first.eval_own_return) != (last.score, last.eval_own_return)  # the choice matters
     assert json.loads((tmp_path / "checkpoint.json").read_text())["index"] == 0
     adapter = make_adapter(env)
-    vecnorm = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"), DummyVecEnv([adapter.make_env]))
-    model = PPO.load(str(tmp_path / "policy.zip"), device="cpu")
+    assert res.policy_path == str(tmp_path / "policy.npz") and not list(tmp_path.glob("*.pkl"))
+    act = load_policy(tmp_path / "policy.npz", deterministic=True)  # no pickle: parameters and statistics as arrays
     evaluator = Evaluator(adapter, 2, 0)
-    act = lambda obs: model.predict(vecnorm.normalize_obs(obs), deterministic=True)[0]  # noqa: E731
     again = evaluator(act, label=lambda data: np.ones(data["dones"].shape))  # own return of 1 per step = length
     evaluator.close()
     assert again["own_return"] == pytest.approx(again["episode_length"])

@@ -6,14 +6,13 @@ import hashlib
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from run_kills import kill_when
 
 from bird import checkpoint, loop
 from bird.config.load import ConfigError
@@ -43,19 +42,7 @@ def _events(run: Path) -> list[dict]:
 
 def _kill_when(cmd: list[str], run: Path, marker: str) -> None:
     """Start `cmd`, SIGKILL its whole process group as soon as it writes `marker` to events.jsonl."""
-    log = run / "events.jsonl"
-    seen = log.read_text().count(marker) if log.exists() else 0  # what earlier (killed) runs wrote
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 600
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if log.exists() and log.read_text().count(marker) > seen:
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-            time.sleep(0.02)
-    finally:
-        proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, f"the search ended by itself (rc {proc.returncode})"
+    kill_when(cmd, run, marker, ROOT)
 
 
 @pytest.mark.slow
@@ -117,13 +104,14 @@ def test_bird_resume_continues_from_the_run_directory_alone(compose_cfg, tmp_pat
         search(cfg, tmp_path)
     assert json.loads((tmp_path / "status.json").read_text())["state"] == "failed"
     saved = (tmp_path / checkpoint.CHECKPOINT_NAME).read_bytes()
-    assert resume_main([str(tmp_path), "seed=7"]) == 2  # another config: refused, checkpoint kept
+    assert resume_main([str(tmp_path), "seed=7", "--trust-config"]) == 2  # another config: refused, checkpoint kept
     assert (tmp_path / checkpoint.CHECKPOINT_NAME).read_bytes() == saved
-    assert resume_main([str(tmp_path), "train.workers=1"]) == 0  # an execution-only override is fine
+    # an execution-only override is fine; the saved limit (looser than the default) is given again, as one's own
+    assert resume_main([str(tmp_path), "train.workers=1", "verify.call_timeout_s=60"]) == 0
     result = json.loads((tmp_path / "result.json").read_text())
     assert [it["iteration"] for it in result["iterations"]] == [1, 2]
     assert result["resumes"][0]["from_iteration"] == 1 and result["llm_calls"] == 4
-    assert resume_main([str(tmp_path)]) == 0  # completed: nothing to do
+    assert resume_main([str(tmp_path), "--trust-config"]) == 0  # completed: nothing to do
 
 
 def _saved(iteration: int, sizes: dict[str, int]) -> checkpoint.SavedSearch:

@@ -23,7 +23,8 @@ __all__ = ["Difference", "Tolerance", "DEFAULT_TOLERANCE", "read_run", "compare_
 
 # files (or folders) that describe the execution only
 EXECUTION_FILES = ("events.jsonl", "status.json", "run.lock", "environment.json", "lost_llm_calls.jsonl",
-                   "checkpoint.pkl", "tracker.json", "config.yaml", "tensorboard", "wandb", "mlruns", ".hydra")
+                   "search_state.json", "checkpoint.pkl", "tracker.json", "config.yaml", "tensorboard", "wandb",
+                   "mlruns", ".hydra")
 MEDIA_SUFFIXES = (".mp4", ".png", ".npz")  # compared only when both sides have them (bundles leave them out)
 # keys that describe the execution, by file pattern ("*" = any JSON file); dotted = nested
 _EXECUTION_KEYS = {

@@ -13,13 +13,15 @@ from bird.bundle.archive import FORMAT, SCHEMA_VERSION, BundleError, sha256, wri
 from bird.bundle.compare import EXECUTION_FILES, MEDIA_SUFFIXES
 from bird.bundle.transcript import Transcript, collect_transcript
 from bird.environment import describe_environment
+from bird.files import read_bytes
 from bird.llm.cache import ResponseCache, default_cache_dir
 
 __all__ = ["pack", "PackResult", "TEXT_SUFFIXES", "cell_id"]
 
 TEXT_SUFFIXES = (".json", ".jsonl", ".csv", ".py", ".txt", ".yaml", ".md")
-# run files a bundle never holds: pickles (checkpoint, VecNormalize), policies, locks, logs, tracker stores
-_NEVER = (".pkl", ".zip", ".lock", ".log", ".tmp", ".pt", ".pth")
+# run files a bundle never holds: pickles (an earlier bird's checkpoint, VecNormalize), policies, locks, logs, tracker
+# stores
+_NEVER = (".pkl", ".zip", "policy.npz", ".lock", ".log", ".tmp", ".pt", ".pth")
 _HYDRA_KEPT = (".hydra/overrides.yaml",)
 # records of the execution a comparison ignores but a reader of the bundle may want
 _RECORDS = ("config.yaml", "environment.json", "events.jsonl", "status.json", "lost_llm_calls.jsonl")  # the command line's overrides; hydra.yaml holds host paths
@@ -86,14 +88,18 @@ def _no_pickle(path: Path) -> bool:
 
 
 def _cache_for(run: Path, cache_dir: Path | None) -> ResponseCache:
-    """The response cache the run used: --cache-dir, else the run's llm.cache_dir, else the machine default."""
+    """The response cache the run used: --cache-dir, else the run's llm.cache_dir, else the machine default. The run's
+    config is read as data (no interpolation resolved); the cache is read by request keys only."""
     if cache_dir is not None:
         return ResponseCache(cache_dir)
-    from omegaconf import OmegaConf
+    from bird.config.load import ConfigError
+    from bird.config.received import load_received
 
-    saved = OmegaConf.load(run / "config.yaml")
-    configured = OmegaConf.select(saved, "llm.cache_dir", default=None)
-    return ResponseCache(configured or default_cache_dir())
+    try:
+        configured = (load_received(run / "config.yaml").get("llm") or {}).get("cache_dir")
+    except (ConfigError, AttributeError) as exc:
+        raise BundleError(f"{run}: {exc}") from None
+    return ResponseCache(configured if isinstance(configured, str) and configured else default_cache_dir())
 
 
 def _parquet(rows: list[dict[str, Any]]) -> bytes:
@@ -157,7 +163,10 @@ def pack(runs: list[Path], out: Path, with_media: bool = False, cache_dir: Path 
         keep, left = _files(run, with_media)
         left_out += [f"runs/{cell}/{rel}" for rel in left]
         for rel in keep:
-            members[f"runs/{cell}/{rel}"] = (run / rel).read_bytes()
+            try:  # a regular file inside the run: a planted link never packs a file of this machine
+                members[f"runs/{cell}/{rel}"] = read_bytes(run / rel, "media", run)
+            except OSError as exc:
+                raise BundleError(f"{run}: {rel} is not packed ({exc})") from None
         lines = "".join(json.dumps(line, sort_keys=True) + "\n" for line in transcript.lines)
         members[f"transcripts/{cell}.jsonl"] = lines.encode()
         cells.append({"id": cell, "method": result["method"], "env": result["env"], "seed": result["seed"],
@@ -167,6 +176,7 @@ def pack(runs: list[Path], out: Path, with_media: bool = False, cache_dir: Path 
                       "transcript": {"answers": len(transcript.lines), "missing": len(transcript.missing),
                                      "failed": len(transcript.failed), "unkeyed": transcript.unkeyed,
                                      "deterministic_calls": transcript.deterministic_calls},
+                      "plugins": result.get("plugins") or [],
                       "environment_recorded": (run / "environment.json").is_file(),
                       "replayable": ok, "why_not": why})
         run_rows.append({"cell": cell, **{k: result.get(k) for k in (

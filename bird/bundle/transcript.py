@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from bird.bundle.archive import sha256
-from bird.llm.base import Message, Request
-from bird.llm.cache import ResponseCache
+from bird.llm.base import Request, record_key
+from bird.llm.cache import ResponseCache, is_key
 
-__all__ = ["Transcript", "collect_transcript", "entry_key", "answer_ok", "request_json", "first_difference",
+__all__ = ["Transcript", "collect_transcript", "entry_key", "key_problem", "answer_ok", "request_json", "first_difference",
            "closest_difference"]
 
 
@@ -61,16 +61,27 @@ def collect_transcript(run: Path, cache: ResponseCache) -> Transcript:
     return out
 
 
-def entry_key(line: dict[str, Any]) -> str | None:
-    """The key a transcript line's request has (None when its messages carried images, whose bytes are not kept)."""
-    req = line["request"]
-    if any(m.get("n_images") for m in req["messages"]):
-        return None
-    request = Request(req["purpose"], tuple(Message(m["role"], m["content"]) for m in req["messages"]),
-                      temperature=req["temperature"], max_tokens=req["max_tokens"],
-                      sample_index=req["sample_index"], seed=req["seed"],
-                      reasoning_effort=req.get("reasoning_effort", "none"))
-    return request.key(line["provider"], line["model"])
+def entry_key(line: dict[str, Any]) -> str:
+    """The key a transcript line's request has, recomputed from the line (images from their recorded digests).
+    Raises ValueError when the line cannot say (a request with images recorded without their digests, a missing or
+    mistyped field)."""
+    if not isinstance(line, dict) or not isinstance(line.get("request"), dict):
+        raise ValueError("the line holds no request")
+    if not isinstance(line.get("provider"), str) or not isinstance(line.get("model"), str):
+        raise ValueError("the line names no provider and model")
+    return record_key(line["provider"], line["model"], line["request"])
+
+
+def key_problem(line: dict[str, Any]) -> str | None:
+    """Why a transcript line's key may not be used (None when it is its request's key): the key becomes a file name
+    in the replay's response cache, so it must be a request key, and the one its request makes."""
+    if not is_key(line.get("key")):
+        return f"the key {str(line.get('key'))[:80]!r} is not a request key (64 lowercase hex digits)"
+    try:
+        key = entry_key(line)
+    except ValueError as exc:
+        return f"the key cannot be recomputed from the request ({exc})"
+    return None if key == line["key"] else "the request differs from the one its key was made from"
 
 
 def answer_ok(line: dict[str, Any]) -> bool:
@@ -92,9 +103,7 @@ def _fields(provider: str, model: str, req: dict[str, Any]) -> list[tuple[str, A
 
 
 def request_json(request: Request) -> dict[str, Any]:
-    return {"purpose": request.purpose, "messages": request.messages_json(), "temperature": request.temperature,
-            "reasoning_effort": request.reasoning_effort, "max_tokens": request.max_tokens,
-            "sample_index": request.sample_index, "seed": request.seed}
+    return request.record()
 
 
 def first_difference(recorded: dict[str, Any], provider: str, model: str, request: Request) -> tuple[int, str]:

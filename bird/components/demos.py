@@ -22,11 +22,13 @@ from bird.reward.factory import open_program
 from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.rundir import RunDir
 from bird.state import SearchState
+from bird.state_codec import register_saved
 from bird.types import Candidate
 
 __all__ = ["Episodes", "DemoSet", "DemoScores", "load_demo_set", "score_candidate", "expand_negatives"]
 
 
+@register_saved
 @dataclass
 class Episodes:
     """States of several episodes, flattened episode-major. The state of a row is the observation reached."""
@@ -51,6 +53,7 @@ class Episodes:
                         self.source + other.source)
 
 
+@register_saved
 @dataclass
 class DemoSet:
     train: Episodes
@@ -68,6 +71,7 @@ class DemoSet:
                 "sources": sorted(set(self.train.source))}
 
 
+@register_saved
 @dataclass(frozen=True)
 class DemoScores:
     """A reward's value on every state of one split, with the split and the debug_fn output of asked rows."""

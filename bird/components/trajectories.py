@@ -16,11 +16,13 @@ from bird.registry import register
 from bird.reward.factory import open_program
 from bird.reward.sandbox import RewardProgramError
 from bird.state import SearchState
+from bird.state_codec import register_saved
 from bird.types import Candidate, Failure, FailureKind
 
 __all__ = ["TrajectoryStore", "add_rollouts", "tpe_rule"]
 
 
+@register_saved
 @dataclass
 class TrajectoryStore:
     """Episodes flattened episode-major: obs/actions/next_obs (N, ·), episode (N,), and per episode a success label."""

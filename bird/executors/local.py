@@ -5,18 +5,22 @@ once (bird/executors/preload.py), or are spawned, each importing them itself (tr
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing as mp
+import multiprocessing.context
 import os
 import queue
 import sys
 import threading
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from bird.executors.jobs import assemble, call_learner, failed_result, prepare
 from bird.learners.job import TrainJob
+from bird.lifetime import watch_parent
 from bird.types import TrainResult
 
 __all__ = ["TrainPool", "default_workers", "drop_warm_workers"]
@@ -28,10 +32,12 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-def _init_worker(q: Any, env: dict[str, str]) -> None:
-    """A new worker: the progress queue, and the pool owner's environment as it is now (a forked worker would otherwise
-    have its fork server's)."""
+def _init_worker(q: Any, env: dict[str, str], owner: int) -> None:
+    """A new worker: it ends with its parent (the fork server it forked from, or the pool owner that spawned it), the
+    progress queue, and the pool owner's environment as it is now (a forked worker would otherwise have its fork
+    server's)."""
     global _progress_queue
+    watch_parent(getattr(sys.modules.get(PRELOAD), "SERVER_PID", owner))
     _progress_queue = q
     for name in set(os.environ) - set(env):
         del os.environ[name]
@@ -49,6 +55,7 @@ def _run(learner: str, group: list[TrainJob]) -> list[TrainResult]:
 
 
 PRELOAD = "bird.executors.preload"
+OWNER_VARIABLE = "BIRD_POOL_OWNER"  # the pid PRELOAD's server dies with, in its environment at start
 # Variables the preloaded modules (torch) read when imported: a worker forked from a server that started with other
 # values would not act on this process's, so such a change makes new workers spawn. (Not TORCHINDUCTOR_*: importing
 # torch._dynamo sets TORCHINDUCTOR_CACHE_DIR in the importing process, and only a compile reads it.)
@@ -65,20 +72,85 @@ def _forkable() -> bool:
     return not any(k.startswith(READ_AT_IMPORT) for k in changed)
 
 
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """While a worker starts: `__main__` is a bare module, so the worker is not told to run the parent's main script
+    again (multiprocessing would, as `__mp_main__`). A worker needs nothing from it, and a launcher script without an
+    `if __name__ == "__main__":` guard would otherwise start a search in every worker."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+class _SpawnProcess(mp.context.SpawnProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        with _main_hidden():
+            return mp.context.SpawnProcess._Popen(process_obj)
+
+
+class _SpawnContext(mp.context.SpawnContext):
+    Process = _SpawnProcess
+
+
+_CONTEXTS: dict[str, Any] = {"spawn": _SpawnContext()}
+if "forkserver" in mp.get_all_start_methods():
+    class _ForkServerProcess(mp.context.ForkServerProcess):
+        @staticmethod
+        def _Popen(process_obj: Any) -> Any:
+            with _main_hidden():
+                return mp.context.ForkServerProcess._Popen(process_obj)
+
+    class _ForkServerContext(mp.context.ForkServerContext):
+        Process = _ForkServerProcess
+
+    _CONTEXTS["forkserver"] = _ForkServerContext()
+
+
 def _context(start_method: str) -> Any:
     """The multiprocessing context for new workers: forkserver (this process's fork server, started at the first pool
-    with PRELOAD imported) where it is available and `_forkable`, else spawn."""
+    with PRELOAD imported) where it is available and `_forkable`, else spawn. Either starts workers that never import
+    this process's `__main__` (_main_hidden)."""
     global _server_env
-    if start_method != "forkserver" or "forkserver" not in mp.get_all_start_methods():
-        return mp.get_context("spawn")
+    if start_method != "forkserver" or "forkserver" not in _CONTEXTS:
+        return _CONTEXTS["spawn"]
     from multiprocessing import forkserver
 
     with _warm_lock:
         if _server_env is None:
             forkserver.set_forkserver_preload([PRELOAD])
-            forkserver.ensure_running()
+            _start_fork_server()
             _server_env = dict(os.environ)
-        return mp.get_context("forkserver" if _forkable() else "spawn")
+        return _CONTEXTS["forkserver" if _forkable() else "spawn"]
+
+
+def _start_fork_server() -> None:
+    """Start this process's fork server from a thread that lives as long as this process: the server dies with the
+    thread that started it (bird.lifetime.die_with_parent, in PRELOAD), its workers with the server."""
+    from multiprocessing import forkserver
+
+    outcome: list[BaseException | None] = []
+
+    def own() -> None:
+        os.environ[OWNER_VARIABLE] = str(os.getpid())
+        try:
+            forkserver.ensure_running()
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller
+            outcome.append(exc)
+        finally:
+            os.environ.pop(OWNER_VARIABLE, None)
+            started.set()
+        threading.Event().wait()
+
+    started = threading.Event()
+    threading.Thread(target=own, name="bird-fork-server-owner", daemon=True).start()
+    started.wait()
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 class _Workers:
@@ -90,7 +162,7 @@ class _Workers:
         self.queue = self.ctx.Queue()
         self.sink: Callable[[str, int, int, float | None], None] | None = None
         self.executor = ProcessPoolExecutor(workers, mp_context=self.ctx, initializer=_init_worker,
-                                            initargs=(self.queue, dict(os.environ)))
+                                            initargs=(self.queue, dict(os.environ), os.getpid()))
         self._stop = threading.Event()
         self._drain = threading.Thread(target=self._drain_loop, daemon=True)
         self._drain.start()
@@ -110,7 +182,7 @@ class _Workers:
         """A fresh set of processes in place of a broken one."""
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.executor = ProcessPoolExecutor(self.key[0], mp_context=self.ctx, initializer=_init_worker,
-                                            initargs=(self.queue, dict(os.environ)))
+                                            initargs=(self.queue, dict(os.environ), os.getpid()))
 
     def shutdown(self) -> None:
         """Stop the processes without waiting for them to exit (their interpreters take a second or two)."""

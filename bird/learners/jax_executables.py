@@ -5,6 +5,8 @@ The compile step keeps them in `<cache dir>/<host cpu key>/executables/`, one fi
 digest of its StableHLO text and of the compiler (jax and jaxlib versions, backend, devices, `XLA_FLAGS`), so a
 fresh host process skips the compile too. The compile step does not use JAX's own persistent cache: an executable
 loaded from that cache serializes without some of its kernels ("Function wrapped_slice not found" when it runs).
+A serialized executable is native code behind a pickle, so every store file is sealed with an HMAC under this user's
+key (bird/sealed.py) and one that does not unseal is compiled again: a planted file runs nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from bird.sealed import seal, unseal
 
 __all__ = ["Executables", "store_dir", "load_all", "StoredPrograms"]
 
@@ -58,13 +62,14 @@ class Executables:
         if self.write and jax.config.jax_compilation_cache_dir and jax.config.jax_enable_compilation_cache:
             raise RuntimeError("Executables.compile needs a process without JAX's persistent cache (module docstring)")
         path = self.store / f"{_digest(lowered)}.bin" if self.store is not None else None
-        if path is not None and path.is_file():
+        data = _read_sealed(path) if path is not None else None
+        if data is not None:
             try:  # the file holds the executable's bytes only: its trees are the lowered function's
-                saved = (path.read_bytes(), lowered.in_tree, lowered.out_tree)
+                saved = (data, lowered.in_tree, lowered.out_tree)
                 compiled = deserialize_and_load(*saved)
                 self.serialized[name] = saved
                 return compiled
-            except Exception:  # noqa: BLE001 - a torn or stale file: compiled again and replaced
+            except Exception:  # noqa: BLE001 - a stale file (another jaxlib): compiled again and replaced
                 pass
         compiled = lowered.compile()
         if not self.write:
@@ -75,10 +80,23 @@ class Executables:
         return compiled
 
 
+def _read_sealed(path: Path) -> bytes | None:
+    """The bytes sealed into the store file `path`, or None (absent, unreadable, torn, or not sealed by this user)."""
+    try:
+        return unseal(path.parent, path.name, path.read_bytes())
+    except OSError:
+        return None
+
+
 def _write(path: Path, data: bytes) -> None:
-    """Best effort (a store another user owns, a full disk): the executables still go to the trainer."""
+    """Seal `data` into `path`. Best effort (a store another user owns, a full disk, no usable key): the executables
+    still go to the trainer."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        sealed = seal(path.parent, path.name, data)
+        if sealed is None:
+            return
+        data = sealed
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -92,10 +110,10 @@ class StoredPrograms:
     """The compile step's whole output (`GroupTraining.serialized_program`) in the store, `<digest>.program`, so that
     a fresh host process (a sweep's next cell, a resumed search, the next test) skips the compile step and its
     tracing. The digest covers the group's shape key, the compile step's environment, the accelerator device nodes,
-    the interpreter, the versions of the libraries that build the program, and bird's own source; each file starts with the SHA-256 of its bytes,
-    and one that does not match is compiled again. The store keeps the `KEEP` most recently used (each holds every
-    function's executable: megabytes). It is trusted as JAX's persistent cache is: only this user writes it (the
-    trainer sees it read-only, reward workers not at all)."""
+    the interpreter, the versions of the libraries that build the program, and bird's own source; each file is
+    sealed with an HMAC under this user's key (bird/sealed.py), and one that does not unseal is compiled again. The
+    store keeps the `KEEP` most recently used (each holds every function's executable: megabytes). Only this user
+    writes it (the trainer sees it read-only, reward workers not at all)."""
 
     LIBRARIES = ("jax", "jaxlib", "brax", "mujoco", "mujoco-mjx", "flax", "optax", "numpy", "ml_dtypes",
                  "jax-cuda12-plugin", "jax-cuda12-pjrt")
@@ -137,24 +155,21 @@ class StoredPrograms:
     def get(self, key: str) -> bytes | None:
         """The stored output for `key`, or None (absent, unreadable, or not the bytes that were written)."""
         path = self.path(key)
-        try:
-            data = path.read_bytes() if path is not None else b""
-        except OSError:
-            return None
-        if len(data) < 32 or hashlib.sha256(data[32:]).digest() != data[:32]:
+        data = _read_sealed(path) if path is not None else None
+        if data is None:
             return None
         try:
             os.utime(path)  # recently used: kept
         except OSError:
             pass
-        return data[32:]
+        return data
 
     def put(self, key: str, data: bytes) -> None:
         """Keep `data` for `key` (best effort), and only the KEEP most recently used outputs."""
         path = self.path(key)
         if path is None:
             return
-        _write(path, hashlib.sha256(data).digest() + data)
+        _write(path, data)
         try:
             kept = sorted(path.parent.glob("*.program"), key=lambda p: p.stat().st_mtime, reverse=True)
             for old in kept[self.KEEP:]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -16,10 +17,16 @@ from typing import Any
 
 from bird.llm.base import Generator, Request, Response
 
-__all__ = ["CACHE_MODES", "CachingGenerator", "ReplayMissError", "ResponseCache", "default_cache_dir"]
+__all__ = ["CACHE_MODES", "CachingGenerator", "ReplayMissError", "ResponseCache", "default_cache_dir", "is_key"]
 
 CACHE_MODES = ("off", "readwrite", "record", "replay")
 _FORMAT = 1
+_KEY = re.compile(r"[0-9a-f]{64}")  # Request.key: a SHA-256 hex digest
+
+
+def is_key(key: object) -> bool:
+    """Whether `key` has the form of a request key (64 lowercase hex digits): only such a key becomes a path."""
+    return isinstance(key, str) and _KEY.fullmatch(key) is not None
 
 
 class ReplayMissError(RuntimeError):
@@ -48,10 +55,16 @@ class ResponseCache:
         self.root = Path(root).expanduser() if root else default_cache_dir()
 
     def path(self, key: str) -> Path:
+        """Where `key`'s answer lives. Raises ValueError for anything but a request key (a name from a journal or a
+        bundle could otherwise leave the cache: "../../x")."""
+        if not is_key(key):
+            raise ValueError(f"response cache key {str(key)[:80]!r} is not a request key (64 lowercase hex digits)")
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored entry, or None (absent, unreadable, or another format)."""
+        """The stored entry, or None (absent, unreadable, another format, or not a request key)."""
+        if not is_key(key):
+            return None
         try:
             entry = json.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -121,15 +134,7 @@ def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> di
         "created": time.time(),
         "provider": gen.inner.cache_provider(),
         "model": gen.inner.model,
-        "request": {
-            "purpose": request.purpose,
-            "messages": request.messages_json(),
-            "temperature": request.temperature,
-            "reasoning_effort": request.reasoning_effort,
-            "max_tokens": request.max_tokens,
-            "sample_index": request.sample_index,
-            "seed": request.seed,
-        },
+        "request": request.record(),
         "response": {
             "text": response.text,
             "model": response.model,
@@ -137,8 +142,15 @@ def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> di
             "output_tokens": response.output_tokens,
             "cost_usd": response.cost_usd,
             "finish_reason": response.finish_reason,
+            # what was set aside beside the text (thinking, a refusal, tool calls, unread parts), when there was any
+            **{k: v for k, v in _beside_text(response).items() if v},
         },
     }
+
+
+def _beside_text(response: Response) -> dict[str, Any]:
+    return {"thinking": response.thinking, "refusal": response.refusal, "tool_calls": list(response.tool_calls),
+            "set_aside": list(response.set_aside)}
 
 
 def _from_entry(entry: dict[str, Any]) -> Response:
@@ -154,6 +166,10 @@ def _from_entry(entry: dict[str, Any]) -> Response:
         finish_reason=r.get("finish_reason", ""),
         attempts=0,
         uncached_cost_usd=r["cost_usd"],
+        thinking=r.get("thinking", ""),
+        refusal=r.get("refusal", ""),
+        tool_calls=tuple(r.get("tool_calls", ())),
+        set_aside=tuple(r.get("set_aside", ())),
     )
 
 

@@ -45,7 +45,7 @@ def test_reference_matches_env_random_policy(task: str) -> None:
 def test_reference_matches_env_trained_policy(task: str, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("BIRD_CACHE_DIR", str(tmp_path))
     ds = competent_dataset(f"mujoco/{task}", policy_steps=512, n_transitions=300, n_mean=64, seed=0, log=lambda m: None)
-    assert (tmp_path / "epic" / f"mujoco__{task}" / "ppo_steps512_seed0" / "policy.zip").is_file()
+    assert (tmp_path / "epic" / f"mujoco__{task}" / "ppo_steps512_seed0" / "policy.npz").is_file()
     r = reference_reward(task)(ds.obs, ds.acts, ds.next_obs)
     np.testing.assert_allclose(r, ds.env_reward, rtol=0, atol=1e-6)
     assert len(ds.mean_acts) == 64 and ds.mean_obs["obs"].shape[0] == 64

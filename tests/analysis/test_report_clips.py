@@ -43,7 +43,7 @@ def test_clips_are_copied_and_laid_out_per_benchmark_task_and_method(tmp_path):
              "run with the median returned score.")
     assert md.endswith(
         "## Figures\n\n## Clips\n\n" + intro + "\n\n"
-        "- metaworld/push, grace<1>: [clips/metaworld-push-grace<1>.mp4](clips/metaworld-push-grace<1>.mp4) — "
+        "- metaworld/push, grace&lt;1&gt;: [clips/metaworld-push-grace&lt;1&gt;.mp4](clips/metaworld-push-grace%3C1%3E.mp4) — "
         "returned score 1.000 (seed 4, median of 5 runs); this episode 1.000\n"
         "- mujoco/ant/v5, eureka: [clips/mujoco-ant_v5-eureka.mp4](clips/mujoco-ant_v5-eureka.mp4) — "
         "returned score 0.500 (seed 1, median of 2 runs); this episode n/a\n"
@@ -117,3 +117,30 @@ def test_build_leaderboard_picks_the_median_runs_clip_with_and_without_figures(t
         assert (row["seed"], row["returned_score"], row["n_runs"], row["clip_score"], row["description"]) == \
             (2, 0.5, 3, 0.25, "seed 2")
         assert row["path"].endswith("seed2/" + row["path"].split("seed2/")[1]) and row["path"].endswith("episode0.mp4")
+
+
+def test_a_leaderboard_without_any_clip_says_why_in_its_notes_and_on_the_page(tmp_path):
+    """As from a bundle packed without --with-media: result.json lists a clip whose file is not there; another run
+    recorded none."""
+    from synthetic_runs import add_clip
+
+    listed = add_clip(write_run(tmp_path / "runs", "eureka", "mujoco", "hopper", 0), _clip_file(tmp_path), 0.5)
+    (listed / "final" / "episode0.mp4").unlink()
+    off = write_run(tmp_path / "runs", "card", "mujoco", "hopper", 0)
+    result = json.loads((off / "result.json").read_text())
+    (off / "result.json").write_text(json.dumps({**result, "videos": {"record": "none", "clips": []}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        lb = build_leaderboard(read_runs(tmp_path / "runs"), n_resamples=50, bt_resamples=10, figures=False)
+    why = ("clips: none to show: 1 clip(s) the runs list are not in their directories (a bundle holds clips only "
+           "when packed with --with-media); 1 run(s) recorded none (video.record=none)")
+    assert lb.clips.empty and why in lb.notes
+    write_leaderboard(lb, tmp_path / "out")
+    page = (tmp_path / "out" / "leaderboard.html").read_text()
+    assert '<p class="remark">Clips: none to show: 1 clip(s) the runs list are not in their directories' in page
+
+
+def _clip_file(tmp_path):
+    path = tmp_path / "pattern.mp4"
+    path.write_bytes(b"not really a video")
+    return path

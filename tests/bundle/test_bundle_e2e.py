@@ -96,12 +96,25 @@ def test_pack_verify_replay_offline_without_key_gives_identical_results(recorded
     env = {k: v for k, v in os.environ.items() if "KEY" not in k and not k.startswith(("OPENAI", "BIRD_CACHE"))}
     out = tmp_path / "replayed"
     start = time.monotonic()
-    proc = subprocess.run([*netns, sys.executable, "-m", "bird.bundle", "replay", str(bundle),
-                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+    proc = subprocess.run([*netns, sys.executable, "-m", "bird.bundle", "replay", str(bundle), "--out", str(out),
+                           "--set", "verify.call_timeout_s=60"],  # the sweep's limit, looser than the default: given
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
     replay_s = time.monotonic() - start
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((out / "replay_report.json").read_text())
     assert [c["status"] for c in report["cells"]] == ["identical"] * 4, report
+    # progress per cell on stderr, as each starts and ends, in the report's order
+    said = [line for line in proc.stderr.splitlines() if line.startswith("replay: cell ")]
+    want = [(f"replay: cell {k}/4 {c['id']} ...", f"replay: cell {k}/4 {c['id']}: identical (")
+            for k, c in enumerate(report["cells"], 1)]
+    assert len(said) == 8 and all(s == a and e.startswith(b) for (a, b), s, e in zip(want, said[::2], said[1::2],
+                                                                                        strict=True)), said
+    # and each replayed search's one-line summary (run.progress=false), between them
+    assert proc.stdout.count(": completed · returned ") == 4, proc.stdout[-3000:]
+    # the command-line comparison of a recorded run with its replay
+    same = subprocess.run([sys.executable, "-m", "bird.bundle", "compare", str(recorded / "sweep" / _sweep_dir(cells[0])),
+                           str(out / cells[0]["id"])], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert same.returncode == 0 and same.stdout.endswith(": identical\n"), same.stdout + same.stderr
     for cell in cells:  # the acceptance criteria, checked on the files themselves
         old, new = recorded / "sweep" / _sweep_dir(cell), out / cell["id"]
         r_old, r_new = (json.loads((d / "result.json").read_text()) for d in (old, new))
@@ -160,7 +173,8 @@ def test_an_edited_answer_fails_verify_naming_the_file_and_the_request(recorded,
 def test_a_changed_request_stops_the_cell_naming_the_first_differing_field(recorded, tmp_path):
     bundle = tmp_path / "sweep.bird"
     pack([recorded / "sweep"], bundle, cache_dir=recorded / "cache")
-    report = replay(bundle, tmp_path / "out", ["eureka/mujoco-inverted_pendulum"], ["generate.temperature=0.5"])
+    report = replay(bundle, tmp_path / "out", ["eureka/mujoco-inverted_pendulum"], ["generate.temperature=0.5"],
+                    trust_config=True)
     [cell] = report.cells
     assert cell.status == "request_mismatch" and not report.ok
     assert "first differing field: temperature: recorded 1.0, replayed 0.5" in cell.detail, cell.detail

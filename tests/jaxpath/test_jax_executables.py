@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from bird.learners.jax_executables import Executables, StoredPrograms, load_all
+from bird.sealed import key_path
 
 
 @contextlib.contextmanager
@@ -51,8 +52,8 @@ def test_a_compiled_function_is_stored_then_loaded_instead_of_compiled(tmp_path,
     with _without_persistent_cache():
         first = Executables(tmp_path)
         np.testing.assert_allclose(first.compile("f", _lowered(3.0))(X, Y), WANT)
-        stored = list(tmp_path.iterdir())
-        assert len(stored) == 1 and stored[0].suffix == ".bin"
+        stored = list(tmp_path.glob("*.bin"))
+        assert len(stored) == 1 and key_path(tmp_path).is_file()
         np.testing.assert_allclose(load_all(pickle.loads(pickle.dumps(first.serialized)))["f"](X, Y), WANT)
 
         def refuse(self):
@@ -72,7 +73,7 @@ def test_a_reader_loads_from_the_store_and_adds_nothing_to_it(tmp_path, monkeypa
 
     reader = Executables(tmp_path, write=False)
     np.testing.assert_allclose(reader.compile("f", _lowered(3.0))(X, Y), WANT)  # a miss: compiled, not stored
-    assert list(tmp_path.iterdir()) == [] and reader.serialized == {}
+    assert list(tmp_path.glob("*.bin")) == [] and reader.serialized == {}
     with _without_persistent_cache():
         Executables(tmp_path).compile("f", _lowered(3.0))
 
@@ -86,10 +87,28 @@ def test_a_reader_loads_from_the_store_and_adds_nothing_to_it(tmp_path, monkeypa
 def test_a_torn_store_file_is_compiled_again_and_replaced(tmp_path):
     with _without_persistent_cache():
         Executables(tmp_path).compile("f", _lowered(3.0))
-        (path,) = tmp_path.iterdir()
+        (path,) = tmp_path.glob("*.bin")
         path.write_bytes(path.read_bytes()[:100])
         np.testing.assert_allclose(Executables(tmp_path).compile("f", _lowered(3.0))(X, Y), WANT)
         assert len(path.read_bytes()) > 100
+
+
+def test_a_planted_executable_is_compiled_again_not_loaded(tmp_path, monkeypatch):
+    """A store file not sealed under this user's key (the bare executable bytes, as the store held them before) is
+    never deserialized: serialized executables are native code behind a pickle."""
+    from jax.experimental import serialize_executable
+
+    with _without_persistent_cache():
+        Executables(tmp_path).compile("f", _lowered(3.0))
+        (path,) = tmp_path.glob("*.bin")
+        planted = serialize_executable.serialize(_lowered(4.0).compile())[0]  # another program, unsealed
+        path.write_bytes(planted)
+        loaded = []
+        real = serialize_executable.deserialize_and_load
+        monkeypatch.setattr(serialize_executable, "deserialize_and_load",
+                            lambda *a, **k: loaded.append(a[0]) or real(*a, **k))
+        np.testing.assert_allclose(Executables(tmp_path).compile("f", _lowered(3.0))(X, Y), WANT)
+        assert planted not in loaded and path.read_bytes() != planted  # compiled again, and replaced
 
 
 def test_the_compile_step_refuses_to_run_with_jaxs_persistent_cache(tmp_path):

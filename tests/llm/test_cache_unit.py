@@ -3,6 +3,7 @@ how the generator it wraps is consulted, and what a replay miss says. The genera
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -96,7 +97,8 @@ def test_an_entry_records_the_prepared_request_and_the_answer(tmp_path):
     assert entry["request"] == {"purpose": "reward", "messages": [
         {"role": "system", "content": "be brief", "n_images": 0}, {"role": "user", "content": "write a reward",
                                                                    "n_images": 1}],
-        "temperature": 0.25, "reasoning_effort": "none", "max_tokens": 300, "sample_index": 2, "seed": 5}
+        "temperature": 0.25, "max_tokens": 300, "sample_index": 2, "seed": 5,
+        "image_sha256": [[], [hashlib.sha256(b"png").hexdigest()]]}  # what the key is made from: verify recomputes it
     assert entry["response"] == {"text": "answer 1", "model": "m-1-served", "input_tokens": 11, "output_tokens": 7,
                                  "cost_usd": 0.5, "finish_reason": "stop"}
     assert isinstance(entry["created"], float)

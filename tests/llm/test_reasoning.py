@@ -175,3 +175,16 @@ def test_an_unknown_reasoning_effort_fails_at_load_naming_the_allowed_values():
     with pytest.raises(ConfigError, match=r"judge\.reasoning_effort='x'"):
         compose(["judge.reasoning_effort=x"])
 
+
+
+def test_anthropic_thinking_offers_the_answer_tool_without_forcing_it(tmp_path):
+    from bird.llm.anthropic_backend import AnthropicBackend
+    from bird.llm.base import AnswerTool
+
+    tool = AnswerTool("submit_reward", "Submit the reward function.", "code")
+    plain = AnthropicBackend(llm_cfg("anthropic", None, tmp_path), connect=False)
+    thinking = AnthropicBackend(llm_cfg("anthropic", None, tmp_path, reasoning_effort="medium"), connect=False)
+    request = Request("reward", (Message("user", "write a reward"),), tool=tool)
+    assert plain._params(plain.prepare(request))["tool_choice"] == {"type": "tool", "name": "submit_reward"}
+    params = thinking._params(thinking.prepare(request))
+    assert params["tool_choice"] == {"type": "auto"} and params["tools"][0]["name"] == "submit_reward"
