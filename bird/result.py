@@ -56,7 +56,8 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
         "method": cfg.method, "env": cfg.env.id, "suite": state.spec.suite, "task": state.spec.task,
         "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
         "plugins": describe_plugins(cfg.plugins),
-        "generator": generator.describe(), "substitutes": substitutes(cfg, state),
+        "generator": generator.describe(), "judge": None if state.judge is None else state.judge.describe(),
+        "substitutes": substitutes(cfg, state),
         "plan": state.plan.__dict__, "score_definition": state.spec.score_definition,
         "fitness_source": resolve_fitness(cfg.feedback.fitness, state.spec.suite),
         "returned": None if cand is None else {

@@ -109,7 +109,9 @@ def _fields(provider: str, model: str, req: dict[str, Any]) -> list[tuple[str, A
     """A request as (field, value) pairs in the order a reader checks them."""
     out: list[tuple[str, Any]] = [("provider", provider), ("model", model), ("purpose", req["purpose"]),
                                   ("seed", req["seed"]), ("sample_index", req["sample_index"]),
-                                  ("temperature", req["temperature"]), ("max_tokens", req["max_tokens"]),
+                                  ("temperature", req["temperature"]),
+                                  ("reasoning_effort", req.get("reasoning_effort", "none")),
+                                  ("max_tokens", req["max_tokens"]),
                                   ("len(messages)", len(req["messages"]))]
     for i, m in enumerate(req["messages"]):
         out += [(f"messages[{i}].role", m["role"]), (f"messages[{i}].content", m["content"]),

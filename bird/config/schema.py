@@ -477,6 +477,9 @@ class LLMConfig:
     max_concurrency: int = 4
     # sampling temperature sent to the model; None = the method's (generate.temperature)
     temperature: float | None = None
+    # how much the model reasons before it answers: none (no reasoning parameter sent) | low | medium | high | xhigh |
+    # max, sent in the provider's own form (docs/llm.md: Anthropic adaptive thinking, OpenAI reasoning_effort)
+    reasoning_effort: str = "none"
     # retries on 429/5xx/timeouts before a candidate is recorded as llm_error
     max_retries: int = 6
     # first retry wait (s), doubled each retry with jitter; Retry-After from the server wins
@@ -505,7 +508,10 @@ class JudgeConfig:
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    # temperature of judge calls; None = the generator's (llm.temperature, else generate.temperature)
     temperature: float | None = None
+    # None = llm.reasoning_effort
+    reasoning_effort: str | None = None
     max_concurrency: int | None = None
     price_per_mtok: dict[str, float] | None = None
     # what the judge reads: vlm (keyframes as images) | state_text (per-step state summaries; a labelled substitute)

@@ -8,6 +8,7 @@ from pathlib import Path
 import bird.methods
 from bird import registry
 from bird.config.needs import needs_judgement
+from bird.config.roles import check_roles
 from bird.config.schema import BirdConfig
 from bird.config.validate_search import check_search
 from bird.config.validate_task import check_task
@@ -265,4 +266,5 @@ def validate(cfg: BirdConfig) -> list[str]:
     _check_schedule(cfg, problems)
     _check_judge_keys(cfg, problems)
     check_search(cfg, problems)
+    check_roles(cfg, problems)
     return problems

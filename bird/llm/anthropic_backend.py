@@ -58,10 +58,16 @@ class AnthropicBackend(ApiBackend):
         }
         if system:
             params["system"] = "\n\n".join(m.content for m in system)
-        if request.temperature != 1.0:  # the SDK no longer names it; recent models answer 400 to any value but 1.0
-            params["extra_body"] = {"temperature": request.temperature}
+        if request.reasoning_effort != "none":  # adaptive thinking at that effort (its tokens count in max_tokens)
+            params["thinking"] = {"type": "adaptive"}
+            params["output_config"] = {"effort": request.reasoning_effort}
+        temperature = self.sent_temperature(request)  # None while thinking: the API takes only its default 1.0
+        if temperature is not None and temperature != 1.0:  # the SDK no longer names it; recent models answer 400
+            params["extra_body"] = {"temperature": temperature}  # to any value but 1.0
         if request.tool is not None:
             params.update(_tool_params(request.tool))
+            if "thinking" in params:  # thinking takes no forced tool choice: the tool is offered, the prompt asks for it
+                params["tool_choice"] = {"type": "auto"}
         return params
 
     def _call(self, request: Request) -> Answer:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from bird import registry
 from bird.config.schema import LLMConfig
 from bird.llm.base import Generator, LLMError, Request, Response
 from bird.llm.content import Content
@@ -110,9 +111,37 @@ class ApiBackend(Generator):
         return self.provider if not self.cfg.base_url else f"{self.provider}@{self.cfg.base_url.rstrip('/')}"
 
     def prepare(self, request: Request) -> Request:
-        if self.cfg.temperature is None or self.cfg.temperature == request.temperature:
+        temperature = request.temperature if self.cfg.temperature is None else self.cfg.temperature
+        if temperature == request.temperature and self.cfg.reasoning_effort == request.reasoning_effort:
             return request
-        return replace(request, temperature=self.cfg.temperature)
+        return replace(request, temperature=temperature, reasoning_effort=self.cfg.reasoning_effort)
+
+    def sent_temperature(self, request: Request) -> float | None:
+        """The temperature to send for a prepared request; None while reasoning on a provider that then takes only
+        one (registry declaration `reasoning_temperature`, e.g. Anthropic's thinking): it is not sent, and the
+        model samples at that one (docs/llm.md)."""
+        if request.reasoning_effort != "none" and self._reasoning_temperature() is not None:
+            return None
+        return request.temperature
+
+    def _reasoning_temperature(self) -> float | None:
+        if self.cfg.backend not in registry.names("llm"):
+            return None
+        fixed = registry.declared("llm", self.cfg.backend).reasoning_temperature
+        return fixed(self.cfg) if fixed is not None else None
+
+    def sampling(self, request: Request) -> dict[str, Any]:
+        request = self.prepare(request)
+        out: dict[str, Any] = {"temperature": request.temperature, "reasoning_effort": request.reasoning_effort}
+        if self.sent_temperature(request) is None:  # not sent: the provider samples at its only reasoning temperature
+            out["temperature"] = self._reasoning_temperature()
+            if request.temperature != out["temperature"]:
+                out["requested_temperature"] = request.temperature
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "reasoning_effort": self.cfg.reasoning_effort,
+                "temperature": self.cfg.temperature}
 
     def complete(self, request: Request) -> Response:
         if self._client is None:

@@ -96,6 +96,9 @@ class CachingGenerator(Generator):
     def prepare(self, request: Request) -> Request:
         return self.inner.prepare(request)
 
+    def sampling(self, request: Request) -> dict[str, Any]:
+        return self.inner.sampling(request)
+
     def cache_provider(self) -> str:
         return self.inner.cache_provider()
 

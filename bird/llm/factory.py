@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from pathlib import Path
 
 from bird import registry
+from bird.config.roles import judge_llm_config
 from bird.config.schema import BudgetConfig, JudgeConfig, LLMConfig
 from bird.llm.base import Generator
 from bird.llm.cache import CACHE_MODES, CachingGenerator, ResponseCache
@@ -39,40 +39,6 @@ def make_generator(cfg: LLMConfig, budget: BudgetConfig, journal_path: Path | No
             stacklevel=2,
         )
     return JournalGenerator(inner, journal_path, budget.max_llm_calls, budget.max_cost_usd)
-
-
-def judge_llm_config(llm: LLMConfig, judge: JudgeConfig) -> LLMConfig:
-    """The judge's LLMConfig: judge.* where set, else the generator's llm.* (model/base_url/price only when the
-    backend is inherited)."""
-    llm, judge = _typed(llm, LLMConfig), _typed(judge, JudgeConfig)
-    same = judge.backend in (None, llm.backend)
-    if not same and judge.model is None:
-        raise ValueError(f"judge.backend={judge.backend!r} differs from llm.backend={llm.backend!r}: set judge.model")
-    out = dataclasses.replace(
-        llm,
-        backend=judge.backend or llm.backend,
-        model=(judge.model or llm.model) if same else judge.model,
-        base_url=judge.base_url if judge.base_url is not None or not same else llm.base_url,
-        api_key_env=judge.api_key_env if judge.api_key_env is not None or not same else llm.api_key_env,
-    )
-    if judge.temperature is not None:
-        out.temperature = judge.temperature
-    if judge.max_concurrency is not None:
-        out.max_concurrency = judge.max_concurrency
-    if judge.price_per_mtok is not None:
-        out.price_per_mtok = dict(judge.price_per_mtok)
-    elif not same or out.model != llm.model:
-        out.price_per_mtok = {"input": 0.0, "output": 0.0}
-    return out
-
-
-def _typed(cfg: object, cls: type) -> object:
-    """A dataclass instance even when handed an OmegaConf node."""
-    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
-        return cfg
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), cfg))
 
 
 def make_judge(llm: LLMConfig, judge: JudgeConfig, generator: JournalGenerator) -> JournalGenerator:

@@ -128,6 +128,7 @@ class JournalGenerator(Generator):
             "sample_index": request.sample_index,
             "iteration": request.context.get("iteration"),
             "key": self.inner.cache_key(request),  # the request's response-cache address (bird.bundle packs by it)
+            **self.inner.sampling(request),  # temperature and reasoning effort as answered
             "latency_s": round(time.time() - start, 4),
             "error": error,
         }
@@ -158,6 +159,9 @@ class JournalGenerator(Generator):
     def totals(self) -> dict[str, Any]:
         with self.ledger.lock:
             return dict(self.ledger.totals)
+
+    def sampling(self, request: Request) -> dict[str, Any]:
+        return self.inner.sampling(request)
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

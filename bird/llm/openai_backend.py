@@ -54,12 +54,15 @@ class OpenAIBackend(ApiBackend):
             "model": self.model,
             "messages": [{"role": m.role, "content": _content(m)} for m in request.messages],
         }
+        if request.reasoning_effort != "none":
+            params["reasoning_effort"] = request.reasoning_effort
+        temperature = self.sent_temperature(request)  # None: api.openai.com while reasoning (only its default 1.0)
         if self.cfg.base_url:  # compatible servers: classic names, temperature always sent (their defaults vary)
-            params.update(max_tokens=request.max_tokens, temperature=request.temperature)
+            params.update(max_tokens=request.max_tokens, temperature=temperature)
         else:  # api.openai.com: reasoning models take max_completion_tokens and reject a non-default temperature
             params["max_completion_tokens"] = request.max_tokens
-            if request.temperature != 1.0:
-                params["temperature"] = request.temperature
+            if temperature is not None and temperature != 1.0:
+                params["temperature"] = temperature
         if request.tool is not None:
             params.update(_tool_params(request.tool))
         return params
