@@ -378,8 +378,9 @@ class LLMConfig:
     cache: str = "readwrite"
     # cache directory (shared by all runs of a machine); None = ~/.cache/bird/llm
     cache_dir: str | None = None
-    # USD per million tokens, {input, output}
-    price_per_mtok: dict[str, float] = field(default_factory=lambda: {"input": 0.0, "output": 0.0})
+    # USD per million tokens {input, output, cached_input, cache_write, batch}; None = the price table's entry for
+    # llm.backend and llm.model (conf/llm/prices/<backend>.yaml)
+    price_per_mtok: dict[str, float] | None = None
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bird import registry
 from bird.config.schema import BudgetConfig, JudgeConfig, LLMConfig
+from bird.llm.api_base import is_local_url
 from bird.llm.base import Generator
 from bird.llm.cache import CACHE_MODES, CachingGenerator, ResponseCache
 from bird.llm.journal import JournalGenerator
@@ -32,13 +33,28 @@ def make_generator(cfg: LLMConfig, budget: BudgetConfig, journal_path: Path | No
     Raises MissingAPIKeyError (a ValueError naming the variable to set) before any work when a key is missing.
     """
     inner = _build(cfg)
-    if inner.cacheable and budget.max_cost_usd is not None and not any(cfg.price_per_mtok.values()):
-        warnings.warn(
-            f"budget.max_cost_usd={budget.max_cost_usd} is set but llm.price_per_mtok is all zero: "
-            "the cost cap will never stop generation; set llm.price_per_mtok for the model",
-            stacklevel=2,
-        )
+    _warn_unpriced(cfg, budget, inner)
     return JournalGenerator(inner, journal_path, budget.max_llm_calls, budget.max_cost_usd)
+
+
+def _warn_unpriced(cfg: LLMConfig, budget: BudgetConfig, gen: Generator) -> None:
+    """Warn when a paid provider's calls will be recorded as free, or a cost cap can never trigger."""
+    if not gen.cacheable or cfg.cache == "replay":
+        return  # the offline synthesiser; a replay spends nothing
+    price = getattr(getattr(gen, "inner", gen), "price", None)
+    if price is not None and not price.free:
+        return
+    where = f"llm={cfg.backend} model={cfg.model}"
+    if not is_local_url(cfg.base_url) and cfg.price_per_mtok is None:
+        warnings.warn(f"{where} has no price in conf/llm/prices/{cfg.backend}.yaml: its calls will be recorded at "
+                      "cost_usd 0; set llm.price_per_mtok='{input: ..., output: ...}' (USD per million tokens)",
+                      stacklevel=3)
+    elif not is_local_url(cfg.base_url):
+        warnings.warn(f"{where}: llm.price_per_mtok is 0 for a paid provider: its calls will be recorded at cost_usd 0",
+                      stacklevel=3)
+    if budget.max_cost_usd is not None:
+        warnings.warn(f"budget.max_cost_usd={budget.max_cost_usd} is set but {where} has no price (all zero): the cost "
+                      "cap will never stop generation; set llm.price_per_mtok for the model", stacklevel=3)
 
 
 def judge_llm_config(llm: LLMConfig, judge: JudgeConfig) -> LLMConfig:
@@ -62,7 +78,7 @@ def judge_llm_config(llm: LLMConfig, judge: JudgeConfig) -> LLMConfig:
     if judge.price_per_mtok is not None:
         out.price_per_mtok = dict(judge.price_per_mtok)
     elif not same or out.model != llm.model:
-        out.price_per_mtok = {"input": 0.0, "output": 0.0}
+        out.price_per_mtok = None  # the price table's entry for the judge's own model
     return out
 
 
