@@ -1,4 +1,5 @@
-"""`python -m bird [overrides]`: compose the config with Hydra, validate it, run one search."""
+"""`python -m bird [overrides]`: compose the config with Hydra, validate it, run one search. With `--plan`, print
+what the run or sweep (`-m`) would cost instead (bird.plan) and run nothing."""
 
 from __future__ import annotations
 
@@ -39,10 +40,11 @@ def main(cfg: DictConfig) -> None:
     if done is not None:
         print(f"bird: {run_dir} already completed (returned_score {done.get('returned_score')}); skipped")
         return
+    from bird.sweeps import cell_limits
     from bird.tracking import TrackerUnavailable
 
     try:
-        search(bcfg, run_dir)
+        search(bcfg, run_dir, cell_limits(bcfg))
     except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -52,4 +54,8 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    if "--plan" in sys.argv[1:]:
+        from bird.plan import main as plan
+
+        sys.exit(plan([a for a in sys.argv[1:] if a != "--plan"]))
     main()

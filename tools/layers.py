@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("stages", ("bird.stages",)),
     ("loop", ("bird.loop", "bird.result")),
     ("applications", ("bird.__main__", "bird.resume", "bird.sweeps", "bird.ablate", "bird.diff", "bird.leaks",
-                      "bird.status", "bird.method_branches", "bird.analysis", "bird.annotate", "bird.bundle")),
+                      "bird.status", "bird.method_branches", "bird.analysis", "bird.annotate", "bird.bundle",
+                      "bird.plan")),
 )
 
 
