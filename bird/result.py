@@ -61,6 +61,7 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
                      for k in sorted({str(c.failure.kind) for c in cands if c.failure})},
         "stop_reason": state.stop_reason, "policy_trainings": state.policy_trainings,
         "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
+        "llm_refused_calls": totals.get("refused_calls", 0),
         "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
         "resumes": resumes,

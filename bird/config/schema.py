@@ -378,6 +378,8 @@ class LLMConfig:
     cache: str = "readwrite"
     # cache directory (shared by all runs of a machine); None = ~/.cache/bird/llm
     cache_dir: str | None = None
+    # requests in flight at once across the cells of a sweep on one machine (None = no limit; docs/llm.md)
+    sweep_max_concurrency: int | None = None
     # USD per million tokens {input, output, cached_input, cache_write, batch}; None = the price table's entry for
     # llm.backend and llm.model (conf/llm/prices/<backend>.yaml)
     price_per_mtok: dict[str, float] | None = None
@@ -435,6 +437,10 @@ class BudgetConfig:
     # LLM calls / spend after which generation stops and the search finishes with what it has (None = no cap)
     max_llm_calls: int | None = None
     max_cost_usd: float | None = None
+    # the same, for every cell of a sweep together (calls that reach a provider; a cache hit is free): cells stop
+    # generating once the sweep's ledger reaches it (None = no cap; docs/llm.md "Before a real sweep")
+    sweep_max_llm_calls: int | None = None
+    sweep_max_cost_usd: float | None = None
 
 
 @dataclass

@@ -12,29 +12,37 @@ from bird.llm.api_base import is_local_url
 from bird.llm.base import Generator
 from bird.llm.cache import CACHE_MODES, CachingGenerator, ResponseCache
 from bird.llm.journal import JournalGenerator
+from bird.llm.sweep import SweepGate, SweepLimits
 
 __all__ = ["make_generator", "make_judge", "judge_llm_config"]
 
 
-def _build(cfg: LLMConfig) -> Generator:
-    """Backend from the registry, behind the response cache when it is cacheable and the cache is on."""
+def _build(cfg: LLMConfig, sweep: SweepLimits | None = None) -> Generator:
+    """Backend from the registry, behind the sweep's gate (a cell of a capped or throttled sweep) and the response
+    cache when it is cacheable and the cache is on."""
     if cfg.cache not in CACHE_MODES:
         raise ValueError(f"llm.cache={cfg.cache!r}; allowed: {list(CACHE_MODES)}")
     factory = registry.get("llm", cfg.backend)
     inner: Generator = factory(cfg)  # an HTTP backend checks its key here (MissingAPIKeyError)
+    if inner.cacheable and sweep is not None:
+        inner = SweepGate(inner, sweep)
     if inner.cacheable and cfg.cache != "off":
         inner = CachingGenerator(inner, ResponseCache(cfg.cache_dir), cfg.cache)
     return inner
 
 
-def make_generator(cfg: LLMConfig, budget: BudgetConfig, journal_path: Path | None = None) -> JournalGenerator:
+def make_generator(cfg: LLMConfig, budget: BudgetConfig, journal_path: Path | None = None,
+                   sweep: SweepLimits | None = None) -> JournalGenerator:
     """Instantiate `llm.backend`, put the response cache in front of it, and wrap it with accounting and caps.
 
+    :param sweep: the limits this search shares with the other cells of its sweep (bird.llm.sweep).
     Raises MissingAPIKeyError (a ValueError naming the variable to set) before any work when a key is missing.
     """
-    inner = _build(cfg)
+    inner = _build(cfg, sweep)
     _warn_unpriced(cfg, budget, inner)
-    return JournalGenerator(inner, journal_path, budget.max_llm_calls, budget.max_cost_usd)
+    out = JournalGenerator(inner, journal_path, budget.max_llm_calls, budget.max_cost_usd)
+    out.ledger.sweep = sweep
+    return out
 
 
 def _warn_unpriced(cfg: LLMConfig, budget: BudgetConfig, gen: Generator) -> None:
@@ -93,4 +101,4 @@ def _typed(cfg: object, cls: type) -> object:
 
 def make_judge(llm: LLMConfig, judge: JudgeConfig, generator: JournalGenerator) -> JournalGenerator:
     """The judge/evaluator generator; shares the generator's journal, totals and budget caps."""
-    return generator.share(_build(judge_llm_config(llm, judge)))
+    return generator.share(_build(judge_llm_config(llm, judge), generator.ledger.sweep))

@@ -28,10 +28,12 @@ class Ledger:
         self.max_calls = max_calls
         self.max_cost_usd = max_cost_usd
         self.lock = threading.Lock()
+        self.sweep: Any = None  # bird.llm.sweep.SweepLimits of a sweep's cell (set by the factory)
         self.totals: dict[str, Any] = {
             "calls": 0,
             "cached_calls": 0,
             "failed_calls": 0,
+            "refused_calls": 0,  # refused by the sweep's caps (not counted in `calls`)
             "input_tokens": 0,
             "output_tokens": 0,
             "cost_usd": 0.0,
@@ -109,16 +111,22 @@ class JournalGenerator(Generator):
         start = time.time()
         error: str | None = None
         response: Response | None = None
+        refused = False
         try:
             response = self.inner.complete(request)
             return response
+        except BudgetExhausted as exc:  # the sweep's caps (bird.llm.sweep): the call was never made
+            error = f"{type(exc).__name__}: {exc}"
+            refused = True
+            raise
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            self._record(request, response, error, start)
+            self._record(request, response, error, start, refused)
 
-    def _record(self, request: Request, response: Response | None, error: str | None, start: float) -> None:
+    def _record(self, request: Request, response: Response | None, error: str | None, start: float,
+                refused: bool = False) -> None:
         entry: dict[str, Any] = {
             "t": start,
             "purpose": request.purpose,
@@ -133,7 +141,11 @@ class JournalGenerator(Generator):
         ledger = self.ledger
         with ledger.lock:
             t = ledger.totals
-            if response is None:
+            if refused:
+                t["calls"] -= 1
+                t["refused_calls"] += 1
+                entry["refused"] = True
+            elif response is None:
                 t["failed_calls"] += 1
             else:
                 uncached = response.cost_usd if response.uncached_cost_usd is None else response.uncached_cost_usd
