@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
+
+from bird.files import copy_file
 
 __all__ = ["RUN_FILES", "copy_clips", "copy_run_files", "inside"]
 
@@ -35,7 +36,7 @@ def copy_clips(clips: pd.DataFrame, out: Path) -> dict[tuple[str, str, str], str
     copied = {}
     for r in clips.itertuples():
         name = f"{r.benchmark}-{r.task}-{r.method}.mp4".replace("/", "_")
-        shutil.copy2(r.path, out / "clips" / name)
+        copy_file(Path(r.path), out / "clips" / name, "media", Path(r.path).parent)
         copied[(r.benchmark, r.task, r.method)] = f"clips/{name}"
     return copied
 
@@ -58,9 +59,13 @@ def copy_run_files(runs: pd.DataFrame, out: Path) -> dict[tuple[str, str, str, i
             if "{candidate}" in pattern and not isinstance(candidate, str):
                 continue
             path = src / pattern.format(candidate=candidate)
-            if path.is_file() and inside(src, path):
-                (out / rel).mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, out / rel / path.name)
-                files[label] = f"{rel}/{path.name}"
+            if not (path.is_file() and inside(src, path)):
+                continue
+            (out / rel).mkdir(parents=True, exist_ok=True)
+            try:
+                copy_file(path, out / rel / path.name, "result" if label == "result" else "text", src)
+            except OSError:  # a file bird does not copy (a link, too large): the page links nothing for it
+                continue
+            files[label] = f"{rel}/{path.name}"
         copied[(r.benchmark, r.task, r.method, int(r.seed))] = files
     return copied

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
+
+from bird.files import read_json
 
 from .artefacts import inside
 
@@ -15,13 +16,19 @@ __all__ = ["pick_clips"]
 def _first_clip(run_dir: str) -> dict | None:
     """The run's first recorded final-retrain clip (result.json `videos`), or None."""
     try:
-        videos = (json.loads((Path(run_dir) / "result.json").read_text()).get("videos") or {})
-    except (OSError, ValueError):
+        videos = read_json(Path(run_dir) / "result.json", "result", Path(run_dir)).get("videos") or {}
+        clips = videos.get("clips") or []
+    except (OSError, ValueError, AttributeError):  # unreadable, or not the shape bird writes
         return None
-    for clip in videos.get("clips") or []:
-        path = Path(run_dir) / str(clip.get("video", ""))
-        if clip.get("video") and path.is_file() and inside(Path(run_dir), path):
-            return {**clip, "path": str(path)}
+    for clip in clips if isinstance(clips, list) else []:
+        video = clip.get("video") if isinstance(clip, dict) else None
+        path = Path(run_dir) / str(video)
+        if isinstance(video, str) and video and path.is_file() and not path.is_symlink() \
+                and inside(Path(run_dir), path):
+            score = clip.get("score")
+            score = float(score) if isinstance(score, int | float) and not isinstance(score, bool) \
+                and abs(score) < 1e15 else None
+            return {"score": score, "description": str(clip.get("description") or "")[:500], "path": str(path)}
     return None
 
 

@@ -9,6 +9,7 @@ dataset's paired mean samples, and take the Pearson distance to the canonical re
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from bird.files import write_text
 
 from .epic import canonicalize_samples, pearson_distance
 from .epic_data import Dataset, cache_dir, competent_dataset
@@ -201,9 +204,10 @@ def write_epic_csv(run_dir: str | Path, rows: Sequence[dict]) -> Path:
     """Write `epic.csv` (empty distance/random_median for NaN), as analysis/rundir.py reads it."""
     path = Path(run_dir) / "epic.csv"
     cols = ["iteration", "candidate", "distance", "random_median", "reason"]
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols)
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: ("" if isinstance(r[c], float) and not math.isfinite(r[c]) else r[c]) for c in cols})
+    fh = io.StringIO(newline="")
+    w = csv.DictWriter(fh, fieldnames=cols)
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: ("" if isinstance(r[c], float) and not math.isfinite(r[c]) else r[c]) for c in cols})
+    write_text(path, fh.getvalue())  # atomic, and never through a link planted at epic.csv
     return path

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
+
+from bird.escape import markdown
 
 from . import plots
 from .artefacts import copy_clips, copy_run_files
@@ -22,6 +26,9 @@ from .task_table import per_task_table
 from .tidy import score_table, shared_tasks
 
 __all__ = ["Leaderboard", "build_leaderboard", "write_leaderboard"]
+
+# a cell this module formats: numbers, an interval, a mark in parentheses (never text from a run directory)
+_INTERVAL = re.compile(r"[-+0-9.e ]*\[[-+0-9.e, ]*\][a-z() ]*")
 
 
 @dataclass
@@ -162,10 +169,17 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
 
 
 def _md_table(df: pd.DataFrame) -> str:
+    """A Markdown table; every cell escaped (bird/escape.py: method and task names come from run directories)."""
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in df.to_numpy()]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.to_numpy()]
     return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    """A table cell: a name escaped for Markdown, our intervals (`0.5 [0.4, 0.6]`) kept readable."""
+    text = str(value)
+    return text if _INTERVAL.fullmatch(text) else markdown(text)
 
 
 def _task_md(tasks: pd.DataFrame) -> list[str]:
@@ -187,8 +201,8 @@ def _clips_md(clips: pd.DataFrame, files: dict[tuple[str, str, str], str]) -> li
         path = files[(r.benchmark, r.task, r.method)]
         score = "n/a" if pd.isna(r.returned_score) else f"{r.returned_score:.3f}"
         clip = "n/a" if r.clip_score is None or pd.isna(r.clip_score) else f"{r.clip_score:.3f}"
-        md.append(f"- {r.benchmark}/{r.task}, {r.method}: [{path}]({path}) — returned score {score} (seed {r.seed}, "
-                  f"median of {r.n_runs} runs); this episode {clip}")
+        md.append(f"- {markdown(r.benchmark)}/{markdown(r.task)}, {markdown(r.method)}: [{markdown(path)}]({quote(path)}) "
+                  f"— returned score {score} (seed {r.seed}, median of {r.n_runs} runs); this episode {clip}")
     return [*md, ""]
 
 
@@ -202,9 +216,9 @@ def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 20
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    md = ["# bird leaderboard", "", *[f"- {h}" for h in lb.header], ""]
+    md = ["# bird leaderboard", "", *[f"- {markdown(h)}" for h in lb.header], ""]
     for name, df in lb.tables.items():
-        md += [f"## {name}", "", _md_table(df), ""]
+        md += [f"## {markdown(name)}", "", _md_table(df), ""]
     md += ["Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed.", ""]
     md += _task_md(lb.tasks)
     md += ["## Figures", ""]
@@ -212,7 +226,7 @@ def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 20
     for name, fig in lb.figures.items():
         caption = CAPTIONS.get(name, name)
         if fig is None:
-            md += [f"### {caption}", "", f"_Not drawn: {not_drawn_reason(name, lb.notes)}_", ""]
+            md += [f"### {caption}", "", f"_Not drawn: {markdown(not_drawn_reason(name, lb.notes))}_", ""]
             saved[name] = None
             continue
         fig.savefig(out / f"{name}.png", dpi=dpi)
@@ -221,7 +235,7 @@ def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 20
     clip_files = copy_clips(lb.clips, out)
     md += _clips_md(lb.clips, clip_files)
     if lb.notes:
-        md += ["## Notes", "", *[f"- {n}" for n in lb.notes], ""]
+        md += ["## Notes", "", *[f"- {markdown(n)}" for n in lb.notes], ""]
     (out / "leaderboard.md").write_text("\n".join(md))
     run_files = copy_run_files(lb.runs, out) if len(lb.runs) else {}
     (out / "leaderboard.html").write_text(render_page(lb, saved, clip_files, run_files, bundle))

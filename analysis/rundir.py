@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import csv
-import json
+import io
 import math
 import os
+import unicodedata
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from bird.files import read_json, read_text
 
 __all__ = ["RunCollection", "Skipped", "find_run_dirs", "load_runs", "read_runs"]
 
@@ -20,6 +23,11 @@ RUN_KEYS = ["benchmark", "task", "method", "seed"]
 _REQUIRED = {"method": str, "suite": str, "task": str, "seed": int}
 LEVELS = ("candidate", "iteration", "run", "epic")
 _REPEATED = ["returned_score", "env_steps", "llm_calls", "cost_usd"]  # run fields repeated on candidate rows
+MAX_MAGNITUDE = 1e15  # the largest |number| a run may record in a field the statistics read (sums stay finite)
+MAX_NAME = 64         # characters of a suite, task, method or choice name (the label and file names stay short)
+MAX_CHOICES = 8
+# what a malformed field raises while a run is read: the run is skipped with the reason, the page goes on
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -72,26 +80,58 @@ def find_run_dirs(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return sorted(found)
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path, kind: str, run: Path) -> dict:
+    """A JSON object from a file of the run (bird/files.py: a regular file inside the run, under its size cap,
+    parsed with bounded depth, strings and integers)."""
     try:
-        with open(path) as f:
-            obj = json.load(f)
+        obj = read_json(path, kind, run)
     except FileNotFoundError:
         raise _Corrupt(f"missing {path.name}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise _Corrupt(f"invalid JSON in {path.name}: {e}") from None
+    except OSError as e:  # a link leaving the run, a FIFO, a file over its size cap
+        raise _Corrupt(f"{path.relative_to(run)} not read: {e}") from None
+    except ValueError as e:  # not UTF-8 or not JSON, or beyond a bound (bird/files.py)
+        raise _Corrupt(f"invalid JSON in {path.relative_to(run)}: {e}") from None
     if not isinstance(obj, dict):
         raise _Corrupt(f"{path.name} is not a JSON object")
     return obj
 
 
 def _num(x: object) -> float:
-    """A JSON number as float; None for null. Booleans and strings are corrupt."""
+    """A JSON number as float; None (and NaN) for missing. Booleans, strings, infinities and magnitudes over
+    MAX_MAGNITUDE are corrupt."""
     if x is None:
         return math.nan
     if isinstance(x, bool) or not isinstance(x, int | float):
-        raise _Corrupt(f"expected a number, got {x!r}")
+        raise _Corrupt(f"expected a number, got {str(x)[:60]!r}")
+    if abs(x) > MAX_MAGNITUDE:  # NaN compares False: kept as missing
+        raise _Corrupt(f"the number {float(x):.3g} is beyond ±{MAX_MAGNITUDE:.0e}")
     return float(x)
+
+
+def _name(x: object, what: str) -> str:
+    """A suite, task, method or choice name: 1 to MAX_NAME characters, none of them a control character."""
+    if not isinstance(x, str) or not 0 < len(x) <= MAX_NAME or any(unicodedata.category(c)[0] == "C" for c in x):
+        shown = repr(x[:40]) + f"... ({len(x)} characters)" if isinstance(x, str) and len(x) > 40 else repr(x)[:60]
+        raise _Corrupt(f"result.json {what}={shown} is not a name of 1 to {MAX_NAME} printable characters")
+    return x
+
+
+def _dict(x: object, what: str) -> dict:
+    """An optional JSON object field: {} when missing."""
+    if x is None:
+        return {}
+    if not isinstance(x, dict):
+        raise _Corrupt(f"{what} is not a JSON object")
+    return x
+
+
+def _list(x: object, what: str) -> list:
+    """An optional JSON array field: [] when missing."""
+    if x is None:
+        return []
+    if not isinstance(x, list):
+        raise _Corrupt(f"{what} is not a JSON array")
+    return x
 
 
 def _check_result(result: dict) -> None:
@@ -104,45 +144,49 @@ def _check_result(result: dict) -> None:
         raise _Corrupt(f"result.json lacks {missing}")
     for k, typ in _REQUIRED.items():
         if not isinstance(result[k], typ) or isinstance(result[k], bool):
-            raise _Corrupt(f"result.json {k}={result[k]!r} is not a {typ.__name__}")
-    score = _num(result["returned_score"])  # null is legal: the run returned no reward
-    if math.isinf(score):
-        raise _Corrupt(f"result.json returned_score={score!r} is not finite")
+            raise _Corrupt(f"result.json {k}={str(result[k])[:60]!r} is not a {typ.__name__}")
+    for k in ("method", "suite", "task"):
+        _name(result[k], k)
+    if abs(result["seed"]) >= 2**63:
+        raise _Corrupt(f"result.json seed={result['seed']} is not a 64-bit integer")
+    _num(result["returned_score"])  # null is legal: the run returned no reward
 
 
 def _label(result: dict) -> str:
     """The configuration label: the method, plus any design-choice flips (`eureka+four_turn_history`)."""
-    choices = result.get("choices") or []
-    return "+".join([result["method"], *map(str, choices)])
+    choices = _list(result.get("choices"), "result.json choices")
+    if len(choices) > MAX_CHOICES:
+        raise _Corrupt(f"result.json lists {len(choices)} choices (at most {MAX_CHOICES})")
+    return "+".join([result["method"], *(_name(c, "choice") for c in choices)])
 
 
 def _run_row(path: Path, status: dict, result: dict) -> dict:
-    tokens = result.get("tokens") or {}
-    per_seed = result.get("returned_score_per_seed") or []
+    tokens = _dict(result.get("tokens"), "result.json tokens")
+    per_seed = _list(result.get("returned_score_per_seed"), "result.json returned_score_per_seed")
     return {
         "benchmark": result["suite"], "task": result["task"], "method": _label(result),
         "seed": int(result["seed"]), "base_method": result["method"],
         "env": result.get("env", f"{result['suite']}/{result['task']}"),
         "returned_score": _num(result["returned_score"]),
-        "returned_candidate": (result.get("returned") or {}).get("candidate_id"),
+        "returned_candidate": _dict(result.get("returned"), "result.json returned").get("candidate_id"),
         "n_final_seeds": len(per_seed),
-        "n_iterations": len(result.get("iterations") or []),
+        "n_iterations": len(_list(result.get("iterations"), "result.json iterations")),
         "n_candidates": _num(result.get("n_candidates")), "n_failed": _num(result.get("n_failed")),
         "env_steps": _num(result.get("env_steps")), "llm_calls": _num(result.get("llm_calls")),
         "input_tokens": _num(tokens.get("input")), "output_tokens": _num(tokens.get("output")),
         "cost_usd": _num(result.get("cost_usd")), "wall_s": _num(result.get("wall_s")),
         "budget": result.get("budget"), "config_hash": result.get("config_hash"),
-        "generator": (result.get("generator") or {}).get("label"),
-        "updated": status.get("updated"), "run_dir": str(path),
+        "generator": _dict(result.get("generator"), "result.json generator").get("label"),
+        "updated": status["updated"] if isinstance(status.get("updated"), str) else None, "run_dir": str(path),
     }
 
 
 def _iteration_rows(result: dict, scores: dict[str, float]) -> list[dict]:
     """Per iteration; the incumbent is `returned_so_far` when the engine records it, else the best fitness so far."""
     rows, inc_fit, inc_score, inc_id = [], -math.inf, math.nan, None
-    for it in result.get("iterations") or []:
-        if not isinstance(it, dict) or "iteration" not in it:
-            raise _Corrupt(f"result.json iteration entry {it!r} lacks 'iteration'")
+    for it in _list(result.get("iterations"), "result.json iterations"):
+        if not isinstance(it, dict) or not isinstance(it.get("iteration"), int):
+            raise _Corrupt(f"result.json iteration entry {str(it)[:60]!r} lacks an integer 'iteration'")
         fit, score = _num(it.get("best_fitness")), _num(it.get("best_score"))
         if "returned_so_far" in it:
             inc_id = it["returned_so_far"]
@@ -169,11 +213,11 @@ def _candidate_rows(path: Path, returned_id: str | None) -> list[dict]:
     for entry in sorted(os.scandir(cdir), key=lambda e: e.name):
         if not entry.is_dir():
             continue
-        c = _read_json(Path(entry.path) / "candidate.json")
-        if "iteration" not in c or "id" not in c:
-            raise _Corrupt(f"candidates/{entry.name}/candidate.json lacks 'id' or 'iteration'")
-        llm = c.get("llm") or {}
-        failure = c.get("failure") or {}
+        c = _read_json(Path(entry.path) / "candidate.json", "record", path)
+        if not isinstance(c.get("iteration"), int) or not isinstance(c.get("id"), str):
+            raise _Corrupt(f"candidates/{entry.name}/candidate.json lacks a string 'id' or an integer 'iteration'")
+        llm = _dict(c.get("llm"), f"candidates/{entry.name}/candidate.json llm")
+        failure = _dict(c.get("failure"), f"candidates/{entry.name}/candidate.json failure")
         rows.append({
             "iteration": int(c["iteration"]), "candidate": c["id"], "index": c.get("index"),
             "parent_id": c.get("parent_id"), "status": c.get("status"), "failure_kind": failure.get("kind"),
@@ -190,23 +234,22 @@ def _candidate_rows(path: Path, returned_id: str | None) -> list[dict]:
 def _epic_rows(path: Path) -> list[dict]:
     """Optional `epic.csv`: iteration, candidate, distance[, random_median] (written by the EPIC stage)."""
     f = path / "epic.csv"
-    if not f.is_file():
+    if not os.path.lexists(f):
         return []
-    with open(f, newline="") as fh:
-        rows = list(csv.DictReader(fh))
     try:
+        rows = list(csv.DictReader(io.StringIO(read_text(f, "table", path), newline="")))
         return [{"iteration": int(r["iteration"]), "candidate": r.get("candidate"),
-                 "distance": float(r["distance"]) if r["distance"] not in ("", None) else math.nan,
-                 "random_median": float(r.get("random_median") or "nan")} for r in rows]
-    except (KeyError, ValueError, TypeError) as e:
-        raise _Corrupt(f"epic.csv: {e!r}") from None
+                 "distance": _num(float(r["distance"])) if r["distance"] not in ("", None) else math.nan,
+                 "random_median": _num(float(r.get("random_median") or "nan"))} for r in rows]
+    except (OSError, csv.Error, KeyError, ValueError, TypeError) as e:
+        raise _Corrupt(f"epic.csv: {str(e)[:200]}") from None
 
 
 def _read_one(path: Path) -> tuple[dict, list[dict], list[dict], list[dict]]:
-    status = _read_json(path / "status.json")
+    status = _read_json(path / "status.json", "status", path)
     if status.get("state") != "completed":
-        raise _Corrupt(f"status.json state={status.get('state')!r} (not completed)")
-    result = _read_json(path / "result.json")
+        raise _Corrupt(f"status.json state={str(status.get('state'))[:40]!r} (not completed)")
+    result = _read_json(path / "result.json", "result", path)
     _check_result(result)
     run = _run_row(path, status, result)
     cands = _candidate_rows(path, run["returned_candidate"])
@@ -257,6 +300,9 @@ def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, warn: bool
             run, it_rows, c_rows, e_rows = _read_one(path)
         except _Corrupt as e:
             skipped.append(Skipped(str(path), str(e)))
+            continue
+        except _MALFORMED as e:  # a field of a shape no check above foresaw: skipped all the same
+            skipped.append(Skipped(str(path), f"malformed record ({type(e).__name__}: {str(e)[:200]})"))
             continue
         runs.append(run)
         its.append(it_rows)

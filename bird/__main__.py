@@ -10,7 +10,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from bird.config.load import CONF_DIR, ConfigError, load_config, register_configs
+from bird.config.load import CONF_DIR, ConfigError, composed_choices, load_config, register_configs
+from bird.config.searchpath import user_dirs
 
 register_configs()
 
@@ -22,11 +23,11 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
-    choice = HydraConfig.get().runtime.choices.get("choice")
-    if choice and choice not in bcfg.choices:
-        bcfg.choices.append(choice)
+    overrides = HydraConfig.get().overrides
+    bcfg.choices = list(dict.fromkeys([*bcfg.choices, *composed_choices([*overrides.hydra, *overrides.task])]))
     from bird.checkpoint import CheckpointError
     from bird.completed import completed_result
+    from bird.files import UnsafeFileError
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
     from bird.runlock import RunLockedError
@@ -45,7 +46,7 @@ def main(cfg: DictConfig) -> None:
 
     try:
         search(bcfg, run_dir, cell_limits(bcfg))
-    except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError) as exc:
+    except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError, UnsafeFileError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
     except RunLockedError as exc:
@@ -54,6 +55,11 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    try:
+        user_dirs()
+    except ConfigError as exc:
+        print(f"bird: {exc}", file=sys.stderr)
+        sys.exit(2)
     if "--plan" in sys.argv[1:]:
         from bird.plan import main as plan
 

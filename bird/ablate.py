@@ -14,6 +14,7 @@ A choice's BIRD number is read from its file's header ("BIRD design choice (N)")
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import subprocess
@@ -26,6 +27,8 @@ from omegaconf import OmegaConf
 
 from bird.config.load import CONF_DIR, ConfigError, compose
 from bird.config.schema import BirdConfig
+from bird.config.searchpath import ENV_VAR, find, options
+from bird.config.task_for import task_for
 from bird.diff import _flatten
 
 __all__ = ["Choice", "choices", "applicable", "sweep_commands", "DEFAULT_ENVS"]
@@ -71,16 +74,18 @@ class Choice:
     reason: str | None = None  # why it does not apply (None = it applies)
 
 
-def _header(name: str) -> tuple[int | None, str]:
-    lines = [ln[1:].strip() for ln in (CONF_DIR / "choice" / f"{name}.yaml").read_text().splitlines()
-             if ln.startswith("#") and "@package" not in ln]
+def _header(name: str, overrides: list[str] | None = None) -> tuple[int | None, str]:
+    path = find("choice", name, overrides or [])
+    assert path is not None, name  # a name from choices()
+    lines = [ln[1:].strip() for ln in path.read_text().splitlines() if ln.startswith("#") and "@package" not in ln]
     text = " ".join(lines)
     match = _NUMBER.search(text)
     return (int(match.group(1)) if match else None), text.split(". ")[0][:160]
 
 
-def choices() -> list[str]:
-    return sorted(p.stem for p in (CONF_DIR / "choice").glob("*.yaml"))
+def choices(overrides: list[str] | None = None) -> list[str]:
+    """Every design choice on the config search path: conf/choice/ and a user's choice/ (BIRD_CONFIG_PATH)."""
+    return options("choice", overrides or [])
 
 
 def _flat(cfg: BirdConfig) -> dict[str, Any]:
@@ -93,7 +98,7 @@ def _same_family(base: object, flipped: object) -> bool:
 
 
 def _assess(base: str, base_flat: dict[str, Any], name: str, overrides: list[str]) -> Choice:
-    number, summary = _header(name)
+    number, summary = _header(name, overrides)
     try:
         flipped = compose([f"method={base}", *overrides, f"+choice={name}"])
         flat = _flat(flipped)
@@ -115,10 +120,12 @@ def _assess(base: str, base_flat: dict[str, Any], name: str, overrides: list[str
 def applicable(base: str, overrides: list[str] | None = None, include_all: bool = False,
                names: list[str] | None = None) -> list[Choice]:
     """The choices (all, or `names`) that apply to `base` (with `include_all`, each with its reason when it does not)."""
-    base_flat = _flat(compose([f"method={base}", *(overrides or [])]))
-    known = choices()
-    out = [_assess(base, base_flat, name, list(overrides or [])) if name in known
-           else Choice(name, None, "", {}, f"no such choice (conf/choice/{name}.yaml)") for name in (names or known)]
+    overrides = task_for([base], list(overrides or []))  # a task the base runs on (the default task may refuse it)
+    base_flat = _flat(compose([f"method={base}", *overrides]))
+    known = choices(overrides)
+    out = [_assess(base, base_flat, name, overrides) if name in known
+           else Choice(name, None, "", {}, f"no such choice (choice/{name}.yaml on the config search path)")
+           for name in (names or known)]
     return out if include_all else [c for c in out if c.reason is None]
 
 
@@ -163,7 +170,8 @@ def _print_table(base: str, rows: list[Choice]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bird.ablate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("base", help="a method (conf/method/), e.g. eureka; `catalogue` prints docs/choices.md's table")
+    parser.add_argument("base", help="a method (conf/method/, or a user's on BIRD_CONFIG_PATH), e.g. eureka; "
+                        "`catalogue` prints docs/choices.md's table")
     parser.add_argument("--envs", default=",".join(DEFAULT_ENVS), help="comma-separated env ids")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--budget", default="matched", help="budget option (conf/budget/)")
@@ -181,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     # a choice is assessed on the sweep's first task unless the overrides name an env
     on = [] if any(o.startswith("env=") for o in args.overrides) else [f"env={envs[0]}"]
     try:
+        known = options("method", args.overrides)
+        if args.base not in known:
+            raise ConfigError(f"method {args.base!r} unknown; allowed: {known}")
         rows = applicable(args.base, [*on, *args.overrides], include_all=args.all or wanted is not None, names=wanted)
     except Exception as exc:  # noqa: BLE001 - Hydra raises several types for an unknown method
         print(f"bird.ablate: {exc}", file=sys.stderr)
@@ -198,8 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     commands = sweep_commands(args.base, flips, envs, seeds, extra,
                               args.sweep_dir or f"multirun/ablate-{args.base.replace('/', '-')}")
     print(f"\n{len(seeds) * len(envs) * (1 + len(flips))} searches in two multiruns:")
+    path = os.environ.get(ENV_VAR)  # the commands find a user's method and choices through it, as this one did
     for cmd in commands:
-        print("  " + shlex.join(["python", *cmd[1:]]))
+        print("  " + shlex.join([*([f"{ENV_VAR}={path}"] if path else []), "python", *cmd[1:]]))
     if args.run:
         for cmd in commands:
             status = subprocess.run(cmd).returncode

@@ -4,13 +4,13 @@ unless it holds a checkpoint to resume from (bird/checkpoint.py; the loop decide
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from bird.config.load import ConfigError, config_hash
 from bird.config.schema import BirdConfig
+from bird.files import read_json
 
 __all__ = ["completed_result", "clear_previous_run", "RUN_ENTRIES"]
 
@@ -27,12 +27,13 @@ def completed_result(run_dir: Path, cfg: BirdConfig) -> dict[str, Any] | None:
 
     Raises ConfigError when the directory holds a completed run of a different config.
     """
-    status_path, result_path = run_dir / "status.json", run_dir / "result.json"
     try:
-        status = json.loads(status_path.read_text())
-        result = json.loads(result_path.read_text())
+        status = read_json(run_dir / "status.json", "status", run_dir)
+        result = read_json(run_dir / "result.json", "result", run_dir)
     except (OSError, ValueError):
-        return None  # nothing finished here (or a half-written run): run it again
+        return None  # nothing finished here (or a half-written run, or a file bird does not read): run it again
+    if not isinstance(status, dict) or not isinstance(result, dict):
+        return None
     if status.get("state") != "completed" or result.get("status") != "completed":
         return None
     if result.get("config_hash") != config_hash(cfg):

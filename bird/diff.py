@@ -9,7 +9,9 @@ from typing import Any
 import yaml
 from omegaconf import OmegaConf
 
-from bird.config.load import CONF_DIR, ConfigError, compose
+from bird.config.load import ConfigError, compose
+from bird.config.searchpath import find, options
+from bird.config.task_for import task_for
 
 __all__ = ["method_diff", "shared_env"]
 
@@ -23,21 +25,22 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def shared_env(a: str, b: str) -> str | None:
+def shared_env(a: str, b: str, overrides: list[str] | None = None) -> str | None:
     """A task both methods run on when one of them is written for some suites only (generate.suites): the first
-    task, by name (aliases with '-' last), of the first suite both allow; None when neither restricts its suites or none is shared."""
+    task, by name (aliases with '-' last), of the first suite both allow; None when neither restricts its suites or
+    none is shared. Method and env files come from the whole config search path."""
     allowed = []
     for method in (a, b):
-        path = CONF_DIR / "method" / f"{method}.yaml"
-        data = yaml.safe_load(path.read_text()) if path.is_file() else None
+        path = find("method", method, overrides or [])
+        data = yaml.safe_load(path.read_text()) if path is not None else None
         suites = ((data or {}).get("generate") or {}).get("suites") or []
         if suites:
             allowed.append(list(suites))
     if not allowed:
         return None
     common = [s for s in allowed[0] if all(s in other for other in allowed)]
-    tasks = sorted((CONF_DIR / "env" / common[0]).glob("*.yaml"), key=lambda p: ("-" in p.stem, p.stem)) if common else []
-    return f"{common[0]}/{tasks[0].stem}" if tasks else None
+    tasks = sorted(options(f"env/{common[0]}", overrides or []), key=lambda t: ("-" in t, t)) if common else []
+    return f"{common[0]}/{tasks[0]}" if tasks else None
 
 
 def method_diff(a: str, b: str, overrides: list[str] | None = None,
@@ -46,9 +49,14 @@ def method_diff(a: str, b: str, overrides: list[str] | None = None,
     shared_env, unless the overrides name one); `overrides` apply to both, `extra_b` to b only (e.g. a design-choice
     flip)."""
     overrides = list(overrides or [])
-    env = shared_env(a, b)
+    known = options("method", overrides)
+    unknown = [m for m in (a, b) if m not in known]
+    if unknown:
+        raise ConfigError(f"method {unknown[0]!r} unknown; allowed: {known}")
+    env = shared_env(a, b, overrides)
     if env and not any(o.startswith("env=") for o in overrides):
         overrides.append(f"env={env}")
+    overrides = task_for([a, b], overrides)  # a task both run on (the default task may refuse one)
     flat = []
     for method, extra in ((a, []), (b, extra_b or [])):
         cfg = compose([f"method={method}", *overrides, *extra])
@@ -68,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, Exception) as exc:  # noqa: BLE001 - Hydra raises several types for a bad name
         print(f"bird.diff: {exc}", file=sys.stderr)
         return 2
-    env = shared_env(args.a, args.b)
+    env = shared_env(args.a, args.b, args.overrides)
     if env and not any(o.startswith("env=") for o in args.overrides):
         print(f"bird.diff: compared on env={env} (a method is written for some suites only)", file=sys.stderr)
     width = max((len(k) for k in diff), default=3)

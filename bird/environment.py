@@ -11,6 +11,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -72,14 +73,18 @@ def _gpus() -> list[str]:
     return out
 
 
-def describe_environment() -> dict[str, Any]:
-    """Python, bird (version and commit), package and simulator versions, CPU and GPU of this process's host."""
+def describe_environment(plugins: Sequence[str] = ()) -> dict[str, Any]:
+    """Python, bird (version and commit), package and simulator versions, the plugins (installed entry points and
+    `plugins`, a config's: bird.plugins.describe), CPU and GPU of this process's host."""
+    from bird.plugins import describe
+
     return {
         "python": platform.python_version(), "implementation": sys.implementation.name,
         "platform": platform.platform(), "host": platform.node(),
         "bird": {"version": _version("bird-ird"), "commit": _git_commit()},
         "packages": {name: _version(name) for name in PACKAGES if name != "bird-ird"},
         "simulators": {name: _version(name) for name in SIMULATORS},
+        "plugins": describe(plugins),
         "cpu": _cpu(), "gpus": _gpus(),
         "jax_gpu_plugin": next((p for p in _JAX_GPU_PLUGINS if _version(p)), None),
         "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS",
@@ -134,18 +139,16 @@ def same_machine(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def record_environment(root: Path) -> dict[str, Any]:
-    """Append this session's environment to `root/environment.json` (`{"sessions": [...]}`; a resumed search adds
-    one); returns it."""
-    import json
+def record_environment(root: Path, plugins: Sequence[str] = ()) -> dict[str, Any]:
+    """Append this session's environment (with the config's `plugins`) to `root/environment.json`
+    (`{"sessions": [...]}`; a resumed search adds one); returns it."""
+    from bird.files import read_json, write_json
 
     path = root / "environment.json"
-    env = describe_environment()
+    env = describe_environment(plugins)
     try:
-        sessions = json.loads(path.read_text())["sessions"]
+        sessions = list(read_json(path, "record", root)["sessions"])
     except (OSError, ValueError, KeyError, TypeError):
         sessions = []
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"sessions": [*sessions, env]}, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_json(path, {"sessions": [*sessions, env]})
     return env

@@ -12,21 +12,24 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bird.config.load import CONF_DIR
+from bird.config.errors import ConfigError
 from bird.config.schema import BirdConfig
+from bird.config.searchpath import CONF_DIR, find, options
 from bird.config.validate import METHODS_DIR
 
-__all__ = ["MATCHES", "Verdict", "Row", "Table", "load_table", "load_protocol", "chain", "config_values",
+__all__ = ["MATCHES", "Verdict", "Row", "Table", "load_table", "load_protocol", "known_methods", "chain", "config_values",
            "table_problems", "render_rows", "render_readme", "protocol_differences", "config_substitutes", "resolved",
            "main"]
 
 MATCHES = ("paper", "BIRD", "both", "neither")
+UNRECORDED = "unrecorded"  # the verdict of a value a user's method sets: bird holds no fidelity data for it
 PROTOCOL_FILE = METHODS_DIR / "protocol.yaml"
 _BLOCKS = ("table", "inherited", "substitutes")
 
@@ -94,9 +97,14 @@ def load_protocol() -> dict[str, Row]:
 
 
 def methods() -> list[str]:
-    """Every method config (subfolders too: method=hillclimb/<step>)."""
+    """Every method config of bird's own (subfolders too: method=hillclimb/<step>); each has fidelity data."""
     base = CONF_DIR / "method"
     return sorted(p.relative_to(base).with_suffix("").as_posix() for p in base.rglob("*.yaml"))
+
+
+def known_methods(overrides: Sequence[str] = ()) -> list[str]:
+    """Every method config on the search path: bird's own and a user's (BIRD_CONFIG_PATH, hydra.searchpath)."""
+    return options("method", overrides)
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -107,20 +115,48 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def config_values(method: str) -> dict[str, Any]:
-    """Every key conf/method/<method>.yaml sets (dotted), with its value as written."""
-    return _flatten(yaml.safe_load((CONF_DIR / "method" / f"{method}.yaml").read_text()) or {})
+def _file(group: str, name: str, overrides: Sequence[str] = ()) -> Path:
+    path = find(group, name, overrides)
+    if path is None:
+        raise FileNotFoundError(f"no {group} config {name!r} on the config search path; known: {options(group, overrides)}")
+    return path
 
 
-def chain(method: str) -> list[str]:
+def config_values(method: str, overrides: Sequence[str] = (), group: str = "method") -> dict[str, Any]:
+    """Every key the method's config file (conf/method/<method>.yaml, or a user's on the search path) sets (dotted),
+    with its value as written; `group="choice"` reads a design choice's file."""
+    return _flatten(yaml.safe_load(_file(group, method, overrides).read_text()) or {})
+
+
+def _defaults(method: str, prefix: str, overrides: Sequence[str] = ()) -> list[str]:
+    return [d.removeprefix(prefix) for d in config_values(method, overrides).get("defaults", [])
+            if isinstance(d, str) and d.startswith(prefix)]
+
+
+def chain(method: str, overrides: Sequence[str] = ()) -> list[str]:
     """The method and the methods its config extends (Hydra defaults `/method/<parent>`), nearest first."""
     out = [method]
     while True:
-        parents = [d.removeprefix("/method/") for d in config_values(out[-1]).get("defaults", [])
-                   if isinstance(d, str) and d.startswith("/method/")]
+        parents = _defaults(out[-1], "/method/", overrides)
         if not parents:
             return out
         out.append(parents[0])
+
+
+def _unrecorded(method: str, overrides: Sequence[str]) -> Table:
+    """A method without fidelity data (a user's): the keys its file sets, then those of the design choices it composes
+    (`- /choice/<name>`, the last first), each with its file as the source."""
+    rows: dict[str, Row] = {}
+    path = _file("method", method, overrides)
+    note = "a method outside bird: no methods/<name>/fidelity.yaml"
+    for key, value in config_values(method, overrides).items():
+        rows.setdefault(key, Row(key, value, Verdict(str(path), UNRECORDED, note)))
+    for choice in reversed(_defaults(method, "/choice/", overrides)):
+        where = _file("choice", choice, overrides)
+        for key, value in config_values(choice, overrides, group="choice").items():
+            rows.setdefault(key, Row(key, value, Verdict(str(where), UNRECORDED, f"design choice {choice}, composed by "
+                                                                                 f"{method}")))
+    return Table(method, rows, {})
 
 
 def table_problems(method: str) -> list[str]:
@@ -235,17 +271,19 @@ def _show(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...")
 
 
-def resolved(cfg: BirdConfig, method: str) -> list[tuple[str, str, Any, Verdict]]:
+def resolved(cfg: BirdConfig, method: str, overrides: Sequence[str] = ()) -> list[tuple[str, str, Any, Verdict]]:
     """(defining method, key, resolved value, verdict) for every row of the method's chain, nearest table first,
-    then BIRD's matched protocol; a protocol value that differs from BIRD's gets verdict neither."""
+    then BIRD's matched protocol; a protocol value that differs from BIRD's gets verdict neither. A method without
+    fidelity data (a user's) gives the keys its file and its design choices set, verdict `unrecorded`."""
     out, seen = [], set()
-    for name in chain(method):
-        table = load_table(name)
+    for name in chain(method, overrides):
+        table = load_table(name) if _data_file(name).is_file() else _unrecorded(name, overrides)
         for key, row in {**table.rows, **table.inherited}.items():
             if key in seen or key == "defaults":
                 continue
             seen.add(key)
-            value = config_values(method).get("substitutes") if key == "substitutes" else _value(cfg, key, row)
+            value = config_values(method, overrides).get("substitutes") if key == "substitutes" else \
+                _value(cfg, key, row)
             out.append((name, key, value, row.for_protocol(cfg.budget.protocol)))
     for key, row in load_protocol().items():
         if key in seen:
@@ -274,18 +312,28 @@ def config_substitutes(cfg: BirdConfig) -> list[str]:
     return list(dict.fromkeys(out + protocol_differences(cfg)))
 
 
+def _title(name: str, overrides: list[str]) -> str:
+    if name == "protocol":
+        return "BIRD's matched protocol (methods/protocol.yaml)"
+    if _data_file(name).is_file():
+        return f"set by conf/method/{name}.yaml (methods/{name}/fidelity.yaml)"
+    return f"set by {_file('method', name, overrides)} and the design choices it composes (no fidelity data)"
+
+
 def _print_report(method: str, overrides: list[str]) -> None:
     from bird.config.load import compose
+    from bird.config.task_for import task_for
 
+    overrides = task_for([method], overrides)  # a task the method runs on (the default task may refuse it)
     cfg = compose([f"method={method}", *overrides])
     print(f"method={method} {' '.join(overrides)}  (budget {cfg.budget.name}, protocol {cfg.budget.protocol})")
-    print("verdicts: paper = the method's paper; BIRD = BIRD's matched run; both; neither (with the reason)\n")
+    print("verdicts: paper = the method's paper; BIRD = BIRD's matched run; both; neither (with the reason); "
+          f"{UNRECORDED} = a user's value, not compared\n")
     current = None
-    for name, key, value, v in resolved(cfg, method):
+    for name, key, value, v in resolved(cfg, method, overrides):
         if name != current:
             current = name
-            title = ("BIRD's matched protocol (methods/protocol.yaml)" if name == "protocol"
-                     else f"set by conf/method/{name}.yaml (methods/{name}/fidelity.yaml)")
+            title = _title(name, overrides)
             print(f"== {title}")
         shown = "see substitutes below" if key == "substitutes" else _show(value)
         print(f"{key} = {shown}\n    [{v.matches}] {v.source}" + (f"\n    note: {v.note}" if v.note else ""))
@@ -296,7 +344,8 @@ def _print_report(method: str, overrides: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bird.fidelity", description=__doc__.splitlines()[0])
-    parser.add_argument("method", nargs="?", help=f"a method config ({', '.join(methods())})")
+    parser.add_argument("method", nargs="?", help=f"a method config ({', '.join(methods())}, or a user's on "
+                        "BIRD_CONFIG_PATH)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. budget=matched env=metaworld/push")
     parser.add_argument("--write", action="store_true", help="rewrite the generated tables in the README files")
     parser.add_argument("--check", action="store_true", help="exit 1 if a table, its data or a config disagree")
@@ -309,9 +358,14 @@ def main(argv: list[str] | None = None) -> int:
         for path in stale:
             print(f"{'rewrote' if args.write else 'stale'}: {path}")
         return 1 if problems or (stale and args.check) else 0
-    if args.method not in methods():
-        parser.error(f"method {args.method!r} unknown; allowed: {methods()}")
-    _print_report(args.method, args.overrides)
+    try:
+        known = known_methods(args.overrides)
+        if args.method not in known:
+            parser.error(f"method {args.method!r} unknown; allowed: {known}")
+        _print_report(args.method, args.overrides)
+    except ConfigError as exc:
+        print(f"bird.fidelity: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

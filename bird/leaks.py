@@ -11,65 +11,22 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bird.registry import get
+from bird.envs.hidden import (
+    CONTRACT_NAMES,
+    HARNESS_NAMES,
+    HiddenFacts,
+    compared_numbers,
+    find_leaks,
+    hidden_facts,
+)
+from bird.files import read_json
 
-__all__ = ["HiddenFacts", "hidden_facts", "find_leaks", "eval_task_mentions", "audit_run", "HARNESS_NAMES"]
-
-# bird's own names for what a generator must never see (a feedback format that dumped them would leak)
-HARNESS_NAMES = frozenset({"reference_return", "reference_reward", "ref_rewards", "bird_episode"})
-# Names a suite hides that bird's reward-program contract also uses: hidden only as a method of the env, `name(self`
-CONTRACT_NAMES = frozenset({"compute_reward"})
-
-_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)(?:e(-?\d+))?"
-_COMPARISON = re.compile(
-    r"(<=|>=|<|>|≤|≥|==|\bbelow\b|\bunder\b|\bless than\b|\bsmaller than\b|\bgreater than\b|\bmore than\b|\babove\b"
-    rf"|\bat most\b|\bat least\b|\bwithin\b|\bthreshold(?: of)?\b)\s*\(?\s*{_NUMBER}\s*(cm|mm|m)?\b", re.IGNORECASE)
-_UNIT = {"cm": 0.01, "mm": 0.001, "m": 1.0, None: 1.0, "": 1.0}
-
-
-@dataclass(frozen=True)
-class HiddenFacts:
-    """What a task hides from generators."""
-
-    env_id: str
-    names: frozenset[str]  # identifiers of the reference reward and the success check; quoted = info-dict keys
-    thresholds: tuple[float, ...]  # the numbers the success check compares against (none when there is no check)
-
-
-@cache
-def hidden_facts(env_id: str) -> HiddenFacts:
-    """The hidden facts of `env_id` ("<suite>/<task>"), from the suite's registered `hidden_facts` reader."""
-    suite, _, task = env_id.partition("/")
-    names, thresholds = get("hidden_facts", suite)(task)
-    return HiddenFacts(env_id, frozenset(names) | HARNESS_NAMES, tuple(thresholds))
-
-
-def _name_pattern(name: str) -> str:
-    if name in CONTRACT_NAMES:
-        return rf"(?<![\w]){re.escape(name)}\(\s*self\b"
-    return rf"(?<![\w]){re.escape(name)}(?![\w])"
-
-
-def compared_numbers(text: str) -> list[tuple[str, float]]:
-    """(matched text, value in metres where a length unit is given) of every number in a comparison."""
-    out = []
-    for m in _COMPARISON.finditer(text):
-        value = float(m.group(2)) * (10.0 ** int(m.group(3)) if m.group(3) else 1.0)
-        out.append((m.group(0), value * _UNIT[(m.group(4) or "").lower()]))
-    return out
-
-
-def find_leaks(text: str, facts: HiddenFacts) -> list[str]:
-    """Every hidden name in `text`, and every comparison with one of the success thresholds."""
-    found = [f"names {name}" for name in sorted(facts.names) if re.search(_name_pattern(name), text)]
-    found += [f"compares with the success threshold {t:g}: {shown!r}" for shown, value in compared_numbers(text)
-              for t in facts.thresholds if abs(value - t) < 1e-9]
-    return found
+__all__ = ["HiddenFacts", "hidden_facts", "find_leaks", "compared_numbers", "eval_task_mentions", "audit_run",
+           "HARNESS_NAMES", "CONTRACT_NAMES"]
 
 
 def _task_patterns(task: str) -> list[str]:
@@ -111,7 +68,8 @@ def _strip(text: str, authored: list[str]) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text()) if path.exists() else None
+    """A record of the run (bird/files.py: a regular file in its folder, bounded), None when there is none."""
+    return read_json(path, "record") if path.exists() else None
 
 
 def _run_texts(run: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:
@@ -169,13 +127,26 @@ def _pass_exchanges(cdir: Path) -> list[tuple[str, list[dict], list[str]]]:
     return out
 
 
+def _env(run: Path) -> Any:
+    """The run's env config (config.yaml's env section), where it holds a task file (its hidden facts come from it)."""
+    from omegaconf import OmegaConf
+
+    from bird.config.schema import EnvConfig
+
+    path = run / "config.yaml"
+    if not path.is_file():
+        return None
+    env = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), OmegaConf.load(path).get("env", {})))
+    return env if isinstance(env, EnvConfig) and env.task is not None else None
+
+
 def audit_run(run_dir: str | Path) -> list[str]:
     """Findings in a run directory's saved prompts (generator-authored text shown back to it is left out)."""
     run = Path(run_dir)
     task = _read_json(run / "task.json")
     if task is None:
         return [f"{run}: no task.json (not a run directory)"]
-    facts = hidden_facts(task["env_id"])
+    facts = hidden_facts(_env(run) or task["env_id"])
     prompts, examples, authored = _run_texts(run)
     found = [f"{where}: {leak}" for where, text in prompts for leak in find_leaks(_strip(text, authored), facts)]
     found += [f"few-shot example {i + 1} names evaluation task {t}" for i, ex in enumerate(examples)

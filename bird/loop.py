@@ -28,6 +28,7 @@ from bird.environment import determinism, record_environment
 from bird.envs.registry import make_adapter
 from bird.executors import Executor, make_executor
 from bird.executors.local import default_workers
+from bird.files import write_text
 from bird.learners.job import make_job, video_spec
 from bird.learners.video import summarise_clips
 from bird.llm.base import Generator
@@ -73,8 +74,8 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
         run.event("lock_taken_over", detail=lock.takeover)
     tracker = None
     try:
-        (run.root / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
-        host = record_environment(run.root)
+        write_text(run.root / "config.yaml", OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+        host = record_environment(run.root, cfg.plugins)
         preflight(cfg.reward.language or "numpy")  # a sandbox that cannot start here is refused before any work
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())

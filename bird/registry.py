@@ -48,6 +48,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("sampling", "how an iteration's samples are planned", ("generate.sampling",)),
     Family("operator", "LLM operators a sample plan may name (tree.actions keys too)"),
     Family("repair", "what a resample after a failed answer shows", ("generate.repair",)),
+    Family("answer_form", "how the program is asked for: in the answer's text, or as a tool call's argument",
+           ("generate.answer_form",)),
     Family("crossover", "programmatic crossover of two programs", ("crossover.operator",)),
     Family("alignment", "post-generation alignment of a program's parameters", ("alignment.method",)),
     Family("segment_labeller", "who labels trajectory segments for alignment", ("alignment.labeller",)),
@@ -90,6 +92,8 @@ class Component:
     :param always_last: a checkpoint rule that always ships the last checkpoint.
     :param resolve: suite -> the name it resolves to there (a suite-aware fitness).
     :param mate: a parent rule's choice of a second parent (crossover).
+    :param needs_task: what the task must offer (TaskOffers fields: success_flag, reference_reward, ...), checked
+        when the config loads.
     """
 
     fn: Any
@@ -103,6 +107,7 @@ class Component:
     always_last: bool = False
     resolve: Callable[[str], str] | None = None
     mate: Callable[..., Any] | None = None
+    needs_task: tuple[str, ...] = ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

@@ -11,6 +11,7 @@ from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.fidelity import config_substitutes
 from bird.llm.base import Generator
+from bird.plugins import describe as describe_plugins
 from bird.rundir import SCHEMA_VERSION
 from bird.state import SearchState
 
@@ -46,6 +47,7 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
         "schema_version": SCHEMA_VERSION, "status": "completed",
         "method": cfg.method, "env": cfg.env.id, "suite": state.spec.suite, "task": state.spec.task,
         "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
+        "plugins": describe_plugins(cfg.plugins),
         "generator": generator.describe(), "substitutes": substitutes(cfg, state),
         "plan": state.plan.__dict__, "score_definition": state.spec.score_definition,
         "fitness_source": resolve_fitness(cfg.feedback.fitness, state.spec.suite),

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bird.files import write_json
+from bird.files import append_text, read_json, refuse_links_leaving, write_json, write_text
 from bird.state import SearchState
 from bird.types import Candidate, Report, TrainResult, VerifyResult
 
@@ -28,6 +28,7 @@ class RunDir:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        refuse_links_leaving(self.root)  # a received or re-used directory cannot redirect our writes
         self._started = _now()
         self._fields: dict[str, Any] = {}
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []  # called with every event (trackers)
@@ -40,8 +41,7 @@ class RunDir:
                                                "schema_version": SCHEMA_VERSION, **self._fields})
 
     def event(self, name: str, **fields: Any) -> None:
-        with open(self.root / "events.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"t": round(time.time(), 3), "event": name, **fields}, default=str) + "\n")
+        self._append("events.jsonl", {"t": round(time.time(), 3), "event": name, **fields})
         for listener in self.listeners:
             listener(name, fields)
 
@@ -53,9 +53,9 @@ class RunDir:
     def write_generated(self, cand: Candidate) -> None:
         d = self.candidate_dir(cand.id)
         write_json(d / "prompt.json", cand.messages)
-        (d / "response.txt").write_text(cand.response)
+        write_text(d / "response.txt", cand.response)
         if cand.code is not None:
-            (d / "reward.py").write_text(cand.code)
+            write_text(d / "reward.py", cand.code)
 
     def write_verified(self, cid: str, result: VerifyResult) -> None:
         write_json(self.candidate_dir(cid) / "verify.json", {
@@ -66,7 +66,7 @@ class RunDir:
                         score: float | None) -> None:
         d = self.candidate_dir(cand.id)
         if report is not None:
-            (d / "feedback.txt").write_text(report.feedback)
+            write_text(d / "feedback.txt", report.feedback)
         write_json(d / "candidate.json", {
             "id": cand.id, "iteration": cand.iteration, "index": cand.index, "parent_id": cand.parent_id,
             "operator": cand.operator, "co_parents": list(cand.co_parents),
@@ -86,8 +86,7 @@ class RunDir:
         })
 
     def _append(self, name: str, record: dict[str, Any]) -> None:
-        with open(self.root / name, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, default=str) + "\n")
+        append_text(self.root / name, json.dumps(record, default=str) + "\n")
 
     def write_screen(self, cid: str, screen: str, verdict: dict[str, Any], trained: bool) -> None:
         """One line per screen verdict in screens.jsonl; `training` says whether the candidate went on to train."""
@@ -164,4 +163,4 @@ class RunDir:
     def candidate_rows(self, ids: list[str]) -> list[dict[str, Any]]:
         """The candidate.json of each id that has one, in the order given (the end-of-search summary table)."""
         paths = [self.root / "candidates" / cid / "candidate.json" for cid in ids]
-        return [json.loads(p.read_text()) for p in paths if p.exists()]
+        return [read_json(p, "record", self.root) for p in paths if p.exists()]

@@ -16,6 +16,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from bird.files import open_in_place
+
 __all__ = ["RunLock", "RunLockedError", "LOCK_NAME"]
 
 LOCK_NAME = "run.lock"
@@ -59,7 +61,7 @@ class RunLock:
     def acquire(self) -> RunLock:
         """Take the lock or raise RunLockedError naming the owner."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_in_place(self.path, os.O_RDWR | os.O_CREAT)  # never through a planted link
         host = socket.gethostname()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -18,41 +19,103 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["run_statuses", "sweep_cells", "summarise", "headline", "main"]
+from bird.escape import printable, terminal
+from bird.files import load_yaml, read_json, read_text
+
+__all__ = ["run_statuses", "sweep_cells", "SweepFileError", "summarise", "headline", "main"]
 
 STATES = ("completed", "running", "failed")
+_MAX_OVERRIDES = 1000       # overrides a multirun.yaml may hold
+_MAX_OVERRIDE_CHARS = 10_000  # characters of one (Hydra's parser is slow on a megabyte of choices)
 
 
 def run_statuses(root: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """(run directory, status.json content) for every run at or below `root`; unreadable files count as failed."""
+    """(run directory, status.json content) for every run at or below `root`; a file bird does not read (not JSON,
+    not an object, a FIFO, a link leaving the run, over its size cap) counts as failed, with the reason."""
     out = []
     for here, dirs, files in os.walk(root):
         if "status.json" in files:
             dirs.clear()  # a run directory holds no other runs
             try:
-                status = json.loads((Path(here) / "status.json").read_text())
+                status = read_json(Path(here) / "status.json", "status", Path(here))
             except (OSError, ValueError) as exc:
                 status = {"state": "failed", "error": f"unreadable status.json ({exc})"}
-            out.append((Path(here), status if isinstance(status, dict) else {"state": "failed"}))
+            out.append((Path(here), status if isinstance(status, dict) else
+                        {"state": "failed", "error": "status.json is not a JSON object"}))
         else:
             dirs.sort()
     return sorted(out, key=lambda item: str(item[0]))
 
 
+class SweepFileError(ValueError):
+    """A multirun.yaml whose cells bird cannot count; the message says why."""
+
+
 def sweep_cells(sweep_dir: Path) -> int | None:
-    """Cells a Hydra sweep launched from `sweep_dir` has (its multirun.yaml), None when it is not a sweep."""
+    """Cells a Hydra sweep launched from `sweep_dir` has (its multirun.yaml), None when it is not a sweep.
+
+    Counted as the product of each swept key's number of values, never by listing the cells (a 109-byte file can
+    describe 50,000² of them). Raises SweepFileError for a file it cannot read or count.
+    """
     path = sweep_dir / "multirun.yaml"
     if not path.is_file():
         return None
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    params, task = _sweep_overrides(path)
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from omegaconf import OmegaConf
 
-    cfg = OmegaConf.load(path)
-    params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
-    task = list(OmegaConf.select(cfg, "hydra.overrides.task") or [])
-    overrides = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()] + task)
-    return sum(len(batch) for batch in BasicSweeper.split_arguments(overrides, None))
+    try:
+        overrides = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()] + task)
+    except Exception as exc:  # Hydra's grammar errors
+        raise SweepFileError(f"{path}: an override does not parse ({str(exc)[:200]})") from None
+    counts: dict[str, int] = {}
+    for override in overrides:  # a key given twice counts once, the last value wins (as Hydra's sweeper does)
+        counts[override.get_key_element()] = _values(override, path)
+    return math.prod(counts.values())
+
+
+def _sweep_overrides(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """`hydra.sweeper.params` and `hydra.overrides.task` of a multirun.yaml, as plain data (nothing resolved)."""
+    try:
+        data = load_yaml(read_text(path, "config", path.parent))
+    except (OSError, ValueError) as exc:
+        raise SweepFileError(f"{path}: unreadable ({exc})") from None
+    hydra = data.get("hydra") if isinstance(data, dict) else None
+    hydra = hydra if isinstance(hydra, dict) else {}
+    params = (hydra.get("sweeper") or {}).get("params") if isinstance(hydra.get("sweeper"), dict) else None
+    task = (hydra.get("overrides") or {}).get("task") if isinstance(hydra.get("overrides"), dict) else None
+    params, task = params or {}, task or []
+    if not isinstance(params, dict) or not isinstance(task, list) or not all(isinstance(t, str) for t in task):
+        raise SweepFileError(f"{path}: hydra.sweeper.params is not a mapping or hydra.overrides.task not a list "
+                             "of strings")
+    if len(params) + len(task) > _MAX_OVERRIDES:
+        raise SweepFileError(f"{path}: {len(params) + len(task)} overrides (at most {_MAX_OVERRIDES})")
+    longest = max((len(f"{k}={v}") for k, v in params.items()), default=0)
+    if max([longest, *map(len, task)]) > _MAX_OVERRIDE_CHARS:
+        raise SweepFileError(f"{path}: an override of more than {_MAX_OVERRIDE_CHARS} characters")
+    return params, task
+
+
+def _values(override: Any, path: Path) -> int:
+    """How many values one override takes: 1, a choice list's length, a range's length, a glob's matches."""
+    from hydra.core.override_parser.types import ChoiceSweep, Glob, RangeSweep
+
+    if not override.is_sweep_override():
+        return 1
+    value = override.value()  # the parsed sweep, not enumerated
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, ChoiceSweep):
+        return len(value.list)
+    if isinstance(value, RangeSweep) and value.step:
+        if all(isinstance(x, int) for x in (value.start, value.stop, value.step)):
+            return len(range(value.start, value.stop, value.step))
+        return max(0, math.ceil((value.stop - value.start) / value.step))
+    if isinstance(value, Glob):
+        from bird.config.load import CONF_DIR
+
+        group = CONF_DIR / override.key_or_group
+        return len(value.filter(sorted(p.stem for p in group.glob("*.yaml")))) if group.is_dir() else 0
+    raise SweepFileError(f"{path}: {override.input_line!r} is not a sweep the basic sweeper enumerates")
 
 
 def _age(updated: str | None, now: dt.datetime) -> str:
@@ -60,27 +123,44 @@ def _age(updated: str | None, now: dt.datetime) -> str:
         return "—"
     try:
         seconds = (now - dt.datetime.fromisoformat(updated)).total_seconds()
-    except ValueError:
+    except (ValueError, TypeError):  # not an ISO time, or one without a time zone
         return "—"
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+def _count(value: Any) -> int:
+    """A recorded count (env steps, LLM calls) as an int; anything else (a string, a list, inf, 10**400) is 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e18:
+        return 0
+    return int(value)
+
+
 def summarise(root: Path) -> dict[str, Any]:
-    """Counts (completed, running, failed, not_started), env steps and LLM calls so far, and the runs."""
+    """Counts (completed, running, failed, not_started), env steps and LLM calls so far, and the runs; `note` says
+    why a sweep's cells could not be counted."""
     runs = run_statuses(root)
     counts = {s: sum(1 for _, st in runs if st.get("state") == s) for s in STATES}
-    cells = sweep_cells(root)
+    try:
+        cells, note = sweep_cells(root), None
+    except SweepFileError as exc:
+        cells, note = None, f"cells not counted: {exc}"
     counts["not_started"] = max(0, cells - len(runs)) if cells is not None else 0
     return {"root": str(root), "cells": cells if cells is not None else len(runs), **counts,
-            "env_steps": sum(int(st.get("env_steps") or 0) for _, st in runs),
-            "llm_calls": sum(int(st.get("llm_calls") or 0) for _, st in runs),
+            "env_steps": sum(_count(st.get("env_steps")) for _, st in runs),
+            "llm_calls": sum(_count(st.get("llm_calls")) for _, st in runs), "note": note,
             "runs": [{"dir": str(p.relative_to(root)) if p != root else ".", **st} for p, st in runs]}
 
 
 def headline(summary: dict[str, Any]) -> str:
-    return (f"{summary['root']}: {summary['cells']} cells · {summary['completed']} completed · "
+    return terminal(f"{summary['root']}: {summary['cells']} cells · {summary['completed']} completed · "
             f"{summary['running']} running · {summary['failed']} failed · {summary['not_started']} not started · "
-            f"{summary['env_steps']:,} env steps · {summary['llm_calls']:,} LLM calls")
+            f"{summary['env_steps']:,} env steps · {summary['llm_calls']:,} LLM calls"
+            + (f" ({summary['note']})" if summary.get("note") else ""))
+
+
+def _cell(value: Any, limit: int) -> str:
+    """A table cell from a status file: printable on a terminal (no escape sequence), no Rich markup."""
+    return escape(printable(str(value))[:limit])
 
 
 def _table(summary: dict[str, Any], show_all: bool) -> Table:
@@ -90,16 +170,17 @@ def _table(summary: dict[str, Any], show_all: bool) -> Table:
     for col in ("state", "iteration", "env steps", "LLM calls", "updated", "note"):
         table.add_column(col)
     for run in summary["runs"]:
-        state = run.get("state", "?")
+        state = str(run.get("state", "?"))
         if state == "completed" and not show_all:
             continue
         it = run.get("iteration")
         shown_it = f"{it}/{run.get('iterations')}" if isinstance(it, int) else str(it or "—")
-        note = run.get("error") or ""
-        if state == "completed" and run.get("returned_score") is not None:
-            note = f"score {run['returned_score']:.3f}"
-        table.add_row(escape(run["dir"]), state, shown_it, f"{int(run.get('env_steps') or 0):,}",
-                      str(run.get("llm_calls") or 0), _age(run.get("updated"), now) + " ago", escape(note[:120]))
+        note = str(run.get("error") or "")
+        score = run.get("returned_score")
+        if state == "completed" and isinstance(score, int | float) and not isinstance(score, bool):
+            note = f"score {score:.3f}"
+        table.add_row(_cell(run["dir"], 200), _cell(state, 40), _cell(shown_it, 40), f"{_count(run.get('env_steps')):,}",
+                      f"{_count(run.get('llm_calls')):,}", _age(run.get("updated"), now) + " ago", _cell(note, 120))
     return table
 
 

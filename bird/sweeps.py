@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from bird.config.load import CONF_DIR, ConfigError, compose
 from bird.config.schema import BirdConfig
+from bird.config.searchpath import options
 
 __all__ = ["sweep_names", "cells", "planned_env_steps", "estimate", "MEASURED_STEPS_PER_S", "SweepCaps",
            "cell_limits", "SHARED_SWEEP_DIR"]
@@ -35,7 +36,8 @@ MEASURED_STEPS_PER_S = {"mujoco": 1_300.0, "metaworld": 640.0}
 
 
 def sweep_names() -> list[str]:
-    return sorted(p.stem for p in (CONF_DIR / "sweep").glob("*.yaml"))
+    """Sweep files on the config search path: conf/sweep/ and a user's sweep/ (BIRD_CONFIG_PATH)."""
+    return options("sweep")
 
 
 def _sweep_params(name: str, overrides: list[str]) -> dict[str, str]:

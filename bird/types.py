@@ -26,7 +26,10 @@ class FailureKind(StrEnum):
 
     LLM_ERROR = "llm_error"  # the generator could not answer (retries exhausted)
     TRUNCATED = "truncated"  # the provider cut the answer at its output limit (max_tokens): nothing of it is compiled
+    REFUSED = "refused"  # the model or the provider refused to answer (stop reason refusal, a refusal field)
+    INCOMPLETE = "incomplete"  # the provider stopped the answer early: content filter, tool call, unknown stop reason
     PARSE_ERROR = "parse_error"  # no code could be extracted from the answer
+    AMBIGUOUS_ANSWER = "ambiguous_answer"  # the answer offers several different programs; bird does not guess
     COMPILE_ERROR = "compile_error"  # the code is not valid Python
     REJECTED = "rejected"  # static checks refused the program (imports, files, leaks, ...)
     BAD_SIGNATURE = "bad_signature"  # the entry point is missing or has the wrong arguments

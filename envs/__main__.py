@@ -1,4 +1,7 @@
-"""`python -m bird.envs list | demos env=<suite>/<task> n=16 seed=0 [kind=both] | frames env=... out=x.gif`."""
+"""`python -m bird.envs list | demos env=<suite>/<task> n=16 seed=0 [kind=both] | frames env=... out=x.gif`
+| check TASK [episodes=2 seed=0] | describe TASK [view=...] | anchor TASK [episodes=100 seed=0]`.
+
+TASK is an env id (gym/pendulum) or the path of a task file (my_task.yaml); `check` exits 1 on a problem."""
 
 from __future__ import annotations
 
@@ -14,7 +17,11 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "list": {},
     "demos": {"env": None, "n": 16, "seed": 0, "kind": "both"},
     "frames": {"env": None, "seed": 0, "policy": "expert", "out": "frames.gif", "max_steps": 0, "every": 2},
+    "check": {"episodes": 2, "seed": 0},
+    "describe": {"view": ""},
+    "anchor": {"episodes": 100, "seed": 0},
 }
+_TASK_COMMANDS = ("check", "describe", "anchor")  # their first argument is TASK
 
 
 def _kv(args: list[str], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -61,13 +68,53 @@ def _frames(a: dict[str, Any]) -> None:
     print(write_video(frames, a["out"]), f"{len(frames)} frames")
 
 
+def _check(task: str, a: dict[str, Any]) -> int:
+    from bird.envs.check import check_task
+
+    report = check_task(env_config(task), a["episodes"], a["seed"])
+    for note in report.notes:
+        print(f"note: {note}")
+    for finding in report.problems:
+        print(f"PROBLEM {finding}")
+    print(f"{report.env_id}: " + ("ok" if report.ok else f"{len(report.problems)} problem(s)"))
+    return 0 if report.ok else 1
+
+
+def _describe(task: str, a: dict[str, Any]) -> int:
+    from bird.envs.check import describe_task
+
+    print(describe_task(env_config(task), a["view"]), end="")
+    return 0
+
+
+def _anchor(task: str, a: dict[str, Any]) -> int:
+    from bird.envs.check import measure_anchor
+    from bird.envs.registry import make_adapter
+
+    env = env_config(task)
+    base = measure_anchor(make_adapter(env), a["episodes"], a["seed"])
+    print(f"{env.id}: uniform-random quantity {base['quantity_mean']:.6g} (std {base['quantity_std']:.3g}, "
+          f"{a['episodes']} episodes, seeds {a['seed']}..{a['seed'] + a['episodes'] - 1})")
+    if env.task is not None:
+        print(f"task file, under score:\n    random: {base['quantity_mean']:.6g}  # python -m bird.envs anchor {task} "
+              f"episodes={a['episodes']} seed={a['seed']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bird.envs", description=__doc__)
     parser.add_argument("command", choices=sorted(_DEFAULTS))
-    parser.add_argument("args", nargs="*", help="key=value")
+    parser.add_argument("args", nargs="*", help="TASK for check/describe/anchor, then key=value")
     ns = parser.parse_args(argv)
+    args = list(ns.args)
+    task = args.pop(0) if ns.command in _TASK_COMMANDS and args and "=" not in args[0] else None
+    if ns.command in _TASK_COMMANDS and task is None:
+        raise SystemExit(f"usage: python -m bird.envs {ns.command} TASK [key=value ...] (TASK: gym/pendulum or a .yaml)")
     try:
-        a = _kv(ns.args, _DEFAULTS[ns.command])
+        a = _kv(args, _DEFAULTS[ns.command])
+        if task is not None:
+            commands = {"check": _check, "describe": _describe, "anchor": _anchor}
+            raise SystemExit(commands[ns.command](task, a))
         {"list": lambda _: _list(), "demos": _demos, "frames": _frames}[ns.command](a)
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from exc

@@ -15,9 +15,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from omegaconf import OmegaConf
 
 from bird.config.schema import EnvConfig
+from bird.envs.gym.taskfile import read_env_file
 
 __all__ = [
     "Demos", "available_envs", "cache_dir", "demo_path", "env_config", "generate_demos", "load_demos", "record_episode",
@@ -66,14 +66,20 @@ def available_envs(suite: str = "*") -> list[str]:
 
 
 def env_config(env_id: str) -> EnvConfig:
-    """EnvConfig from conf/env/<suite>/<task>.yaml (hyphens in the task name read as underscores)."""
-    from bird.config.load import CONF_DIR
+    """EnvConfig from the option env/<suite>/<task>.yaml on the config search path (bird's conf/ first, then
+    BIRD_CONFIG_PATH; hyphens in the task name read as underscores), or from the env option file (a task file) at the
+    path `env_id` when it ends in .yaml."""
+    from bird.config.searchpath import find
 
+    if env_id.endswith((".yaml", ".yml")):
+        if not Path(env_id).is_file():
+            raise ValueError(f"no task file {env_id!r}")
+        return read_env_file(Path(env_id))
     suite, _, task = env_id.partition("/")
-    path = CONF_DIR / "env" / suite / f"{task.replace('-', '_')}.yaml"
-    if not suite or not task or not path.exists():
+    path = find("env", f"{suite}/{task.replace('-', '_')}") if suite and task else None
+    if path is None:
         raise ValueError(f"unknown env {env_id!r}; available: {available_envs(suite) or available_envs()}")
-    return EnvConfig(**OmegaConf.to_container(OmegaConf.load(path)))
+    return read_env_file(path)
 
 
 def demo_path(env_id: str, n: int, seed: int, kind: str) -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +10,27 @@ from bird.config.schema import EnvConfig
 from bird.envs.base import TaskAdapter
 from bird.registry import Component, get, names, register
 
-__all__ = ["Suite", "make_adapter", "split_env_id", "suite_defines_success"]
+__all__ = ["Suite", "TaskOffers", "make_adapter", "split_env_id", "suite_defines_success"]
+
+
+@dataclass(frozen=True)
+class TaskOffers:
+    """What one task offers the settings that depend on it (read by bird/config/validate.py and the task checker).
+
+    :param representations: the generate.env_representation values it serves (None: not declared, any).
+    :param frames: it renders frames (judge.mode=vlm); None: not declared.
+    :param success_flag: its steps carry a success flag (info["success"]).
+    :param reference_reward: it has a reference (published) reward: the native signal and reference_return need one.
+    :param scripted_expert: its adapter has expert_policy() (scripted-expert demonstrations).
+    :param jax_env: its env runs in JAX (Brax), so train.learner=jax_ppo can train on it.
+    """
+
+    representations: tuple[str, ...] | None
+    frames: bool | None
+    success_flag: bool
+    reference_reward: bool
+    scripted_expert: bool
+    jax_env: bool = False
 
 
 @dataclass(frozen=True)
@@ -22,12 +42,34 @@ class Suite(Component):
     :param provides: when set, {"representations": env representations it offers, "frames": renders frames}.
     :param success_flag: its benchmark defines task success (a flag its score counts: Meta-World); Gym MuJoCo v5 and
         Brax define none (their scores are physical quantities), so feedback never prints a success line there.
+    :param task_names: `task -> canonical name`, a ValueError naming the available tasks for an unknown one.
+    :param task_offers: per-task offers (a suite whose tasks differ: the gym suite's task files), else the above.
+    :param jax_env: its envs run in JAX (Brax).
     """
 
     scripted_expert: bool = False
     backends: tuple[str, ...] = ()
     provides: Mapping[str, Any] | None = None
     success_flag: bool = False
+    task_names: Callable[[str], str] | None = None
+    task_offers: Callable[[EnvConfig], TaskOffers] | None = None
+    jax_env: bool = False
+
+    def suite_offers(self) -> TaskOffers | None:
+        """What every task of the suite offers (None when each task says, `task_offers`)."""
+        if self.task_offers is not None:
+            return None
+        provides = self.provides or {}
+        return TaskOffers(provides.get("representations"), provides.get("frames"), self.success_flag,
+                          reference_reward=True, scripted_expert=self.scripted_expert, jax_env=self.jax_env)
+
+    def offers(self, env: EnvConfig) -> TaskOffers:
+        """What the task `env` names offers; a ValueError naming the available tasks when the suite has no such one."""
+        task = split_env_id(env.id)[1]
+        if self.task_names is not None:
+            self.task_names(task)
+        fixed = self.suite_offers()
+        return fixed if fixed is not None else self.task_offers(env)  # type: ignore[misc]
 
 
 def split_env_id(env_id: str) -> tuple[str, str]:
@@ -55,8 +97,41 @@ def _metaworld(task: str, cfg: EnvConfig) -> TaskAdapter:
     return make_task(task, cfg)
 
 
-register("suite", "mujoco")(Suite(_mujoco))
-register("suite", "metaworld")(Suite(_metaworld, scripted_expert=True, success_flag=True))
+def _known(suite: str, tasks: Callable[[], Mapping[str, Any]]) -> Callable[[str], str]:
+    def check(task: str) -> str:
+        if task not in tasks():
+            raise ValueError(f"unknown {suite} task {task!r}; available: {sorted(tasks())}")
+        return task
+
+    return check
+
+
+def _mujoco_tasks() -> Mapping[str, Any]:
+    from bird.envs.mujoco.tasks import TASKS
+
+    return TASKS
+
+
+def _brax_tasks() -> Mapping[str, Any]:
+    from bird.envs.brax.tasks import TASKS
+
+    return TASKS
+
+
+def _metaworld_task(task: str) -> str:
+    from bird.envs.metaworld.tasks import canonical_task
+
+    return canonical_task(task)
+
+
+# the views every adapter suite's tasks serve: the env module's code (reward code removed), its observation code, the
+# index, and a class abstraction built from the index (Meta-World adds its own abstraction)
+_ADAPTER_VIEWS = ("full_source", "obs_code", "obs_index", "class_abstraction")
+
+register("suite", "mujoco")(Suite(_mujoco, task_names=_known("mujoco", _mujoco_tasks),
+                                  provides={"representations": _ADAPTER_VIEWS, "frames": True}))
+register("suite", "metaworld")(Suite(_metaworld, scripted_expert=True, success_flag=True, task_names=_metaworld_task,
+                                     provides={"representations": (*_ADAPTER_VIEWS, "abstraction"), "frames": True}))
 
 
 def suite_defines_success(suite: str) -> bool:
@@ -64,9 +139,10 @@ def suite_defines_success(suite: str) -> bool:
     return suite in names("suite") and get("suite", suite).success_flag
 
 
-# hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds)
+# hidden facts of a task (bird/leaks.py): (names of its reference reward and success check, success thresholds), read
+# from the task's name, or from its config where the task is a file (the gym suite)
 @register("hidden_facts", "mujoco")
-def _mujoco_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+def _mujoco_hidden(task: str, env: EnvConfig | None = None) -> tuple[frozenset[str], tuple[float, ...]]:
     """Gymnasium's reward names; no thresholds: Gym MuJoCo v5 has no success check (the score is a physical quantity)."""
     import gymnasium as gym
 
@@ -77,7 +153,7 @@ def _mujoco_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
 
 
 @register("hidden_facts", "metaworld")
-def _metaworld_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+def _metaworld_hidden(task: str, env: EnvConfig | None = None) -> tuple[frozenset[str], tuple[float, ...]]:
     """Meta-World's reward and success code names, and the numbers evaluate_state's success compares against."""
     from bird.envs.metaworld.source import hidden_names, success_thresholds
     from bird.envs.metaworld.tasks import TASKS, canonical_task
@@ -87,7 +163,7 @@ def _metaworld_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
 
 
 @register("hidden_facts", "brax")
-def _brax_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
+def _brax_hidden(task: str, env: EnvConfig | None = None) -> tuple[frozenset[str], tuple[float, ...]]:
     """The reward names of the brax env's module (its reward terms and metrics); no thresholds: no success check."""
     from bird.envs.brax.adapter import brax_env
     from bird.envs.brax.tasks import TASKS
@@ -97,6 +173,24 @@ def _brax_hidden(task: str) -> tuple[frozenset[str], tuple[float, ...]]:
     return hidden_names(type(brax_env(defn.brax_name, defn.default_backend))), ()
 
 
+@register("hidden_facts", "gym")
+def _gym_hidden(task: str, env: EnvConfig | None = None) -> tuple[frozenset[str], tuple[float, ...]]:
+    """What the task file hides (hidden.names, hidden.thresholds, source.remove, its score, success and reference
+    functions) and the reward names of the env's module; `env` None reads env/gym/<task>.yaml on the search path."""
+    from bird.config.searchpath import find
+    from bird.envs.gym.adapter import env_class
+    from bird.envs.gym.source import task_hidden_names
+    from bird.envs.gym.taskfile import read_env_file
+
+    if env is None or env.task is None:
+        path = find("env", f"gym/{task}")
+        if path is None:
+            raise ValueError(f"no task file env/gym/{task}.yaml on the config search path")
+        env = read_env_file(path)
+    assert env.task is not None
+    return task_hidden_names(env.task, env_class(env.task)), tuple(env.task.hidden.thresholds)
+
+
 def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.brax import make_task
 
@@ -104,4 +198,29 @@ def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
 
 
 register("suite", "brax")(Suite(_brax, backends=("generalized", "positional", "spring", "mjx"),
+                               task_names=_known("brax", _brax_tasks), jax_env=True,
                                provides={"representations": ("full_source", "obs_code", "obs_index"), "frames": False}))
+
+
+def _gym(task: str, cfg: EnvConfig) -> TaskAdapter:
+    from bird.envs.gym import make_task
+
+    return make_task(task, cfg)
+
+
+def _gym_offers(env: EnvConfig) -> TaskOffers:
+    """A task file's offers, read from the file: its source views, frames where the env class has an rgb_array mode
+    (its class is imported, not built), its success flag and reference reward; no scripted expert."""
+    from bird.envs.gym.adapter import env_class
+    from bird.envs.gym.taskfile import has_reference, problems, representations
+
+    found = problems(env)
+    if found:
+        raise ValueError("\n  - ".join(found))
+    assert env.task is not None
+    modes = getattr(env_class(env.task), "metadata", {}).get("render_modes", ())
+    return TaskOffers(representations(env.task), "rgb_array" in modes, env.task.success is not None,
+                      has_reference(env.task), scripted_expert=False)
+
+
+register("suite", "gym")(Suite(_gym, task_offers=_gym_offers))

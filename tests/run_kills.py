@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 # The co-evolving method whose shared smoke search is copied in iteration 1, right after its subtask revision (the one
 # revision a two-iteration search makes): its resume redoes the whole search, so one method stands for rda, era_u and
@@ -75,3 +80,22 @@ def killed_copy_of(run):
     return run.with_name(run.name + "-killed-late")
 
 
+
+
+def kill_when(cmd: list[str], run: Path, marker: str, cwd: Path, env: dict[str, str] | None = None) -> None:
+    """Start `cmd` (in `cwd`, with `env`), SIGKILL its whole process group as soon as it writes `marker` to
+    `run`/events.jsonl (a marker earlier, killed, runs wrote does not count)."""
+    log = run / "events.jsonl"
+    seen = log.read_text().count(marker) if log.exists() else 0
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if log.exists() and log.read_text().count(marker) > seen:
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.02)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, f"the search ended by itself (rc {proc.returncode})"

@@ -132,7 +132,8 @@ def test_a_variant_of_the_bases_own_prompts_is_a_flip():
     from bird.ablate import _assess, _flat
     from bird.config.load import compose
 
-    flip = _assess("regot", _flat(compose(["method=regot"])), "no_decomposition", [])
+    on = ["env=metaworld/push"]  # RE-GoT's abstraction: a Meta-World view
+    flip = _assess("regot", _flat(compose(["method=regot", *on])), "no_decomposition", on)
     assert flip.reason is None and flip.changes["generate.prompt"] == ("regot", "regot/no_graph")
 
 

@@ -67,3 +67,26 @@ def test_a_group_of_reference_reward_jobs_is_not_searched(jobs):
     trainer = Trainer({"c0"})
     found = search_culprits([replace(j, program=None) for j in jobs[:3]], 3, runner=trainer)
     assert len(trainer.calls) == 1 and all(r.failure == HANG for r in found.values())
+
+
+def test_a_group_that_mixes_a_reference_reward_job_with_candidates_is_searched(jobs):
+    mixed = [replace(jobs[0], program=None), *jobs[1:4]]  # the reference reward's job, then three candidates
+    trainer = Trainer({"c2"})
+    found = search_culprits(mixed, 4, runner=trainer)
+    assert {i for i, r in found.items() if r.failure is not None} == {2}  # only the culprit fails
+    assert found[0].failure is None and found[3].env_steps == 192  # the reference job and the others trained
+    assert (["c2"], 4) in trainer.calls
+
+
+def test_jobs_of_other_budgets_train_in_groups_of_their_own_and_come_back_in_job_order(jobs, monkeypatch):
+    from bird.learners import jax_isolated
+
+    trainer = Trainer({"c2"})
+    monkeypatch.setattr(jax_isolated, "run_trainer", trainer)
+    longer = [replace(j, env_steps=384) for j in jobs[4:6]]  # another budget: another training program
+    mixed = [jobs[0], longer[0], jobs[2], longer[1], jobs[3]]
+    results = jax_isolated.train_isolated(mixed)
+    assert [r.candidate_id for r in results] == ["c0", "c4", "c2", "c5", "c3"]
+    assert [r.failure is not None for r in results] == [False, False, True, False, False]
+    assert trainer.calls == [(["c0", "c2", "c3"], 3), (["c0"], 3), (["c2", "c3"], 3), (["c2"], 3), (["c3"], 3),
+                             (["c4", "c5"], 2)]  # each group at its own width, searched apart

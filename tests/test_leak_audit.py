@@ -21,7 +21,10 @@ REHEARSAL = ["run.progress=false", f"env.horizon={REHEARSAL_HORIZON}", "budget.m
              "demos.max_train=2"]
 # a method that cannot run on a suite must say so before anything is sent (the brax suite: when the config loads)
 REFUSALS = (r"not available for suite|no scripted expert policy|has no such view of its tasks|needs scripted expert"
-            r"|needs rendered frames|needs reward\.|is written for suites")
+            r"|needs rendered frames|needs reward\.|is written for suites|needs a success flag")
+# a task with no reference reward refuses a native signal: the method is audited as a user would run it there, with
+# the benchmark score ranked and shown
+NO_REFERENCE = ("feedback.fitness=benchmark_score", "feedback.score_shown=benchmark_score")
 
 # The RE-GoT few-shot example bird shipped before issue 12: MT10 push, its field names and push's 0.05 threshold.
 LEAKY_EXAMPLE = """Example task: Push the puck to the goal position.
@@ -124,11 +127,17 @@ def _expected_operators(cfg) -> set[str]:
 @pytest.mark.parametrize("method", METHODS)
 def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp_path, method, env):
     try:
-        cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *_OPERATORS.get(method, []))
+        try:
+            cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *_OPERATORS.get(method, []))
+        except ValueError as exc:
+            if "needs a reference reward" not in str(exc):
+                raise
+            cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *_OPERATORS.get(method, []), *NO_REFERENCE)
         if method not in _OPERATORS:  # the first task of the method: compose again with its operators' samples
             _OPERATORS[method] = _operator_overrides(cfg)
             if _OPERATORS[method]:
-                cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *_OPERATORS[method])
+                cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *_OPERATORS[method],
+                                  *(NO_REFERENCE if cfg.feedback.fitness == "benchmark_score" else ()))
         assert _operator_overrides(cfg) == _OPERATORS[method]  # the same on every task
         r = rehearse(cfg, tmp_path)
     except ValueError as exc:  # e.g. a class abstraction, a scripted expert or prompts (generate.suites) the suite lacks
@@ -171,7 +180,7 @@ def test_the_native_task_score_is_the_reference_return_only_where_the_method_sho
     assert not shows_reference_return(compose_cfg("method=eureka", "env=metaworld/push", *REHEARSAL))
 
 
-@pytest.mark.parametrize("leak", ["few_shot", "env_code", "feedback", "described_fields"])
+@pytest.mark.parametrize("leak", ["few_shot", "env_code", "feedback", "described_fields", "task_file"])
 def test_positive_control_a_leaky_method_fails_the_audit(compose_cfg, tmp_path, monkeypatch, leak):
     """Break the method's prompts on purpose in three places; the audit above must find each."""
     import inspect
@@ -180,8 +189,8 @@ def test_positive_control_a_leaky_method_fails_the_audit(compose_cfg, tmp_path, 
     import bird.prompts as prompts
     from bird.registry import _REGISTRY
 
-    method, env = {"feedback": ("eureka", "mujoco/hopper"), "described_fields": ("grace", "metaworld/push")}.get(
-        leak, ("regot", "metaworld/push"))
+    method, env = {"feedback": ("eureka", "mujoco/hopper"), "described_fields": ("grace", "metaworld/push"),
+                   "task_file": ("eureka", "gym/pendulum")}.get(leak, ("regot", "metaworld/push"))
     if leak == "few_shot":
         real = prompts.templates
         monkeypatch.setattr(decompose, "templates", lambda name: {**real(name), "decompose_example_1": LEAKY_EXAMPLE})
@@ -201,6 +210,8 @@ def test_positive_control_a_leaky_method_fails_the_audit(compose_cfg, tmp_path, 
     elif leak == "described_fields":  # GRACE's bare field view rendering the full descriptions
         monkeypatch.setitem(_REGISTRY["field_view"], "bare", _REGISTRY["field_view"]["described"])
     shown = ["feedback.score_shown=benchmark_score"] if leak == "feedback" else []  # eureka's own task_score is native
+    if leak == "task_file":  # a task text naming what the task file hides (its hidden.names)
+        shown = ["env.description='Swing it up; the costs are what angle_normalize gives.'"]
     cfg = compose_cfg(f"method={method}", f"env={env}", *REHEARSAL, *shown)
     r = rehearse(cfg, tmp_path)
     found = "\n".join(findings(r, cfg))
@@ -208,6 +219,7 @@ def test_positive_control_a_leaky_method_fails_the_audit(compose_cfg, tmp_path, 
                              "compares with the success threshold 0.05"],
                 "env_code": ["names evaluate_state", "names TARGET_RADIUS", "names compute_reward"],
                 "feedback": ["names reference_return", f"reference-reward return {REFERENCE_SENTINEL}"],
-                "described_fields": ["shows the description of puck_pos", "carries more than field names"]}[leak]
+                "described_fields": ["shows the description of puck_pos", "carries more than field names"],
+                "task_file": ["names costs", "names angle_normalize"]}[leak]
     for needle in expected:
         assert needle in found, f"{needle!r} not caught:\n{found}"

@@ -154,3 +154,19 @@ def test_a_reward_class_request_with_position_fields_gets_a_program():
     code = json.loads(text)["reward_class_code"]
     assert "distance(state['hand_pos'], state['obj_pos'])" in code
     assert check_source(code, "Reward", contract="reward_class") is None
+
+
+def test_a_request_asking_through_a_tool_is_answered_with_a_call_holding_the_program():
+    """generate.answer_form=tool: the offline synthesiser answers in the form asked; the reader takes the call."""
+    from dataclasses import replace
+
+    from bird.registry import get
+    from bird.reward.contracts import answer_tool, read_answer
+
+    contract = get("contract", "compute_reward")
+    gen = OfflineSynthesiser("offline")
+    text = gen.complete(_request()).text
+    answer = gen.complete(replace(_request(), tool=answer_tool(contract)))
+    assert answer.finish_reason == "tool_calls" and answer.tool_calls[0]["name"] == "submit_reward_program"
+    reading = read_answer(contract, answer, 4096, tool=answer_tool(contract))
+    assert reading.failure is None and reading.code == extract_code(text)

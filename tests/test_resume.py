@@ -6,14 +6,13 @@ import hashlib
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from run_kills import kill_when
 
 from bird import checkpoint, loop
 from bird.config.load import ConfigError
@@ -43,19 +42,7 @@ def _events(run: Path) -> list[dict]:
 
 def _kill_when(cmd: list[str], run: Path, marker: str) -> None:
     """Start `cmd`, SIGKILL its whole process group as soon as it writes `marker` to events.jsonl."""
-    log = run / "events.jsonl"
-    seen = log.read_text().count(marker) if log.exists() else 0  # what earlier (killed) runs wrote
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 600
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if log.exists() and log.read_text().count(marker) > seen:
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-            time.sleep(0.02)
-    finally:
-        proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, f"the search ended by itself (rc {proc.returncode})"
+    kill_when(cmd, run, marker, ROOT)
 
 
 @pytest.mark.slow

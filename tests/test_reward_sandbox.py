@@ -63,6 +63,21 @@ def test_clean_program_runs_in_the_sandbox(obs_index):
     np.testing.assert_allclose(reward, obs[:, 5] - 0.03)
 
 
+def test_non_ascii_identifiers_name_components_and_an_aliased_entry_runs(obs_index):
+    """Component names are Python identifiers of any script (not only ASCII); the entry may be an alias."""
+    code = ("def vitesse(obs, action, next_obs, info):\n    v = next_obs['rootx_vel']\n"
+            "    return v, {'vitesse_é': v, '速度': v, 'hauteur_θ': next_obs['rootz_pos']}\n\ncompute_reward = vitesse\n")
+    assert check_source(code) is None
+    obs = np.random.default_rng(0).normal(size=(4, obs_index.dim))
+    with SandboxedReward(code, obs_index) as program:
+        _, comps = program(obs, np.ones((4, 3)), obs)
+    assert list(comps) == ["vitesse_é", "速度", "hauteur_θ"]
+    with pytest.raises(RewardProgramError) as err, SandboxedReward(HEAD + "    return 0.0 * next_obs['rootx_vel'], "
+                                                                    "{'a b': next_obs['rootx_vel']}\n", obs_index) as program:
+        program(obs, np.ones((4, 3)), obs)
+    assert "'a b' is not a Python identifier (it holds ' ')" in err.value.failure.reason
+
+
 @pytest.mark.parametrize(
     "body, kind",
     [

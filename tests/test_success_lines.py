@@ -27,14 +27,15 @@ SUCCESS_LINE = re.compile(r"success rate \d|success\w*:\s*[\d\[]|solved the task
 CODE = "def compute_reward(obs, action, next_obs, info):\n    return {'alive': next_obs['torso_height'] * 0 + 1.0}\n"
 # a prompt template set that has each format's templates
 PROMPT = {"process": "card", "preference": "card", "judge": "regot", "misscored_demos": "grace"}
-ENV = {"mujoco": "env=mujoco/hopper", "brax": "env=mujoco/hopper", "metaworld": "env=metaworld/push"}
+ENV = {"mujoco": "env=mujoco/hopper", "brax": "env=mujoco/hopper", "metaworld": "env=metaworld/push",
+       "gym": "env=gym/pendulum"}
 
 
 @pytest.fixture(scope="module")
 def specs(compose_cfg):
     """One real task spec per suite; Brax's is Hopper's spec with the suite renamed (the formats read only the suite
     name and the observation index, and a Brax env takes seconds to build)."""
-    out = {s: make_adapter(compose_cfg(ENV[s]).env).spec for s in ("mujoco", "metaworld")}
+    out = {s: make_adapter(compose_cfg(ENV[s]).env).spec for s in ("mujoco", "metaworld", "gym")}
     out["brax"] = replace(out["mujoco"], suite="brax", env_id="brax/hopper")
     return out
 
@@ -70,7 +71,7 @@ def _render(compose_cfg, specs, tmp_path, fmt: str, suite: str) -> tuple[str, di
     return get("feedback_format", fmt)(cfg, state, cand, res)
 
 
-@pytest.mark.parametrize("suite", ["mujoco", "brax", "metaworld"])
+@pytest.mark.parametrize("suite", ["mujoco", "brax", "metaworld", "gym"])
 @pytest.mark.parametrize("fmt", names("feedback_format"))
 def test_a_success_line_appears_only_where_the_suite_defines_success(compose_cfg, specs, tmp_path, fmt, suite):
     text, stats = _render(compose_cfg, specs, tmp_path, fmt, suite)

@@ -11,6 +11,7 @@ from it, with the surviving mutants explained in docs/mutation/notes.toml.
     python tools/mutate.py                      # every module (hours on 2 cores)
     python tools/mutate.py retry cache          # some modules
     python tools/mutate.py --report             # rewrite docs/testing.md from the stored results only
+    python tools/mutate.py --baseline bundle_verify   # check a module's set-up (no mutation run)
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class Module:
     tests: tuple[str, ...]
 
 
+BUNDLE_TESTS = ("tests/bundle/test_bundle_unit.py", "tests/bundle/test_bundle_tampering.py")
+JAX_TRAINING_TESTS = ("tests/jaxpath/test_jax_learner.py", "tests/jaxpath/test_jax_determinism.py")
 MODULES: dict[str, Module] = {
     "demos": Module(("bird/components/demos.py",), ("tests/methods/test_demos_unit.py",)),
     "demo_fitness": Module(("bird/components/demo_fitness.py",), ("tests/methods/test_demo_fitness.py",)),
@@ -72,6 +75,45 @@ MODULES: dict[str, Module] = {
     "reward_pywall": Module(("bird/reward/pywall.py",), ("tests/reward/test_channel_and_wall_unit.py",)),
     "registry": Module(("bird/registry.py",), ("tests/test_registry.py",)),
     "branch_detector": Module(("bird/method_branches.py",), ("tests/test_registry.py",)),
+    # written since the run above (issue 44)
+    "bundle_archive": Module(("bird/bundle/archive.py", "bird/bundle/reader.py"), BUNDLE_TESTS),
+    "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"), BUNDLE_TESTS),
+    "bundle_compare": Module(("bird/bundle/compare.py",), BUNDLE_TESTS),
+    "bundle_pack": Module(("bird/bundle/pack.py",), BUNDLE_TESTS),
+    "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_bundle_tampering.py",)),
+    "jax_store": Module(("bird/learners/jax_executables.py",), (
+        "tests/jaxpath/test_store_fingerprint.py",
+        *(f"tests/jaxpath/test_jax_executables.py::test_{t}" for t in (
+            "a_compiled_function_is_stored_then_loaded_instead_of_compiled",
+            "a_reader_loads_from_the_store_and_adds_nothing_to_it", "a_torn_store_file_is_compiled_again_and_replaced",
+            "the_compile_step_refuses_to_run_with_jaxs_persistent_cache",
+            "a_stored_program_is_found_only_for_its_key_environment_and_bytes",
+            "the_store_keeps_the_most_recently_used_programs",
+            "a_stored_program_is_not_found_once_birds_source_changed")))),
+    "jax_settings": Module(("bird/learners/jax_settings.py",), tuple(
+        f"tests/jaxpath/test_jax_learner.py::test_settings_{t}" for t in (
+            "take_the_command_line_then_the_task_table_then_brax_defaults",
+            "shrink_the_rollout_batch_until_the_budget_affords_min_updates", "reject_what_brax_rejects"))),
+    # the training program, trained in the test process (train_jax_ppo): a mutant that changes it compiles again, and
+    # a traced function is reached (in mutmut's stats) only by the first test that traced it, the longest (~70 s)
+    "jax_core": Module(("bird/learners/jax_core.py", "bird/learners/jax_rewards.py"), JAX_TRAINING_TESTS),
+    "jax_ppo": Module(("bird/learners/jax_ppo.py",), JAX_TRAINING_TESTS),
+    "jax_rollouts": Module(("bird/learners/jax_rollouts.py",), JAX_TRAINING_TESTS),
+    "programs": Module(("bird/learners/programs.py",), JAX_TRAINING_TESTS),
+    "trainer_host": Module(("bird/learners/trainer_host.py",), ("tests/security/test_trainer_host.py",)),
+    "trainer_replies": Module(("bird/learners/trainer_replies.py", "bird/learners/jax_outputs.py"),
+                              ("tests/security/test_reply_parsing.py", "tests/security/test_trainer_host.py")),
+    "culprit_search": Module(("bird/learners/jax_isolated.py",), ("tests/test_culprit_search.py",)),
+    # the trainer process's side: only encode_arrays runs in the test process (the rest behind the trainer's wall)
+    "trainer": Module(("bird/learners/trainer.py",), ("tests/security/test_reply_parsing.py",)),
+    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_jax_export.py",)),
+    "inspector": Module(("bird/reward/inspector.py",), (
+        "tests/jaxpath/test_jax_export.py::test_inspector_and_trainer_reject_host_callbacks_corrupt_bytes_or_the_wrong_"
+        "signature",)),
+    "extract": Module(("bird/reward/extract.py",), ("tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
+    "judgement": Module(("bird/components/judgement.py",),
+                        ("tests/test_judged_feedback.py", "tests/test_judge_rollout_replay.py")),
+    "leaderboard_artefacts": Module(("analysis/artefacts.py",), ("tests/analysis/test_report_artefacts.py",)),
 }
 
 
@@ -213,6 +255,41 @@ def collect(name: str, wall_s: int = 0, finished: bool = False) -> dict:
             "command": f"python tools/mutate.py {name}"}
 
 
+NO_MUTANT = "baseline-only"  # a name no mutant has: `mutmut run` stops after generating mutants and its stats run
+
+
+def baseline(name: str, timeout_s: float) -> dict:
+    """mutmut's set-up for one module, without its mutation run: the mutants generated and the listed tests run once
+    under mutmut, recording which test reaches which function (mutmut stops there when asked for a mutant that does
+    not exist); then its clean-test and forced-failure runs, which it makes before the first mutant it is asked for
+    (one: the one the fastest tests reach). What the full run would first fail on, and its tests' worst-case time."""
+    module = MODULES[name]
+    stage = _stage(name, module)
+    try:
+        first = _mutmut(stage, "run", NO_MUTANT, timeout=timeout_s)
+        stats = json.loads((stage / "mutants" / "mutmut-stats.json").read_text())
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "why": f"the listed tests ran past --timeout={timeout_s:g} s under mutmut"}
+    except OSError:
+        return {"ok": False, "why": "the listed tests failed under mutmut", "log": (first.stdout + first.stderr)[-3000:]}
+    # mutmut's print-time-estimates would do this, but it empties the stats file of a stage made this way
+    tests, seconds = stats["tests_by_mangled_function_name"], stats["duration_by_test"]
+    keys = _statuses(stage, module)
+    timed = sorted((sum(seconds.get(t, 0.0) for t in tests[k.partition("__mutmut_")[0]]), k)
+                   for k in keys if tests.get(k.partition("__mutmut_")[0]))
+    out = {"mutants": len(keys), "no_tests": len(keys) - len(timed), "worst_case_s": round(sum(t for t, _ in timed))}
+    if not timed:
+        return {**out, "ok": False, "why": "no listed test reaches a mutant", "log": first.stdout[-3000:]}
+    try:
+        clean = _mutmut(stage, "run", "--max-children", "1", timed[0][1], timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {**out, "ok": False, "why": f"the clean run ran past --timeout={timeout_s:g} s"}
+    log = clean.stdout + clean.stderr
+    failed = [w for w in ("Failed to run clean test", "Unable to force test failures") if w in log]
+    return {**out, "ok": clean.returncode == 0 and not failed, "why": "; ".join(failed) or f"exit {clean.returncode}",
+            "log": log[-3000:]}
+
+
 def _load_notes() -> list[dict]:
     return tomllib.loads(NOTES.read_text())["note"] if NOTES.exists() else []
 
@@ -303,10 +380,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="re-check only the last run's mutants that were not killed, with the current tests")
     parser.add_argument("--collect", action="store_true", help="record the modules' last (e.g. stopped) runs, run none")
+    parser.add_argument("--baseline", action="store_true",
+                        help="check the modules' set-up only (the listed tests pass under mutmut, reach mutants, and "
+                             "fail when every mutant raises) and print the time estimates; no mutation run, no results")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"unknown module(s) {unknown}; choose from {list(MODULES)}")
+    if args.baseline:
+        bad = 0
+        for name in args.modules or list(MODULES):
+            b = baseline(name, args.timeout)
+            bad += not b["ok"]
+            print(f"{name:22s} {'ok' if b['ok'] else 'FAILED: ' + b['why']}: {b.get('mutants', '?')} mutants, "
+                  f"{b.get('no_tests', '?')} reached by no listed test, worst case {b.get('worst_case_s', '?')} s of "
+                  "tests" + ("" if b["ok"] else "\n" + b.get("log", "")), flush=True)
+        return 1 if bad else 0
     if args.collect:
         for name in args.modules:
             _store(args.results, name, collect(name))

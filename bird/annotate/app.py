@@ -1,8 +1,10 @@
 """The rating web app (Starlette): one page per rater link, a JSON API, clips served by schedule position.
 
-Safety: a clip's file path only ever comes from the database (the URL names a schedule position, never a path);
-every route but the static assets needs a valid rater token; answers are validated (bird/annotate/study.py);
-responses carry a strict Content-Security-Policy and no Referer leaves the page (the token is in the URL).
+Safety: a clip's file path only ever comes from the database (the URL names a schedule position, never a path), and
+a clip that is a link or lies outside its run directory is not served; every route but the static assets needs a
+valid rater token; an answer's body is capped while it is read, a state-changing request from another origin is
+refused, answers are validated (bird/annotate/study.py); responses carry a strict Content-Security-Policy and no
+Referer leaves the page (the token is in the URL).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import re
 from importlib import resources
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -55,6 +58,29 @@ def _error(status: int, message: str) -> Response:
     return _secure(JSONResponse({"error": message}, status_code=status))
 
 
+def _same_origin(request: Request) -> bool:
+    """The request comes from this app's own page: its Origin (sent by browsers on every POST) names this host, or,
+    without one (a non-browser client), Sec-Fetch-Site does not say another site sent it."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return request.headers.get("sec-fetch-site") in (None, "same-origin", "none")
+    return urlsplit(origin).netloc == request.headers.get("host", "")
+
+
+async def _capped_body(request: Request) -> bytes | None:
+    """The request body, or None as soon as it exceeds _MAX_BODY (declared or received): never read whole."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > _MAX_BODY):
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > _MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class _Endpoints:
     """The route handlers, bound to one study."""
 
@@ -96,8 +122,10 @@ class _Endpoints:
         rater = self.rater_of(request)
         if rater is None:
             return _error(404, "unknown or missing rater token")
-        body = await request.body()
-        if len(body) > _MAX_BODY:
+        if not _same_origin(request):
+            return _error(403, "the answer comes from another site's page")
+        body = await _capped_body(request)
+        if body is None:
             return _error(413, "answer too large")
         try:
             payload = json.loads(body)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 import secrets
 import sqlite3
@@ -17,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bird.escape import csv_cell
 
 __all__ = ["QUESTIONS", "COMPLETION_ONLY", "AnswerError", "Study", "find_clips", "EXPORT_COLUMNS"]
 
@@ -83,8 +86,17 @@ def find_clips(paths: Iterable[str | Path], include_candidates: bool = False) ->
         if include_candidates:
             folders += sorted((run / "candidates").glob("*"))
         for folder in folders:
-            out += [{**rec, "run_dir": str(run)} for rec in read_clips(folder) if rec["path"]]
+            out += [{**rec, "run_dir": str(run)} for rec in read_clips(folder)
+                    if rec["path"] and _inside(rec["path"], run)]
     return out
+
+
+def _inside(path: str | Path, run_dir: str | Path) -> bool:
+    """`path` is a plain file (not a link) whose folder, links resolved, lies in `run_dir`: a clip never names
+    another file of this machine."""
+    path = Path(path)
+    real = Path(os.path.realpath(path.parent)) / path.name
+    return path.is_file() and not path.is_symlink() and real.is_relative_to(os.path.realpath(run_dir))
 
 
 class Study:
@@ -210,12 +222,12 @@ class Study:
         current = self.progress(rater)["next"]
         limit = current["position"] if current else None
         with self._connection() as con:
-            row = con.execute("SELECT c.path FROM schedule s JOIN clips c ON c.id = s.clip_id "
+            row = con.execute("SELECT c.path, c.run_dir FROM schedule s JOIN clips c ON c.id = s.clip_id "
                               "WHERE s.rater_id = ? AND s.position = ?", (rater.id, position)).fetchone()
         if row is None or (limit is not None and position > limit):
             return None
         path = Path(row["path"])
-        return path if path.is_file() else None
+        return path if _inside(path, row["run_dir"]) else None
 
     def answer(self, rater: Rater, payload: Any) -> None:
         """Validate and store one answer; raises AnswerError (422 malformed, 409 not the current clip)."""
@@ -269,7 +281,7 @@ class Study:
         with open(out, "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=EXPORT_COLUMNS)
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)  # no formula reaches a sheet
         return len(rows)
 
     def clip_count(self) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bird.bundle.archive import BundleError
 from bird.bundle.compare import Tolerance
+from bird.escape import terminal
 
 
 def _replay_description() -> str:
@@ -52,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="a config override for every cell (execution-only keys such as train.workers=1)")
     rp.add_argument("--trust-config", action="store_true",
                     help="take the recorded endpoints, paths and looser limits as they are (a bundle you made)")
+    rp.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE",
+                    help="a plugin module the bundle's runs import, which you trust replay to import (it must be on "
+                         "this machine's Python path; a bundle names plugins, it never holds their code)")
     rp.add_argument("--tol", action="append", default=[], metavar="METRIC=RTOL[,ATOL]",
                     help="tolerance of a metric (a curve column or JSON key; * = any other number) for cells "
                          "not expected to be bit-for-bit")
@@ -77,25 +81,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bird.bundle.pack import pack
 
             res = pack(args.runs, args.out, args.with_media, args.cache_dir, args.allow_incomplete)
-            print(f"wrote {res.path} ({res.size / 1e6:.2f} MB, {len(res.cells)} cell(s), "
-                  f"{len(res.left_out)} file(s) left out{'' if args.with_media else ': media without --with-media'})")
+            print(terminal(f"wrote {res.path} ({res.size / 1e6:.2f} MB, {len(res.cells)} cell(s), "
+                           f"{len(res.left_out)} file(s) left out"
+                           f"{'' if args.with_media else ': media without --with-media'})"))
             for c in res.cells:
-                print(f"  {c['id']}: {c['transcript']['answers']} answer(s)" +
-                      ("" if c["replayable"] else f"; NOT replayable: {c['why_not']}"))
+                print(terminal(f"  {c['id']}: {c['transcript']['answers']} answer(s)" +
+                               ("" if c["replayable"] else f"; NOT replayable: {c['why_not']}")))
             return 0
         if args.command == "verify":
             from bird.bundle.verify import verify
 
             report = verify(args.bundle)
-            print(report.render())
+            print(terminal(report.render()))  # member names, cell ids and transcript fields are the sender's
             return 0 if report.ok else 1
         from bird.bundle.replay import replay
 
-        result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol), args.trust_config)
-        print(result.render())
+        result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol), args.trust_config,
+                        args.plugins)
+        print(terminal(result.render()))
         return 0 if result.ok else 1
     except BundleError as exc:
-        print(f"bird.bundle: {exc}", file=sys.stderr)
+        print(terminal(f"bird.bundle: {exc}"), file=sys.stderr)
         return 2
 
 

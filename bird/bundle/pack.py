@@ -13,6 +13,7 @@ from bird.bundle.archive import FORMAT, SCHEMA_VERSION, BundleError, sha256, wri
 from bird.bundle.compare import EXECUTION_FILES, MEDIA_SUFFIXES
 from bird.bundle.transcript import Transcript, collect_transcript
 from bird.environment import describe_environment
+from bird.files import read_bytes
 from bird.llm.cache import ResponseCache, default_cache_dir
 
 __all__ = ["pack", "PackResult", "TEXT_SUFFIXES", "cell_id"]
@@ -162,7 +163,10 @@ def pack(runs: list[Path], out: Path, with_media: bool = False, cache_dir: Path 
         keep, left = _files(run, with_media)
         left_out += [f"runs/{cell}/{rel}" for rel in left]
         for rel in keep:
-            members[f"runs/{cell}/{rel}"] = (run / rel).read_bytes()
+            try:  # a regular file inside the run: a planted link never packs a file of this machine
+                members[f"runs/{cell}/{rel}"] = read_bytes(run / rel, "media", run)
+            except OSError as exc:
+                raise BundleError(f"{run}: {rel} is not packed ({exc})") from None
         lines = "".join(json.dumps(line, sort_keys=True) + "\n" for line in transcript.lines)
         members[f"transcripts/{cell}.jsonl"] = lines.encode()
         cells.append({"id": cell, "method": result["method"], "env": result["env"], "seed": result["seed"],
@@ -172,6 +176,7 @@ def pack(runs: list[Path], out: Path, with_media: bool = False, cache_dir: Path 
                       "transcript": {"answers": len(transcript.lines), "missing": len(transcript.missing),
                                      "failed": len(transcript.failed), "unkeyed": transcript.unkeyed,
                                      "deterministic_calls": transcript.deterministic_calls},
+                      "plugins": result.get("plugins") or [],
                       "environment_recorded": (run / "environment.json").is_file(),
                       "replayable": ok, "why_not": why})
         run_rows.append({"cell": cell, **{k: result.get(k) for k in (

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
-import json
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from bird.bundle.archive import MANIFEST, BundleError, read_manifest, safe_member, sha256
+from bird.bundle.archive import (
+    MANIFEST,
+    MEMBER_LIMIT,
+    BundleError,
+    manifest_files,
+    read_manifest,
+    safe_member,
+    stream_member,
+)
+from bird.files import atomic_writer, loads
 
 __all__ = ["Bundle", "unpack", "is_bundle"]
 
@@ -29,6 +38,7 @@ class Bundle:
         self.path = Path(path)
         self.manifest = read_manifest(self.path)
         self.cells: list[dict[str, Any]] = list(self.manifest.get("cells", []))
+        self.files, self.manifest_problems = manifest_files(self.manifest)
         with zipfile.ZipFile(self.path) as zf:
             self._names = zf.namelist()
 
@@ -36,18 +46,20 @@ class Bundle:
     def names(self) -> list[str]:
         return list(self._names)
 
+    def limit(self, name: str) -> int:
+        """The most bytes member `name` may hold: its size in the manifest (MEMBER_LIMIT for an unlisted one)."""
+        entry = self.files.get(name)
+        return min(entry["size"], MEMBER_LIMIT) if entry else MEMBER_LIMIT
+
     def read(self, name: str) -> bytes:
+        """A whole member, no larger than the manifest says (BundleError otherwise)."""
         with zipfile.ZipFile(self.path) as zf:
-            try:
-                return zf.read(safe_member(name))
-            except KeyError:
-                raise BundleError(f"{self.path}: the bundle has no {name}") from None
-            except (zipfile.BadZipFile, OSError) as exc:
-                raise BundleError(f"{self.path}: {name} cannot be read ({exc})") from None
+            return b"".join(stream_member(zf, self.path, safe_member(name), self.limit(name)))
 
     def transcript(self, cell: str) -> list[dict[str, Any]]:
+        """The cell's transcript lines (parsed with bird/files.py's bounds; ValueError when one is not JSON)."""
         text = self.read(f"transcripts/{cell}.jsonl").decode()
-        return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+        return [loads(ln) for ln in text.splitlines() if ln.strip()]
 
     def table(self, name: str) -> Any:
         """An index table (`runs`, `candidates`, `llm_calls`) as a pandas DataFrame."""
@@ -62,20 +74,27 @@ class Bundle:
         raise BundleError(f"{self.path}: no cell {cell_id!r}; cells: {[c['id'] for c in self.cells]}")
 
     def extract(self, dest: Path, prefix: str = "") -> list[str]:
-        """Write the members under `prefix` to `dest` (paths kept), each checked against its manifest hash."""
-        hashes = {f["path"]: f["sha256"] for f in self.manifest.get("files", [])}
+        """Write the members under `prefix` to `dest` (paths kept), each streamed, no larger than its manifest size
+        and checked against its manifest hash."""
         written = []
         with zipfile.ZipFile(self.path) as zf:
             for name in zf.namelist():
                 if name == MANIFEST or not name.startswith(prefix) or name.endswith("/"):
                     continue
-                data = zf.read(safe_member(name))
-                if hashes.get(name) != sha256(data):
-                    raise BundleError(f"{self.path}: {name} does not match its manifest hash (edited or corrupt); "
-                                      f"run python -m bird.bundle verify {self.path}")
+                entry = self.files.get(safe_member(name))
+                if entry is None:
+                    raise BundleError(f"{self.path}: {name} is not in the manifest; run python -m bird.bundle "
+                                      f"verify {self.path}")
                 target = Path(dest) / name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+                with atomic_writer(target) as fh:
+                    digest = hashlib.sha256()
+                    for chunk in stream_member(zf, self.path, name, entry["size"]):
+                        digest.update(chunk)
+                        fh.write(chunk)
+                    if digest.hexdigest() != entry["sha256"]:  # raised inside: nothing is left at `target`
+                        raise BundleError(f"{self.path}: {name} does not match its manifest hash (edited or "
+                                          f"corrupt); run python -m bird.bundle verify {self.path}")
                 written.append(name)
         return written
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from bird.bundle.archive import BundleError
 from bird.bundle.compare import Comparison, Tolerance, compare_runs, read_run
+from bird.bundle.plugins import check_plugins, config_plugins
 from bird.bundle.reader import Bundle
 from bird.bundle.transcript import closest_difference
 from bird.bundle.verify import verify
@@ -98,16 +99,20 @@ def _cell_config(recorded: Path, cache_dir: Path, overrides: list[str], trust: b
 
 
 def replay(path: str | Path, out: str | Path, cells: list[str] | None = None, overrides: list[str] | None = None,
-           tolerance: dict[str, Tolerance] | None = None, trust_config: bool = False) -> ReplayReport:
+           tolerance: dict[str, Tolerance] | None = None, trust_config: bool = False,
+           plugins: list[str] | None = None) -> ReplayReport:
     """Re-run the chosen cells (all by default) into `out/<cell id>/` and compare each with the bundle's run.
+    `plugins`: the plugin modules the user trusts replay to import (a cell's config names them).
 
     Raises BundleError when the bundle fails verification, a cell's config is refused (an interpolation, a limit
-    looser than this machine's without `trust_config`) or `out` already holds a cell; nothing is run then."""
+    looser than this machine's without `trust_config`), a cell needs a plugin that is not trusted or not importable
+    here (bird/bundle/plugins.py), or `out` already holds a cell; nothing is run then."""
     check = verify(path)
     if not check.ok:
         raise BundleError("the bundle fails verification; nothing was replayed:\n  " + "\n  ".join(check.problems))
     bundle, out = Bundle(path), Path(out)
     chosen = _select(bundle, list(cells or []))
+    check_plugins(bundle, chosen, list(plugins or []))
     for cid in chosen:
         if (out / cid).exists():
             raise BundleError(f"{out / cid} already exists; replay into a fresh folder")
@@ -118,7 +123,8 @@ def replay(path: str | Path, out: str | Path, cells: list[str] | None = None, ov
     for cid in chosen:
         if bundle.cell(cid).get("replayable"):
             try:
-                configs[cid] = _cell_config(work / "runs" / cid, cache_dir, list(overrides or []), trust_config)
+                named = [f"plugins=[{','.join(config_plugins(bundle, cid))}]"]  # checked above: all trusted
+                configs[cid] = _cell_config(work / "runs" / cid, cache_dir, [*named, *(overrides or [])], trust_config)
             except ConfigError as exc:
                 raise BundleError(f"{cid}: {exc}; nothing was replayed") from None
     _fill_cache(bundle, chosen, ResponseCache(cache_dir))

@@ -60,7 +60,7 @@ def reference_returns(curve: Sequence[Checkpoint]) -> list[float]:
     return [c.reference_return for c in curve]
 
 
-@register("fitness", "reference_return")
+@register("fitness", "reference_return", needs_task=("reference_reward",))
 def _reference(ev: Evidence) -> float | None:
     vals = reference_returns(ev.curve)
     if all(math.isnan(v) for v in vals):
@@ -77,13 +77,13 @@ def _none(ev: Evidence) -> float | None:
 # suite -> the fitness that is its native ranking signal (BIRD Table 8 note b: the reference reward's return, except
 # on Meta-World, which ships a success flag and ranks on it; there it coincides with the benchmark score)
 NATIVE_SIGNAL: dict[str, str] = {"mujoco": "reference_return", "brax": "reference_return",
-                                 "metaworld": "benchmark_score"}
+                                 "metaworld": "benchmark_score", "gym": "reference_return"}
 
 
 def _native_signal(suite: str) -> str:
     if suite not in NATIVE_SIGNAL:
-        raise ValueError(f"feedback.fitness=native has no native signal for suite {suite!r}; "
-                         f"known: {sorted(NATIVE_SIGNAL)} (set feedback.fitness explicitly)")
+        raise ValueError(f"native: no native signal for suite {suite!r}; known: {sorted(NATIVE_SIGNAL)} "
+                         "(name the signal instead: benchmark_score or reference_return)")
     return NATIVE_SIGNAL[suite]
 
 

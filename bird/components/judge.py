@@ -17,6 +17,7 @@ from bird.components.demo_views import state_dict
 from bird.config.schema import BirdConfig
 from bird.envs.frames import RenderingUnavailable, render_episode
 from bird.envs.registry import make_adapter
+from bird.files import write_bytes
 from bird.learners.rollouts import ROLLOUT_SEED_BASE, load_rollouts
 from bird.llm.base import LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
@@ -72,7 +73,7 @@ def save_keyframes(folder: Path, keyframes: list[tuple[int, int, bytes]], first:
     numbered from `first`."""
     folder.mkdir(parents=True, exist_ok=True)
     for k, (rollout, step, png) in enumerate(keyframes, start=first):
-        (folder / f"{k:02d}_rollout{rollout}_step{step:04d}.png").write_bytes(png)
+        write_bytes(folder / f"{k:02d}_rollout{rollout}_step{step:04d}.png", png)
 
 
 def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray],

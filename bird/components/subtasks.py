@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bird.config.schema import BirdConfig
+from bird.files import append_text
 from bird.llm.base import Generator, LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.prompts import obs_fields_context, templates
@@ -144,6 +145,5 @@ def co_evolve_subtasks(cfg: BirdConfig, state: SearchState, generator: Generator
               "kept_previous": revised is None, "prompt": request.messages_json(), "attempts": attempts}
     if revised is not None:
         state.subtasks = revised
-    with open(run_root / "subtasks.jsonl", "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record, default=str) + "\n")
+    append_text(run_root / "subtasks.jsonl", json.dumps(record, default=str) + "\n")
     return record

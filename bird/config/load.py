@@ -1,33 +1,23 @@
-"""Register the schema with Hydra, turn a composed DictConfig into a validated BirdConfig, compose by name."""
+"""Register the schema with Hydra, turn a composed DictConfig into a validated BirdConfig (its plugins imported),
+compose by name."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from bird.config.errors import ConfigError
 from bird.config.schema import BirdConfig
+from bird.config.searchpath import CONF_DIR, find, register_search_path, user_dirs
 from bird.config.validate import validate
 
-__all__ = ["ConfigError", "register_configs", "load_config", "compose", "config_hash", "CONF_DIR"]
-
-
-def _conf_dir() -> Path:
-    """conf/ of an installed wheel (package data under bird/conf), else the source checkout's conf/."""
-    package = Path(__file__).resolve().parents[1]
-    return package / "conf" if (package / "conf" / "config.yaml").is_file() else package.parent / "conf"
-
-
-CONF_DIR = _conf_dir()
-
-
-class ConfigError(ValueError):
-    """A config problem the user can fix; the message names every bad key."""
+__all__ = ["ConfigError", "register_configs", "load_config", "compose", "composed_choices", "config_hash", "CONF_DIR"]
 
 
 def _if_matched(matched: Any, own: Any, *, _root_: Any) -> Any:
@@ -36,15 +26,18 @@ def _if_matched(matched: Any, own: Any, *, _root_: Any) -> Any:
 
 
 def register_configs() -> None:
-    """Store the schema as `bird_schema` (conf/config.yaml lists it first in its defaults); register resolvers."""
+    """Store the schema as `bird_schema` (conf/config.yaml lists it first in its defaults); register resolvers and
+    the BIRD_CONFIG_PATH search path."""
     if "bird_schema.yaml" not in ConfigStore.instance().repo:  # once per process: storing it costs 0.1 s
         ConfigStore.instance().store(name="bird_schema", node=BirdConfig)
     if not OmegaConf.has_resolver("if_matched"):
         OmegaConf.register_new_resolver("if_matched", _if_matched)
+    register_search_path()
 
 
 def load_config(cfg: DictConfig) -> BirdConfig:
-    """Convert to the typed object and validate; raise ConfigError listing every problem."""
+    """Convert to the typed object, import its plugins and validate; raise ConfigError listing every problem."""
+    from bird import plugins
     from bird.config.secrets import secret_problems
 
     if secrets := secret_problems(cfg):
@@ -54,6 +47,10 @@ def load_config(cfg: DictConfig) -> BirdConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(f"invalid config: {exc}") from None
     assert isinstance(obj, BirdConfig)
+    try:
+        plugins.load(obj.plugins)
+    except plugins.PluginError as exc:
+        raise ConfigError(f"invalid config:\n  - {exc}") from None
     _derive(obj)
     problems = validate(obj)
     if problems:
@@ -72,14 +69,51 @@ def _derive(cfg: BirdConfig) -> None:
 
 
 def compose(overrides: list[str] | None = None) -> BirdConfig:
-    """Compose conf/config.yaml with overrides (as the CLI would) and return the validated config."""
+    """Compose conf/config.yaml with overrides (as the CLI would) and return the validated config, its `choices`
+    filled in (composed_choices)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     register_configs()
+    user_dirs()  # a BIRD_CONFIG_PATH entry that is not a folder: a ConfigError naming it
+    overrides = list(overrides or [])
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = hydra_compose(config_name="config", overrides=list(overrides or []))
-    return load_config(cfg)
+        cfg = hydra_compose(config_name="config", overrides=overrides)
+    out = load_config(cfg)
+    out.choices = list(dict.fromkeys([*out.choices, *composed_choices(overrides)]))
+    return out
+
+
+def composed_choices(overrides: list[str]) -> list[str]:
+    """The design choices (group `choice`) a composition with `overrides` includes, in Hydra's order: those the
+    method's file and the methods it extends list in their defaults (`- /choice/<name>`), then a `+choice=<name>`
+    flip. Files are found as Hydra finds them (bird.config.searchpath)."""
+    picked = {o.split("=", 1)[0].lstrip("+"): o.split("=", 1)[1] for o in overrides if "=" in o}
+    out = _method_choices(picked.get("method") or _default_option("method"), overrides)
+    if picked.get("choice"):
+        out.append(picked["choice"])
+    return list(dict.fromkeys(out))
+
+
+def _default_option(group: str) -> str:
+    """The option conf/config.yaml's defaults list picks for `group`."""
+    for entry in (yaml.safe_load((CONF_DIR / "config.yaml").read_text()) or {}).get("defaults", []):
+        if isinstance(entry, dict) and group in entry:
+            return str(entry[group])
+    raise KeyError(group)
+
+
+def _method_choices(method: str, overrides: list[str], seen: tuple[str, ...] = ()) -> list[str]:
+    path = find("method", method, overrides)
+    if path is None or method in seen:
+        return []
+    out: list[str] = []
+    for entry in (yaml.safe_load(path.read_text()) or {}).get("defaults", []):
+        if isinstance(entry, str) and entry.startswith("/method/"):
+            out += _method_choices(entry.removeprefix("/method/"), overrides, (*seen, method))
+        elif isinstance(entry, str) and entry.startswith("/choice/"):
+            out.append(entry.removeprefix("/choice/"))
+    return out
 
 
 # Execution-only keys: they change how a run is carried out, never what it computes.
@@ -106,6 +140,10 @@ def config_hash(cfg: BirdConfig) -> str:
 
 def _content_hash(cfg: BirdConfig) -> str:
     data: Any = OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
+    if not data.get("plugins"):
+        data.pop("plugins", None)  # the hash of a config without plugins is what it was before the key existed
+    if data.get("env", {}).get("task", 0) is None:
+        data["env"].pop("task")  # likewise a task without a task file (env.task: the gym suite's)
     for section, keys in _EXECUTION_KEYS.items():
         for key in keys:
             data.get(section, {}).pop(key, None)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.load import ConfigError
@@ -25,13 +25,13 @@ from bird.config.schema import BirdConfig
 
 __all__ = ["AuthorityKey", "AUTHORITY", "add_authority_key", "load_received", "adopt"]
 
-KINDS = ("endpoint", "path", "limit")
+KINDS = ("endpoint", "path", "limit", "code")
 
 
 @dataclass(frozen=True)
 class AuthorityKey:
     """A config key whose value grants authority. `kind`: endpoint (a connection or a credential), path (outside the
-    run directory) or limit (larger = looser); `unlimited`: the limit's value that means none (the loosest);
+    run directory), limit (larger = looser) or code (modules bird imports: only ones the user names run); `unlimited`: the limit's value that means none (the loosest);
     `inert`: (key, value) of the final config under which this key grants nothing and is kept as received (the LLM
     endpoint under llm.cache=replay, which builds no client and reads no key: the address stays part of the recorded
     answers' cache keys)."""
@@ -50,6 +50,7 @@ AUTHORITY: list[AuthorityKey] = [
         "train.executor", "ray.address", "ray.num_cpus", "ray.object_store_mb", "ray.include_dashboard",
         "tracker.backend", "tracker.uri", "tracker.mode")),
     *(AuthorityKey(k, "path") for k in ("llm.cache_dir", "tracker.dir")),
+    AuthorityKey("plugins", "code"),
     AuthorityKey("verify.call_timeout_s", "limit"),
     AuthorityKey("verify.memory_mb", "limit"),
     AuthorityKey("train.timeout_s", "limit", unlimited=0),
@@ -114,7 +115,7 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
     except (OmegaConfBaseException, ValueError) as exc:
         raise ConfigError(f"received config: {exc}") from None
     mine = _overridden(overrides)
-    notes, looser = [], []
+    notes, looser, code = [], [], []
     for ak in AUTHORITY:
         if ak.key in mine:
             continue
@@ -129,15 +130,25 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
             notes.append(f"{ak.key}: the received {theirs!r} is used instead of the local {ours!r} (--trust-config)")
         elif ak.kind == "limit":
             looser.append(f"{ak.key}={theirs!r} (local {ours!r})")
+        elif ak.kind == "code":
+            code.append(f"{ak.key}={_plain_value(theirs)!r}")
         else:
             OmegaConf.update(out, ak.key, ours, force_add=True)
             notes.append(f"{ak.key}: the received {theirs!r} is ignored; the local {ours!r} is used "
                          "(--trust-config takes the received value)")
+    if code:
+        raise ConfigError("the received config imports code: " + ", ".join(code) + ". bird imports only the modules "
+                          "you name: give them yourself (e.g. " + code[0] + "; bundle replay: --plugin MODULE) or "
+                          "pass --trust-config")
     if looser:
         raise ConfigError("the received config loosens bird's limits: " + ", ".join(looser) + ". Limits come from "
                           "this machine: give a value yourself (e.g. " + looser[0].split(" ")[0] + ") or pass "
                           "--trust-config to accept the received ones")
     return _plain(out), notes
+
+
+def _plain_value(value: Any) -> Any:
+    return OmegaConf.to_container(value) if isinstance(value, DictConfig | ListConfig) else value
 
 
 def _plain(cfg: DictConfig) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from bird.config.search import AlignmentConfig, CrossoverConfig, IslandsConfig, 
 __all__ = [
     "BirdConfig",
     "EnvConfig",
+    "TaskFileConfig",
     "GenerateConfig",
     "VerifyConfig",
     "TrainConfig",
@@ -35,6 +36,109 @@ __all__ = [
 
 
 @dataclass
+class TaskFieldConfig:
+    """One named slice of a task file's flat observation (docs/task_files.md)."""
+
+    # the name a reward program reads: obs["<name>"]
+    name: str = MISSING
+    # [start, stop) of the flat observation
+    slice: list[int] = MISSING
+    # what it measures: position | velocity | angle | angular_velocity | angle_cos | angle_sin | quaternion | goal |
+    # gripper | contact | position_delta | other (prompts, the class abstraction, the offline synthesiser read it)
+    kind: str = "other"
+    unit: str = ""
+    # the world axis of a position or velocity: x | y | z | xy | xyz | ""
+    axis: str = ""
+    description: str = ""
+
+
+@dataclass
+class TaskScoreConfig:
+    """A task file's benchmark score: score = (episode quantity - random) / scale."""
+
+    # the episode quantity: return (the reference reward's) | displacement | survival | final_distance | info | function
+    kind: str = MISSING
+    # displacement, final_distance, info: the info key read each step (e.g. x_position)
+    info_key: str | None = None
+    # displacement, final_distance: an observation field read instead of an info key
+    field: str | None = None
+    # info: how the per-step values make the quantity: sum | mean | last | max | min | any
+    reduce: str = "sum"
+    # function: "module:function" (episode -> float), over the episode record of bird/envs/gym/episode.py
+    function: str | None = None
+    # the quantity negated (lower is better: e.g. displacement along -x)
+    negate: bool = False
+    # what the score measures, for people and result.json (never shown to a generator)
+    definition: str = MISSING
+    # the uniform-random policy's mean quantity (python -m bird.envs anchor TASK); null = not measured (check fails)
+    random: float | None = None
+    # divisor; null = the kind's rule: displacement horizon * dt, survival horizon - random, else |random| (or 1)
+    scale: float | None = None
+
+
+@dataclass
+class TaskSuccessConfig:
+    """A task file's success flag: an info key (truthy = success) or a "module:function" (obs, info) -> bool."""
+
+    info_key: str | None = None
+    function: str | None = None
+
+
+@dataclass
+class TaskWrapperConfig:
+    """A gymnasium wrapper applied to the env, "module:Class" with keyword arguments (innermost first)."""
+
+    target: str = MISSING
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TaskSourceConfig:
+    """What a generator may see of the env's code (generate.env_representation)."""
+
+    # views offered beyond obs_index and class_abstraction: full_source | obs_code (empty: no code is shown)
+    show: list[str] = field(default_factory=list)
+    # the file full_source shows: a module name or a .py path (null: the module of the env's class)
+    file: str | None = None
+    # names removed from that file (functions, methods, attributes, assignments, dict keys) with what reads them;
+    # names holding "rew" or "cost" are removed always
+    remove: list[str] = field(default_factory=list)
+    # the env-class method obs_code shows
+    obs_method: str = "_get_obs"
+
+
+@dataclass
+class TaskHiddenConfig:
+    """What the leak audit must keep out of every prompt, besides the reward names read from the source."""
+
+    names: list[str] = field(default_factory=list)
+    # numbers a prompt must never compare against (e.g. a success threshold)
+    thresholds: list[float] = field(default_factory=list)
+
+
+@dataclass
+class TaskFileConfig:
+    """A task of the gym suite, written as a file (conf/env/gym/<task>.yaml; docs/task_files.md)."""
+
+    # the env: a registered Gymnasium id (Pendulum-v1) or "module:Class"
+    make: str = MISSING
+    # keyword arguments of the env's constructor
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    wrappers: list[TaskWrapperConfig] = field(default_factory=list)
+    # the observation's named slices; empty = derived from the space (Box: obs_0.., Dict: one per key)
+    fields: list[TaskFieldConfig] = field(default_factory=list)
+    # new names for derived fields: {derived name: name}
+    rename: dict[str, str] = field(default_factory=dict)
+    score: TaskScoreConfig = field(default_factory=TaskScoreConfig)
+    success: TaskSuccessConfig | None = None
+    # the task's reference reward: env (the env's own step reward) | none (no published reward: native and
+    # reference_return are refused) | "module:function" (obs, action, next_obs, info) -> float
+    reference_reward: str = "env"
+    source: TaskSourceConfig = field(default_factory=TaskSourceConfig)
+    hidden: TaskHiddenConfig = field(default_factory=TaskHiddenConfig)
+
+
+@dataclass
 class EnvConfig:
     # task id, "<suite>/<task>", e.g. "mujoco/hopper"
     id: str = MISSING
@@ -44,6 +148,8 @@ class EnvConfig:
     horizon: int = 1000
     # physics backend, for suites that have several (brax: generalized | positional | spring | mjx); None = the task's default
     backend: str | None = None
+    # the task file of a gym-suite task (env/gym/<task>.yaml); null for the suites with their own adapters
+    task: TaskFileConfig | None = None
 
 
 @dataclass
@@ -70,11 +176,15 @@ class GenerateConfig:
     temperature: float = 1.0
     # max tokens per answer
     max_tokens: int = 4096
-    # re-asks of an answer the provider cut at max_tokens (failure kind truncated), with a note asking for a shorter
-    # answer; 0 = record the failure [ours: no published method handles a cut answer]
+    # re-asks of an answer the provider stopped early (failure kinds truncated: cut at max_tokens, with a note asking
+    # for a shorter answer; incomplete: a content filter, a tool call, an unknown stop reason); 0 = record the failure
+    # [ours: no published method handles a cut answer]
     truncation_retries: int = 1
     # max_tokens of such a re-ask (None = generate.max_tokens); a higher value where the model and budget allow
     truncation_max_tokens: int | None = None
+    # re-asks, through generate.repair with a note naming them, of an answer that offers several materially
+    # different programs (failure kind ambiguous_answer); 0 = record the failure [ours]
+    ambiguity_retries: int = 1
     # blind resamples of the same prompt for an answer that fails as `resample_on` says (0 = record the failure)
     parse_retries: int = 0
     # failure kinds that trigger a blind resample (verify-check kinds make generate run the checks itself)
@@ -98,6 +208,9 @@ class GenerateConfig:
     crossover_rate: float = 0.0
     # what a resample after a failed answer shows: registry family repair (blind | with_trace)
     repair: str = "blind"
+    # how the program is asked for: registry family answer_form (text: read from the answer's text | tool: the
+    # argument of a tool call the model is made to make, no text parsed [ours])
+    answer_form: str = "text"
     # suites the method's prompts are written for (empty = any); another suite is refused before the run
     suites: list[str] = field(default_factory=list)
 
@@ -511,8 +624,12 @@ class BirdConfig:
     seed: int = 0
     # method name, set by the method group (recorded, never branched on)
     method: str = MISSING
-    # design-choice flips applied on top of the method (set by +choice=...)
+    # the design choices (conf/choice/ and the user config path's choice/) the composition includes: those the method
+    # file lists in its defaults and +choice=... flips (filled in when the config is composed; recorded)
     choices: list[str] = field(default_factory=list)
+    # modules imported after bird's own, whose import registers components (docs/extending.md); recorded in
+    # result.json with each module's version and file hash
+    plugins: list[str] = field(default_factory=list)
     # substitutes for something a paper used, named in result.json
     substitutes: list[str] = field(default_factory=list)
     env: EnvConfig = field(default_factory=EnvConfig)

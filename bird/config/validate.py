@@ -10,6 +10,7 @@ from bird import registry
 from bird.config.needs import needs_judgement
 from bird.config.schema import BirdConfig
 from bird.config.validate_search import check_search
+from bird.config.validate_task import check_task
 from bird.types import FailureKind
 
 __all__ = ["validate", "METHODS_DIR", "template_sets"]
@@ -96,8 +97,8 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
     for key in _POSITIVE_INTS:
         if _get(cfg, key) < 1:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 1")
-    for key in ("generate.parse_retries", "generate.truncation_retries", "train.workers", "train.timeout_s", "llm.max_retries",
-                "train.collect_episodes", "demos.rl_every", "decompose.n_examples", "decompose.retries"):
+    for key in ("generate.parse_retries", "generate.truncation_retries", "generate.ambiguity_retries", "train.workers",
+                "train.timeout_s", "llm.max_retries", "train.collect_episodes", "demos.rl_every", "decompose.n_examples", "decompose.retries"):
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
@@ -170,18 +171,8 @@ def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:
                 problems.append(f"{key}={_get(cfg, key)!r} needs {need} "
                                 f"{'in ' + str(list(allowed)) if isinstance(allowed, tuple) else '>= ' + str(allowed)}, "
                                 f"got {value!r}")
-    suite = cfg.env.id.partition("/")[0]
-    for name in dict.fromkeys([cfg.feedback.fitness, *cfg.feedback.report_metrics]):
-        resolve = registry.declared("fitness", name).resolve if name in registry.names("fitness") else None
-        try:
-            _ = resolve(suite) if resolve else None
-        except ValueError as exc:
-            problems.append(str(exc))
     _check_learner_needs(cfg, problems)
-    if cfg.demos.enabled and suite in registry.names("suite") and not registry.get("suite", suite).scripted_expert:
-        with_expert = [s for s in registry.names("suite") if registry.get("suite", s).scripted_expert]
-        problems.append(f"demos.enabled=true: this configuration learns from scripted-expert demonstrations, and suite "
-                        f"{suite!r} has no scripted expert policy to record them; suites with one: {with_expert}")
+    check_task(cfg, problems)
     _check_executor(cfg, problems)
     for key in ("verify.progress_bound", "verify.progress_max_drop_fraction"):
         if _get(cfg, key) <= 0:  # type: ignore[operator]
@@ -248,22 +239,6 @@ def _check_executor(cfg: BirdConfig, problems: list[str]) -> None:
             problems.append(f"train.executor={cfg.train.executor!r} needs the {module!r} package: {hint}")
 
 
-def _check_suite_provides(cfg: BirdConfig, suite: str, problems: list[str]) -> None:
-    """Fail fast when a method needs what the suite lacks (a suite lists what it offers in attribute `provides`)."""
-    if suite not in registry.names("suite"):
-        return
-    provides = registry.get("suite", suite).provides
-    if provides is None:
-        return
-    reps = provides["representations"]
-    if cfg.generate.env_representation not in reps:
-        problems.append(f"generate.env_representation={cfg.generate.env_representation!r}: suite {suite!r} has no such "
-                        f"view of its tasks (it offers {list(reps)}); set generate.env_representation={reps[0]}")
-    if cfg.feedback.format == "judge" and cfg.judge.mode == "vlm" and not provides["frames"]:
-        problems.append(f"judge.mode=vlm needs rendered frames, which suite {suite!r} does not render; "
-                        "set judge.mode=state_text (the labelled RE-GoT-S substitute)")
-
-
 def _check_learner_needs(cfg: BirdConfig, problems: list[str]) -> None:
     """A learner's declared needs (Learner.needs: key -> allowed values) and the env suite's backends."""
     for key in ("train.learner", "final.learner"):
@@ -274,7 +249,6 @@ def _check_learner_needs(cfg: BirdConfig, problems: list[str]) -> None:
             if _get(cfg, need) not in allowed:
                 problems.append(f"{key}={name!r} needs {need} in {list(allowed)}, got {_get(cfg, need)!r}")
     suite = cfg.env.id.partition("/")[0]
-    _check_suite_provides(cfg, suite, problems)
     if suite in registry.names("suite") and cfg.env.backend is not None:
         backends = registry.get("suite", suite).backends
         if cfg.env.backend not in backends:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from bird.learners.job import TrainJob
 from bird.learners.programs import export_jobs
+from bird.plugins import load as load_plugins
 from bird.registry import get
 from bird.types import Failure, FailureKind, TrainResult
 
@@ -39,7 +40,8 @@ def prepare(learner: str, jobs: list[TrainJob]) -> tuple[list[list[TrainJob]], d
 
 
 def call_learner(learner: str, group: list[TrainJob], progress: OnProgress) -> list[TrainResult]:
-    """Run one group from `prepare` in this process."""
+    """Run one group from `prepare` in this process (a worker), after importing the plugins its jobs name."""
+    load_plugins(group[0].plugins)
     fn = get("learner", learner)
     out = fn(group, progress) if fn.batched else fn(group[0], progress)
     return out if isinstance(out, list) else [out]

@@ -5,12 +5,15 @@ once (bird/executors/preload.py), or are spawned, each importing them itself (tr
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing as mp
+import multiprocessing.context
 import os
 import queue
 import sys
 import threading
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -65,12 +68,51 @@ def _forkable() -> bool:
     return not any(k.startswith(READ_AT_IMPORT) for k in changed)
 
 
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """While a worker starts: `__main__` is a bare module, so the worker is not told to run the parent's main script
+    again (multiprocessing would, as `__mp_main__`). A worker needs nothing from it, and a launcher script without an
+    `if __name__ == "__main__":` guard would otherwise start a search in every worker."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+class _SpawnProcess(mp.context.SpawnProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        with _main_hidden():
+            return mp.context.SpawnProcess._Popen(process_obj)
+
+
+class _SpawnContext(mp.context.SpawnContext):
+    Process = _SpawnProcess
+
+
+_CONTEXTS: dict[str, Any] = {"spawn": _SpawnContext()}
+if "forkserver" in mp.get_all_start_methods():
+    class _ForkServerProcess(mp.context.ForkServerProcess):
+        @staticmethod
+        def _Popen(process_obj: Any) -> Any:
+            with _main_hidden():
+                return mp.context.ForkServerProcess._Popen(process_obj)
+
+    class _ForkServerContext(mp.context.ForkServerContext):
+        Process = _ForkServerProcess
+
+    _CONTEXTS["forkserver"] = _ForkServerContext()
+
+
 def _context(start_method: str) -> Any:
     """The multiprocessing context for new workers: forkserver (this process's fork server, started at the first pool
-    with PRELOAD imported) where it is available and `_forkable`, else spawn."""
+    with PRELOAD imported) where it is available and `_forkable`, else spawn. Either starts workers that never import
+    this process's `__main__` (_main_hidden)."""
     global _server_env
-    if start_method != "forkserver" or "forkserver" not in mp.get_all_start_methods():
-        return mp.get_context("spawn")
+    if start_method != "forkserver" or "forkserver" not in _CONTEXTS:
+        return _CONTEXTS["spawn"]
     from multiprocessing import forkserver
 
     with _warm_lock:
@@ -78,7 +120,7 @@ def _context(start_method: str) -> Any:
             forkserver.set_forkserver_preload([PRELOAD])
             forkserver.ensure_running()
             _server_env = dict(os.environ)
-        return mp.get_context("forkserver" if _forkable() else "spawn")
+        return _CONTEXTS["forkserver" if _forkable() else "spawn"]
 
 
 class _Workers:

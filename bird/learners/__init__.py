@@ -49,7 +49,7 @@ def _no_learner(job: Any, progress: Any = None) -> TrainResult:
 
 register("learner", "sb3_ppo")(Learner(_sb3_ppo))
 register("learner", "jax_ppo")(Learner(
-    _jax_ppo, batched=True, language="jax",  # jobs carry exported programs (bird/learners/programs.py)
+    _jax_ppo, batched=True, language="jax", needs_task=("jax_env",),  # trains Brax envs, with exported programs
     needs={"reward.language": ("jax",), "reward.contract": ("compute_reward",), "reward.form": ("direct",),
            "train.obs_augment": ("none",),
            "train.early_stop": ("none",)}))  # a group of trainings runs as one program: none can stop alone

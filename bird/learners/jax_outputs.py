@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bird.files import write_json
+from bird.files import write_bytes, write_json, write_text
 from bird.learners.checkpoints import CheckpointKeeper
 from bird.learners.curves import write_curve
 from bird.learners.job import TrainJob
@@ -38,11 +38,11 @@ def write_result(job: TrainJob, curve: list[Checkpoint], env_steps: int, wall_s:
     out.mkdir(parents=True, exist_ok=True)
     write_curve(out / "curve.csv", curve)
     record = {**summary, "program": job.program.digest if job.program is not None else None}
-    (out / "jax_ppo.json").write_text(json.dumps(record, indent=1) + "\n")
+    write_text(out / "jax_ppo.json", json.dumps(record, indent=1) + "\n")
     policy_path = rollouts_path = None
     if policy is not None and failure is None:
         policy_path = str(out / "policy.msgpack")
-        Path(policy_path).write_bytes(policy)
+        write_bytes(Path(policy_path), policy)
     if rollouts is not None and failure is None:
         rollouts_path = str(out / "rollouts.npz")
         save_rollouts(rollouts_path, rollouts)

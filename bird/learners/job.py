@@ -69,6 +69,7 @@ class TrainJob:
     video: VideoSpec | None = None  # film the trained policy's evaluation episodes (bird/learners/video.py)
     language: str = "numpy"  # reward.language of `code`
     program: Any = None  # ExportedReward (bird/reward/jax_export.py): the only form of the program a jax learner gets
+    plugins: tuple[str, ...] = ()  # the config's plugins: a worker imports them before it trains (bird/plugins.py)
 
     @property
     def n_steps(self) -> int:
@@ -95,7 +96,7 @@ def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: 
         call_timeout_s=cfg.verify.call_timeout_s, memory_mb=cfg.verify.memory_mb, out_dir=str(out_dir),
         save_policy=cfg.run.save_policies, contract=cfg.reward.contract, collect_episodes=collect_episodes,
         reward_form=cfg.reward.form, success_bonus=cfg.reward.success_bonus, video=video,
-        language=cfg.reward.language or "numpy",
+        language=cfg.reward.language or "numpy", plugins=tuple(cfg.plugins),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from bird.envs.base import TaskAdapter, eval_env
+from bird.files import atomic_writer
 from bird.learners.job import ROLLOUT_SEED_BASE
 
 __all__ = ["collect_rollouts", "save_rollouts", "load_rollouts", "ROLLOUT_SEED_BASE"]
@@ -70,8 +71,9 @@ def collect_rollouts(adapter: TaskAdapter, act: Callable[[np.ndarray], np.ndarra
 
 
 def save_rollouts(path: str | Path, data: dict[str, np.ndarray]) -> None:
-    np.savez_compressed(path, **{k: (v.astype(np.float32) if v.dtype == np.float64 and v.ndim == 2 else v)
-                                 for k, v in data.items()})
+    with atomic_writer(Path(path)) as fh:
+        np.savez_compressed(fh, **{k: (v.astype(np.float32) if v.dtype == np.float64 and v.ndim == 2 else v)
+                                   for k, v in data.items()})
 
 
 def load_rollouts(path: str | Path) -> dict[str, np.ndarray]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bird.files import write_json
+from bird.files import read_json, write_json
 from bird.learners.job import EVAL_SEED_BASE, VideoSpec
 
 __all__ = ["film_policy", "read_clips", "summarise_clips"]
@@ -71,17 +71,20 @@ def film_policy(adapter: Any, act: Callable[[np.ndarray], np.ndarray], spec: Vid
 
 
 def read_clips(folder: str | Path) -> list[dict[str, Any]]:
-    """The episode<k>.json records in `folder` (any status), each with `path` = the MP4's absolute path or None."""
-    import json
-
+    """The episode<k>.json records in `folder` (any status), each with `path` = the MP4's absolute path, or None
+    when it has none or the MP4 is not a plain file (a link is never taken for a clip)."""
+    folder = Path(folder)
     out = []
-    for f in sorted(Path(folder).glob("episode*.json")):
+    for f in sorted(folder.glob("episode*.json")):
         try:
-            rec = json.loads(f.read_text())
+            rec = read_json(f, "record", folder)
         except (OSError, ValueError):
             continue
+        if not isinstance(rec, dict):
+            continue
         mp4 = f.with_suffix(".mp4")
-        rec["path"] = str(mp4.resolve()) if rec.get("status") == "recorded" and mp4.is_file() else None
+        plain = mp4.is_file() and not mp4.is_symlink()
+        rec["path"] = str(folder.resolve() / mp4.name) if rec.get("status") == "recorded" and plain else None
         out.append(rec)
     return out
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from bird.config.schema import LLMConfig
 from bird.llm.api_base import Answer, ApiBackend
-from bird.llm.base import TRUNCATION_STOPS, LLMError, Message, Request
+from bird.llm.base import TRUNCATION_STOPS, AnswerTool, LLMError, Message, Request
+from bird.llm.content import read_parts
 
 __all__ = ["AnthropicBackend"]
 
@@ -28,6 +29,12 @@ def _content(m: Message) -> str | list[dict[str, Any]]:
         for png in m.images
     ]
     return [*blocks, {"type": "text", "text": m.content}]  # images before the text that refers to them
+
+
+def _tool_params(tool: AnswerTool) -> dict[str, Any]:
+    """The answer tool, and tool_choice making the model call it (generate.answer_form=tool)."""
+    return {"tools": [{"name": tool.name, "description": tool.description, "input_schema": tool.parameters()}],
+            "tool_choice": {"type": "tool", "name": tool.name}}
 
 
 class AnthropicBackend(ApiBackend):
@@ -53,6 +60,8 @@ class AnthropicBackend(ApiBackend):
             params["system"] = "\n\n".join(m.content for m in system)
         if request.temperature != 1.0:  # the SDK no longer names it; recent models answer 400 to any value but 1.0
             params["extra_body"] = {"temperature": request.temperature}
+        if request.tool is not None:
+            params.update(_tool_params(request.tool))
         return params
 
     def _call(self, request: Request) -> Answer:
@@ -61,13 +70,13 @@ class AnthropicBackend(ApiBackend):
             out = self._client.messages.create(**self._params(request))
         except (sdk.AnthropicError, ValueError) as exc:  # ValueError: a truncated or non-JSON body
             raise self.classify_sdk_error(exc, sdk) from None
-        text = "".join(b.text for b in out.content if getattr(b, "type", "") == "text")
+        content = read_parts(out.content or [], "content block")  # thinking blocks set aside, never read as code
         finish = out.stop_reason or ""
         if not out.content and finish not in TRUNCATION_STOPS:  # no content at all; a cut answer stays cut
             finish = "empty"
         usage = out.usage
         n_in, n_out = (usage.input_tokens or 0, usage.output_tokens or 0) if usage else (0, 0)
-        return Answer(text, out.model or self.model, n_in, n_out, finish)
+        return Answer(content.text, out.model or self.model, n_in, n_out, finish, content)
 
 
 def make_anthropic(cfg: LLMConfig) -> AnthropicBackend:

@@ -6,12 +6,13 @@ import ipaddress
 import os
 import time
 from abc import abstractmethod
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from bird.config.schema import LLMConfig
 from bird.llm.base import Generator, LLMError, Request, Response
+from bird.llm.content import Content
 from bird.llm.prices import Price, Usage, call_cost, resolve_price
 from bird.llm.retry import RetryPolicy, TransientError, call_with_retry, parse_retry_after
 
@@ -27,13 +28,14 @@ class MissingAPIKeyError(ValueError):
 
 @dataclass(frozen=True)
 class Answer:
-    """What one successful HTTP call returned, before accounting."""
+    """What one successful HTTP call returned, before accounting; `content`: its parts beside the text."""
 
     text: str
     model: str
     input_tokens: int
     output_tokens: int
     finish_reason: str
+    content: Content = field(default_factory=Content)
 
 
 def is_local_url(url: str | None) -> bool:
@@ -127,6 +129,10 @@ class ApiBackend(Generator):
             finish_reason=answer.finish_reason,
             attempts=attempts,
             uncached_cost_usd=cost,
+            thinking=answer.content.thinking,
+            refusal=answer.content.refusal,
+            tool_calls=answer.content.tool_calls,
+            set_aside=answer.content.set_aside,
         )
 
     def _call_safely(self, request: Request) -> Answer:

@@ -12,13 +12,27 @@ from typing import Any, Literal
 
 from bird.state_codec import register_saved
 
-__all__ = ["Message", "Request", "record_key", "Response", "LLMError", "BudgetExhausted", "Generator",
-           "TRUNCATION_STOPS"]
+__all__ = ["Message", "Request", "record_key", "Response", "LLMError", "BudgetExhausted", "Generator", "AnswerTool",
+           "TRUNCATION_STOPS", "StopClass", "stop_class"]
 
 Role = Literal["system", "user", "assistant"]
 #: Stop reasons that mean the output limit cut the answer: OpenAI (and compatible servers) `length`, Anthropic
 #: `max_tokens` and `model_context_window_exceeded`.
 TRUNCATION_STOPS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+#: The answer ended as the model meant it ("" = the server named no reason; "empty" = no content came back).
+_COMPLETE_STOPS = frozenset({"stop", "end_turn", "stop_sequence", "", "empty"})
+_REFUSAL_STOPS = frozenset({"refusal"})
+StopClass = Literal["complete", "truncated", "refused", "incomplete"]
+
+
+def stop_class(reason: str) -> StopClass:
+    """How bird reads a provider's stop reason (docs/llm.md, "Stop reasons"): complete, truncated (the output limit),
+    refused, or incomplete (a content filter, a tool or function call, a paused turn, any reason bird does not know)."""
+    if reason in _COMPLETE_STOPS:
+        return "complete"
+    if reason in TRUNCATION_STOPS:
+        return "truncated"
+    return "refused" if reason in _REFUSAL_STOPS else "incomplete"
 
 
 @register_saved
@@ -27,6 +41,23 @@ class Message:
     role: Role
     content: str
     images: tuple[bytes, ...] = ()  # PNG bytes, for VLM judges
+
+
+@register_saved
+@dataclass(frozen=True)
+class AnswerTool:
+    """A tool the model is made to call to give its answer (generate.answer_form=tool): one string argument."""
+
+    name: str
+    description: str
+    argument: str  # the parameter that holds the answer (the program)
+    argument_description: str = ""
+
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the call's arguments."""
+        prop = {"type": "string", "description": self.argument_description or self.argument}
+        return {"type": "object", "properties": {self.argument: prop}, "required": [self.argument],
+                "additionalProperties": False}
 
 
 @register_saved
@@ -46,6 +77,7 @@ class Request:
     max_tokens: int = 4096
     sample_index: int = 0  # distinguishes the K iid samples of one prompt (part of the cache key)
     seed: int = 0  # the search seed (used by deterministic generators)
+    tool: AnswerTool | None = None  # the answer is asked for as this tool's call (None: in the text)
 
     def key(self, provider: str, model: str) -> str:
         """Content address of this request for the response cache."""
@@ -53,12 +85,15 @@ class Request:
 
     def record(self) -> dict[str, Any]:
         """Every field the key is made from, as JSON: what a cache entry and a bundle's transcript keep of the
-        request. Images appear as their SHA-256 digests (`image_sha256`, per message) when any message has one."""
+        request. Images appear as their SHA-256 digests (`image_sha256`, per message) when any message has one; the
+        answer tool (`tool`) only when there is one, so the keys of text answers stay what they were."""
         out: dict[str, Any] = {"purpose": self.purpose, "messages": self.messages_json(),
                                "temperature": self.temperature, "max_tokens": self.max_tokens,
                                "sample_index": self.sample_index, "seed": self.seed}
         if any(m.images for m in self.messages):
             out["image_sha256"] = [[hashlib.sha256(i).hexdigest() for i in m.images] for m in self.messages]
+        if self.tool is not None:
+            out["tool"] = asdict(self.tool)
         return out
 
     def messages_json(self) -> list[dict[str, Any]]:
@@ -90,6 +125,10 @@ def record_key(provider: str, model: str, record: dict[str, Any]) -> str:
             # the search seed: a seed sweep gets independent samples instead of re-reading one seed's answers
             "seed": record["seed"],
         }
+        if record.get("tool") is not None:
+            if not isinstance(record["tool"], dict):
+                raise ValueError("the answer tool must be a mapping")
+            payload["tool"] = record["tool"]
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a request record ({type(exc).__name__}: {exc})") from None
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -110,6 +149,13 @@ class Response:
     attempts: int = 1
     # what this answer cost when it was generated; differs from cost_usd (0) on a cache hit. None = cost_usd
     uncached_cost_usd: float | None = None
+    # what the provider returned beside the text, set aside before the text is read (never code):
+    # reasoning (thinking blocks, reasoning_content, thinking parts), a refusal's text, tool calls
+    # ({"name", "arguments"}), and a note per content part that is not text
+    thinking: str = ""
+    refusal: str = ""
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    set_aside: tuple[str, ...] = ()
 
     @property
     def truncated(self) -> bool:

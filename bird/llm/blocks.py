@@ -1,11 +1,13 @@
 """The fenced code blocks of an LLM answer, as models write them: ``` or ~~~ fences of any length, indented or not,
-tagged (`python`, `py`, `Python`, `json`, ...) or not, closed or cut off by the end of the answer."""
+tagged (`python`, `py`, `Python`, `json`, ...) or not, closed or cut off by the end of the answer, nested (a
+````markdown block wrapping a ```python one)."""
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["Block", "fenced_blocks", "outside_blocks", "PYTHON_TAGS"]
 
@@ -44,11 +46,34 @@ def _tag(info: str) -> str:
     return word.lower().lstrip(".")
 
 
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _nested(body: list[str], tag: str) -> bool:
+    """A block that is not Python (tagged otherwise, or untagged and not parsing) whose lines open fences: a
+    wrapper (````markdown around ```python): its inner blocks are read instead."""
+    if tag in PYTHON_TAGS or not any(_OPEN.match(line) for line in body):
+        return False
+    return bool(tag) or not _parses(textwrap.dedent("\n".join(body)))
+
+
 def fenced_blocks(text: str) -> list[Block]:
     """Every fenced block of `text`, in order. A closing fence is a fence of the same character at least as long as
     the opening one; a fence line with an info string inside a block closes it and opens the next (a model that
-    forgot to close a block); a fence at the end of a code line closes the block after that line."""
-    lines = (text or "").splitlines()
+    forgot to close a block); a fence at the end of a code line closes the block after that line. The blocks inside
+    a wrapper block take its place (`_nested`)."""
+    out: list[Block] = []
+    for block in _blocks((text or "").splitlines(), 0):
+        out.append(replace(block, index=len(out) + 1))
+    return out
+
+
+def _blocks(lines: list[str], offset: int, depth: int = 0) -> list[Block]:
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
@@ -71,8 +96,11 @@ def fenced_blocks(text: str) -> list[Block]:
                 break
             body.append(line)
             j += 1
-        blocks.append(Block(len(blocks) + 1, tag, textwrap.dedent("\n".join(body)).rstrip().lstrip("\n"), i + 2,
-                            i + 1 + len(body), closed, (i + 1, last)))
+        if depth < 3 and _nested(body, tag):
+            blocks += _blocks(body, offset + i + 1, depth + 1)
+        else:
+            blocks.append(Block(0, tag, textwrap.dedent("\n".join(body)).rstrip().lstrip("\n"), offset + i + 2,
+                                offset + i + 1 + len(body), closed, (offset + i + 1, offset + last)))
         i = j if reopen else j + 1
     return blocks
 

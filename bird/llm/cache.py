@@ -139,8 +139,15 @@ def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> di
             "output_tokens": response.output_tokens,
             "cost_usd": response.cost_usd,
             "finish_reason": response.finish_reason,
+            # what was set aside beside the text (thinking, a refusal, tool calls, unread parts), when there was any
+            **{k: v for k, v in _beside_text(response).items() if v},
         },
     }
+
+
+def _beside_text(response: Response) -> dict[str, Any]:
+    return {"thinking": response.thinking, "refusal": response.refusal, "tool_calls": list(response.tool_calls),
+            "set_aside": list(response.set_aside)}
 
 
 def _from_entry(entry: dict[str, Any]) -> Response:
@@ -156,6 +163,10 @@ def _from_entry(entry: dict[str, Any]) -> Response:
         finish_reason=r.get("finish_reason", ""),
         attempts=0,
         uncached_cost_usd=r["cost_usd"],
+        thinking=r.get("thinking", ""),
+        refusal=r.get("refusal", ""),
+        tool_calls=tuple(r.get("tool_calls", ())),
+        set_aside=tuple(r.get("set_aside", ())),
     )
 
 

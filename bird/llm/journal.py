@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bird.files import append_text
 from bird.llm.base import BudgetExhausted, Generator, LLMError, Request, Response
 
 __all__ = ["JournalGenerator", "Ledger"]
@@ -164,8 +165,7 @@ class JournalGenerator(Generator):
                 t["cost_usd"] += response.cost_usd
                 t["uncached_cost_usd"] += uncached
             if ledger.path is not None:
-                with open(ledger.path, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(entry) + "\n")
+                append_text(ledger.path, json.dumps(entry) + "\n")
 
     def totals(self) -> dict[str, Any]:
         with self.ledger.lock:

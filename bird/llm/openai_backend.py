@@ -7,7 +7,8 @@ from typing import Any
 
 from bird.config.schema import LLMConfig
 from bird.llm.api_base import Answer, ApiBackend
-from bird.llm.base import LLMError, Message, Request
+from bird.llm.base import AnswerTool, LLMError, Message, Request
+from bird.llm.content import from_openai_message
 from bird.llm.retry import TransientError
 
 __all__ = ["OpenAIBackend"]
@@ -31,6 +32,13 @@ def _content(m: Message) -> str | list[dict[str, Any]]:
     return parts
 
 
+def _tool_params(tool: AnswerTool) -> dict[str, Any]:
+    """The answer tool as a strict function the model must call (generate.answer_form=tool)."""
+    fn = {"name": tool.name, "description": tool.description, "parameters": tool.parameters(), "strict": True}
+    return {"tools": [{"type": "function", "function": fn}],
+            "tool_choice": {"type": "function", "function": {"name": tool.name}}}
+
+
 class OpenAIBackend(ApiBackend):
     """Chat completions through the openai SDK; one client shared by all threads."""
 
@@ -52,6 +60,8 @@ class OpenAIBackend(ApiBackend):
             params["max_completion_tokens"] = request.max_tokens
             if request.temperature != 1.0:
                 params["temperature"] = request.temperature
+        if request.tool is not None:
+            params.update(_tool_params(request.tool))
         return params
 
     def _call(self, request: Request) -> Answer:
@@ -69,7 +79,8 @@ class OpenAIBackend(ApiBackend):
         choice = out.choices[0]
         if choice.message is None:
             raise LLMError("answer without a message")
-        return Answer(choice.message.content or "", out.model or self.model, n_in, n_out, choice.finish_reason or "")
+        content = from_openai_message(choice.message)  # list content joined, reasoning set aside, never read as code
+        return Answer(content.text, out.model or self.model, n_in, n_out, choice.finish_reason or "", content)
 
 
 def make_openai(cfg: LLMConfig) -> OpenAIBackend:

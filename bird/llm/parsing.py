@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from bird.llm.blocks import fenced_blocks, outside_blocks
+from bird.llm.visible import visible
 
 __all__ = ["AnswerParseError", "parse_json_answer"]
 
@@ -25,8 +26,9 @@ def parse_json_answer(text: str) -> dict[str, Any]:
     too, safely (ast.literal_eval).
 
     Raises AnswerParseError for an empty answer, no object, broken JSON (with line/column; an object never closed is
-    named as cut off), or a non-object.
+    named as cut off), or a non-object. Thinking spans are set aside first (bird/llm/visible.py).
     """
+    text = visible(text).text
     if not text or not text.strip():
         raise AnswerParseError("empty answer: expected a JSON object")
     blocks = [b.text for b in fenced_blocks(text) if b.tag in _JSON_TAGS]

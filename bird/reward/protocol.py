@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 import struct
-import unicodedata
 from typing import Any
+
+from bird.escape import printable
 
 __all__ = ["MAX_HEADER", "encode", "read_frame_blocking", "clean_text"]
 
@@ -49,12 +50,5 @@ def clean_text(value: Any, limit: int, newlines: bool = False) -> str:
     """`value` as text of at most `limit` characters, with control and format characters (ANSI escapes, bidi
     overrides, NUL, ...) removed; newlines kept only when `newlines`."""
     text = value if isinstance(value, str) else json.dumps(value)[:limit]
-    keep = "\n" if newlines else ""
-    out = []
-    for ch in text[: limit * 2]:
-        if ch in keep or unicodedata.category(ch)[0] != "C":
-            out.append(ch)
-        elif ch in "\t\r\n":
-            out.append(" ")
-    text = "".join(out)
+    text = printable(text[: limit * 2], newlines)
     return text if len(text) <= limit else text[: limit - 1] + "…"

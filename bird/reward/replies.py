@@ -13,10 +13,10 @@ from typing import Any
 from bird.reward.protocol import clean_text
 from bird.types import Failure, FailureKind
 
-__all__ = ["RewardProgramError", "COMPONENT_NAME", "MAX_COMPONENTS", "bad", "is_ok", "failure_from",
-           "component_names", "debug_texts", "layer_list", "text_list", "number", "integer", "finite_map"]
+__all__ = ["RewardProgramError", "MAX_COMPONENTS", "MAX_NAME", "bad", "is_ok", "failure_from", "component_names",
+           "name_problem", "debug_texts", "layer_list", "text_list", "number", "integer", "finite_map"]
 
-COMPONENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+MAX_NAME = 64  # characters of a component name
 MAX_COMPONENTS = 32
 _ROW = re.compile(r"[0-9]{1,9}")
 _KINDS = {"runtime_error", "bad_output", "non_finite", "timeout"}
@@ -47,14 +47,31 @@ def failure_from(reply: dict[str, Any], kinds: frozenset[str] | set[str] = froze
                    clean_text(reply.get("detail", ""), 4000, newlines=True))
 
 
+def name_problem(name: Any) -> str:
+    """Why `name` cannot name a component, or "": a name is a Python identifier (letters of any script, digits not
+    first, _) of at most MAX_NAME characters."""
+    if not isinstance(name, str):
+        return f"component name {clean_text(name, 80)!r} is a {type(name).__name__}, not a string"
+    shown = clean_text(name, 80)
+    if len(name) > MAX_NAME:
+        return f"component name {shown!r} has {len(name)} characters; at most {MAX_NAME}"
+    if not name.isidentifier():
+        if not name:
+            return "a component name is empty"
+        first = name[0]
+        where = (f"it starts with {first!r}" if not ("_" + first).isidentifier() or first.isdigit()
+                 else f"it holds {next(c for c in name if not ('_' + c).isidentifier())!r}")
+        return f"component name {shown!r} is not a Python identifier ({where}); use letters, digits (not first) and _"
+    return ""
+
+
 def component_names(value: Any) -> tuple[str, ...]:
-    """At most MAX_COMPONENTS distinct identifiers of at most 64 characters."""
+    """At most MAX_COMPONENTS distinct identifiers of at most MAX_NAME characters (name_problem)."""
     if not isinstance(value, list) or len(value) > MAX_COMPONENTS:
         raise bad(f"at most {MAX_COMPONENTS} components allowed, as a list of names")
     for name in value:
-        if not isinstance(name, str) or not COMPONENT_NAME.fullmatch(name):
-            raise bad(f"component name {clean_text(name, 80)!r} must be an identifier (letters, digits, _; at most "
-                      "64 characters)")
+        if problem := name_problem(name):
+            raise bad(problem)
     if len(set(value)) != len(value):
         raise bad("duplicate component names")
     return tuple(value)

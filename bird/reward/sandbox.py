@@ -23,11 +23,11 @@ import numpy as np
 from bird.envs.base import ObsIndex
 from bird.reward import isolation, protocol, replies
 from bird.reward.languages import Language, get_language
-from bird.reward.replies import COMPONENT_NAME, MAX_COMPONENTS, RewardProgramError
+from bird.reward.replies import MAX_COMPONENTS, RewardProgramError
 from bird.reward.static import CONTRACT_ENTRIES, check_source
 from bird.types import Failure, FailureKind
 
-__all__ = ["SandboxedReward", "RewardProgramError", "SandboxSetupError", "WorkerProcess", "COMPONENT_NAME",
+__all__ = ["SandboxedReward", "RewardProgramError", "SandboxSetupError", "WorkerProcess",
            "JAX_DRY_RUN_SEED", "BOOT", "worker_paths"]
 
 log = logging.getLogger(__name__)

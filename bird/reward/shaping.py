@@ -49,7 +49,7 @@ def _progress(comps: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, dic
     return comps["potential_prev"], comps["potential"], kept
 
 
-@register("reward_form", "potential_shaping", needs={"reward.contract": PROGRESS_CONTRACT})
+@register("reward_form", "potential_shaping", needs={"reward.contract": PROGRESS_CONTRACT}, needs_task=("success_flag",))
 def _potential(reward: np.ndarray, comps: dict[str, np.ndarray], tr: Transitions) -> tuple[np.ndarray, dict]:
     phi, phi_next, kept = _progress(comps)
     r, parts = potential_shaping(phi, phi_next, tr)
@@ -62,7 +62,7 @@ def _raw_progress(reward: np.ndarray, comps: dict[str, np.ndarray], tr: Transiti
     return phi_next.copy(), kept
 
 
-@register("reward_form", "reference", needs={"reward.contract": PROGRESS_CONTRACT})
+@register("reward_form", "reference", needs={"reward.contract": PROGRESS_CONTRACT}, needs_task=("reference_reward",))
 def _reference(reward: np.ndarray, comps: dict[str, np.ndarray], tr: Transitions) -> tuple[np.ndarray, dict]:
     _, _, kept = _progress(comps)
     return tr.ref_rewards.astype(np.float64), kept

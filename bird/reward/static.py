@@ -312,8 +312,22 @@ def _class_machinery_failure(node: ast.AST) -> Failure | None:
     return None
 
 
+def _definition(tree: ast.Module, name: str, kind: type[ast.stmt]) -> ast.stmt | None:
+    """The top-level `kind` definition of `name`, through aliases (`compute_reward = my_reward`)."""
+    for _ in range(8):
+        found = [n for n in tree.body if isinstance(n, kind) and n.name == name]  # type: ignore[attr-defined]
+        if found:
+            return found[0]
+        alias = [n.value.id for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+                 and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+        if not alias:
+            return None
+        name = alias[-1]
+    return None
+
+
 def _entry_failure(tree: ast.Module, entry: str, n_args: int) -> Failure | None:
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry]
+    defs = [d for d in [_definition(tree, entry, ast.FunctionDef)] if isinstance(d, ast.FunctionDef)]
     if not defs:
         return Failure(FailureKind.BAD_SIGNATURE, f"no top-level function {entry!r}")
     args = defs[0].args
@@ -330,7 +344,7 @@ def _entry_failure(tree: ast.Module, entry: str, n_args: int) -> Failure | None:
 
 
 def _class_failure(tree: ast.Module, entry: str) -> Failure | None:
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == entry]
+    classes = [d for d in [_definition(tree, entry, ast.ClassDef)] if isinstance(d, ast.ClassDef)]
     if not classes:
         return Failure(FailureKind.BAD_SIGNATURE, f"no top-level class {entry!r}")
     methods = {n.name: n for n in classes[0].body if isinstance(n, ast.FunctionDef)}
@@ -341,7 +355,8 @@ def _class_failure(tree: ast.Module, entry: str) -> Failure | None:
 
 
 def _progress_failure(tree: ast.Module) -> Failure | None:
-    fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    fns = {name: d for name in PROGRESS_NAMES[1:] if isinstance(d := _definition(tree, name, ast.FunctionDef),
+                                                                   ast.FunctionDef)}
     for name in PROGRESS_NAMES[1:]:
         if name not in fns or len(fns[name].args.posonlyargs + fns[name].args.args) < 1:
             return Failure(FailureKind.BAD_SIGNATURE, f"no top-level function {name}(obs)")

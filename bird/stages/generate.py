@@ -19,13 +19,14 @@ from bird.llm.base import BudgetExhausted, Generator, LLMError, Message, Request
 from bird.prompts import obs_fields_context, templates
 from bird.registry import get, register
 from bird.reward.checks import verify_code
-from bird.reward.contracts import read_answer
+from bird.reward.contracts import answer_tool, read_answer
 from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind
 
 __all__ = ["generate", "build_request", "choose_parent"]
 
-_GENERATE_KINDS = {FailureKind.PARSE_ERROR, FailureKind.TRUNCATED, FailureKind.LLM_ERROR, FailureKind.SKIPPED}
+_GENERATE_KINDS = {FailureKind.PARSE_ERROR, FailureKind.TRUNCATED, FailureKind.INCOMPLETE, FailureKind.REFUSED,
+                   FailureKind.AMBIGUOUS_ANSWER, FailureKind.LLM_ERROR, FailureKind.SKIPPED}
 
 
 # -- parent: which earlier candidate a sample builds on (chosen per sample; fn(cfg, state, rng, temperature)) -------------------------------
@@ -193,45 +194,105 @@ def _fill(cfg: BirdConfig, state: SearchState, cand: Candidate, answer: Response
     cand.response = answer.text
     cand.llm = answer.to_json()
     reading = read_answer(get("contract", cfg.reward.contract), answer, request.max_tokens,
-                          _known_codes(state, cand, request))
+                          _known_codes(state, cand, request), request.tool)
     cand.code, cand.failure = reading.code, reading.failure
     if reading.notes:
         cand.llm["extraction"] = list(reading.notes)
 
 
+# -- answer_form: how the program is asked for (fn(cfg, request) -> Request) -----------------------------------------
+@register("answer_form", "text")
+def _in_text(cfg: BirdConfig, request: Request) -> Request:
+    """In the answer's text (a ```python block), read by the one answer reader (docs/llm.md)."""
+    return request
+
+
+TOOL_ANSWER = ("generate.answer_form=tool: the program is asked for as the argument of a tool call (OpenAI tools, "
+               "Anthropic tool use), an addition to the method's paper, which reads it from the answer's text")
+
+
+@register("answer_form", "tool", substitute=TOOL_ANSWER)
+def _as_tool_call(cfg: BirdConfig, request: Request) -> Request:
+    """As the argument of a tool the model is made to call; the call's argument is the program, no text is parsed."""
+    if request.tool is not None:
+        return request
+    tool = answer_tool(get("contract", cfg.reward.contract))
+    note = f"Give the complete program as the `{tool.argument}` argument of the tool `{tool.name}`."
+    return replace(request, tool=tool, messages=tuple(_append_to_last_user(list(request.messages), note)),
+                   context={**request.context, "answer_tool": tool.name})
+
+
 def _answer(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate],
             requests: list[Request]) -> None:
-    """Ask, read each answer, and re-ask an answer cut at max_tokens (generate.truncation_retries times: the same
-    request with a note asking for a shorter answer, and generate.truncation_max_tokens)."""
+    """Ask, read each answer, then re-ask the answers a note can repair: one the provider stopped early (truncated,
+    incomplete: generate.truncation_retries times, the same request with a note, and generate.truncation_max_tokens),
+    then one offering several programs (ambiguous_answer: generate.ambiguity_retries times, through generate.repair
+    with a note naming them). Every request asks in generate.answer_form."""
+    form = get("answer_form", cfg.generate.answer_form)
+    requests = [form(cfg, r) for r in requests]
     for cand, request, answer in zip(cands, requests, generator.complete_many(requests), strict=True):
         _fill(cfg, state, cand, answer, request)
     asked = {c.id: r for c, r in zip(cands, requests, strict=True)}
     for _ in range(cfg.generate.truncation_retries):
-        cut = [c for c in cands if c.failure is not None and c.failure.kind == FailureKind.TRUNCATED]
+        cut = [c for c in cands if c.failure is not None and c.failure.kind in _STOPPED_NOTES]
         if not cut or state.stop_reason:
+            break
+        _ask_again(cfg, state, generator, cut, [_with_note(cfg, asked[c.id], c.failure) for c in cut], asked)  # type: ignore[arg-type]
+    repair = get("repair", cfg.generate.repair)
+    for _ in range(cfg.generate.ambiguity_retries):
+        unsure = [c for c in cands if c.failure is not None and c.failure.kind == FailureKind.AMBIGUOUS_ANSWER]
+        if not unsure or state.stop_reason:
             return
-        again = [_shorter(cfg, asked[c.id]) for c in cut]
-        for cand, request, answer in zip(cut, again, generator.complete_many(again), strict=True):
-            cand.resampled.append({**cand.failure.to_json(),  # type: ignore[union-attr]
-                                   "output_tokens": cand.llm.get("output_tokens"), "cost_usd": cand.llm.get("cost_usd")})
-            cand.failure, cand.code = None, None
-            cand.attempts += 1
-            _fill(cfg, state, cand, answer, request)
-            asked[cand.id] = request
+        again = [form(cfg, repair(cfg, replace(c, request=asked[c.id]), asked[c.id].sample_index,
+                                  _note(cfg, c.failure, asked[c.id])))  # type: ignore[arg-type]
+                 for c in unsure]
+        _ask_again(cfg, state, generator, unsure, again, asked)
+
+
+def _ask_again(cfg: BirdConfig, state: SearchState, generator: Generator, cands: list[Candidate],
+               again: list[Request], asked: dict[str, Request]) -> None:
+    """Re-ask `cands` with `again`; the answer replaced is kept in `candidate.json` `resampled`."""
+    for cand, request, answer in zip(cands, again, generator.complete_many(again), strict=True):
+        cand.resampled.append({**cand.failure.to_json(),  # type: ignore[union-attr]
+                               "output_tokens": cand.llm.get("output_tokens"), "cost_usd": cand.llm.get("cost_usd")})
+        cand.failure, cand.code = None, None
+        cand.attempts += 1
+        _fill(cfg, state, cand, answer, request)
+        asked[cand.id] = request
 
 
 DEFAULT_TRUNCATED = ("Your previous answer to this was cut off at the output limit ({max_tokens} tokens) before it was "
                      "complete. Answer again, more briefly: keep the explanation short and give the complete program "
                      "in one ```python block.")
+DEFAULT_INCOMPLETE = ("Your previous answer to this was stopped before it was complete ({reason}). Answer again: "
+                      "give the complete program in one ```python block.")
+DEFAULT_AMBIGUOUS = ("Your previous answer offered more than one program ({reason}). Answer again with exactly one "
+                     "complete program, the one you mean, in one ```python block.")
+# template slot and default of the note each repairable failure is re-asked with
+_STOPPED_NOTES = {FailureKind.TRUNCATED: ("truncated_note", DEFAULT_TRUNCATED),
+                  FailureKind.INCOMPLETE: ("incomplete_note", DEFAULT_INCOMPLETE)}
+_NOTES = {**_STOPPED_NOTES, FailureKind.AMBIGUOUS_ANSWER: ("ambiguous_note", DEFAULT_AMBIGUOUS)}
 
 
-def _shorter(cfg: BirdConfig, request: Request) -> Request:
-    """`request` again, with the note (template slot truncated_note) and the re-ask's max_tokens."""
-    note = templates(cfg.generate.prompt).get("truncated_note", DEFAULT_TRUNCATED)
-    note = note.strip().replace("{max_tokens}", str(request.max_tokens))
-    max_tokens = max(request.max_tokens, cfg.generate.truncation_max_tokens or 0)
+def _note(cfg: BirdConfig, failure: Failure, request: Request) -> str:
+    """The note that re-asks an answer to `request` failed as `failure` (template slot, else the default)."""
+    slot, default = _NOTES[failure.kind]
+    note = templates(cfg.generate.prompt).get(slot, default).strip()
+    if request.tool is not None:  # generate.answer_form=tool
+        note = note.replace("in one ```python block", f"as the `{request.tool.argument}` argument of `{request.tool.name}`")
+    return note.replace("{max_tokens}", str(request.max_tokens)).replace("{reason}", failure.reason)
+
+
+def _with_note(cfg: BirdConfig, request: Request, failure: Failure) -> Request:
+    """`request` again with the note appended to its last user message; a cut answer's re-ask gets
+    generate.truncation_max_tokens."""
+    note = _note(cfg, failure, request)
+    max_tokens = request.max_tokens
+    if failure.kind == FailureKind.TRUNCATED:
+        max_tokens = max(request.max_tokens, cfg.generate.truncation_max_tokens or 0)
+    slot = _NOTES[failure.kind][0]
     return replace(request, messages=tuple(_append_to_last_user(list(request.messages), note)),
-                   max_tokens=max_tokens, context={**request.context, "truncated_note": note})
+                   max_tokens=max_tokens, context={**request.context, slot: note})
 
 
 def _check(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> None:
@@ -248,24 +309,31 @@ def _check(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> None:
             cand.failure = result.failure
 
 
-# -- repair: what a resample after a failed answer asks (fn(cfg, cand, sample_index) -> Request) ---------------
+# -- repair: what a resample after a failed answer asks (fn(cfg, cand, sample_index, note) -> Request) ------------
 @register("repair", "blind")
-def _repair_blind(cfg: BirdConfig, cand: Candidate, sample_index: int) -> Request:
-    """The same prompt again; the error is not shown."""
-    return replace(cand.request, sample_index=sample_index)
+def _repair_blind(cfg: BirdConfig, cand: Candidate, sample_index: int, note: str = "") -> Request:
+    """The same prompt again; the error is not shown. A `note` (a re-ask of an ambiguous answer) is appended to the
+    last user message."""
+    assert cand.request is not None
+    if not note:
+        return replace(cand.request, sample_index=sample_index)
+    messages = tuple(_append_to_last_user(list(cand.request.messages), note))
+    return replace(cand.request, messages=messages, sample_index=sample_index,
+                   context={**cand.request.context, "repair_note": note})
 
 
 @register("repair", "with_trace")
-def _repair_with_trace(cfg: BirdConfig, cand: Candidate, sample_index: int) -> Request:
-    """The prompt, the failed answer and its error (reason + traceback) with the method's execution_error text."""
+def _repair_with_trace(cfg: BirdConfig, cand: Candidate, sample_index: int, note: str = "") -> Request:
+    """The prompt, the failed answer and its error (reason + traceback) with the method's execution_error text; with
+    a `note` (a re-ask of an ambiguous answer), the note in place of that text."""
     t = templates(cfg.generate.prompt)
     assert cand.failure is not None and cand.request is not None
     error = (cand.failure.reason + ("\n" + cand.failure.detail if cand.failure.detail else ""))[-3000:]
     text = t.get("execution_error", "Executing the reward function code above has the following error: {error}. "
                                     "Please fix the bug and provide a new, improved reward function!")
     tip = t.get("code_output_tip", "")
-    messages = (*cand.request.messages, Message("assistant", cand.response),
-                Message("user", (text.format(error=error) + "\n" + tip).strip()))
+    ask = note or text.format(error=error)
+    messages = (*cand.request.messages, Message("assistant", cand.response), Message("user", (ask + "\n" + tip).strip()))
     context = {**cand.request.context, "error": error, "failed_code": cand.code}
     return replace(cand.request, purpose="repair", messages=messages, context=context, sample_index=sample_index)
 

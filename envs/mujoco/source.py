@@ -18,6 +18,11 @@ __all__ = ["full_source", "hidden_names", "REWARD_NAME"]
 REWARD_NAME = re.compile(r"rew|cost", re.IGNORECASE)  # _get_rew, healthy_reward, ctrl_cost_weight, reward_dist, ...
 
 
+def _named(name: str, remove: frozenset[str]) -> bool:
+    """A name the stripper removes: one holding "rew" or "cost", or one of `remove` (a task file's source.remove)."""
+    return bool(REWARD_NAME.search(name)) or name in remove
+
+
 def _reads(node: ast.AST) -> set[str]:
     """Names and self-attributes an expression or statement reads."""
     out = set()
@@ -48,8 +53,8 @@ def _targets(stmt: ast.stmt) -> set[str]:
 class _Scrub(ast.NodeTransformer):
     """Drops reward entries from dicts and call arguments, and shows a returned reward as `...`."""
 
-    def __init__(self, tainted: set[str]) -> None:
-        self.tainted = tainted
+    def __init__(self, tainted: set[str], remove: frozenset[str] = frozenset()) -> None:
+        self.tainted, self.remove = tainted, remove
 
     def _bad(self, node: ast.AST | None) -> bool:
         return node is not None and bool(_reads(node) & self.tainted)
@@ -57,14 +62,14 @@ class _Scrub(ast.NodeTransformer):
     def visit_Dict(self, node: ast.Dict) -> ast.AST:
         self.generic_visit(node)
         keep = [(k, v) for k, v in zip(node.keys, node.values, strict=True)
-                if not self._bad(v) and not (isinstance(k, ast.Constant) and REWARD_NAME.search(str(k.value)))]
+                if not self._bad(v) and not (isinstance(k, ast.Constant) and _named(str(k.value), self.remove))]
         node.keys, node.values = [k for k, _ in keep], [v for _, v in keep]
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         node.args = [a for a in node.args if not self._bad(a)]
-        node.keywords = [k for k in node.keywords if not self._bad(k.value) and not REWARD_NAME.search(k.arg or "")]
+        node.keywords = [k for k in node.keywords if not self._bad(k.value) and not _named(k.arg or "", self.remove)]
         return node
 
     def visit_Return(self, node: ast.Return) -> ast.AST:
@@ -75,16 +80,16 @@ class _Scrub(ast.NodeTransformer):
         return node
 
 
-def _strip_body(body: list[ast.stmt], tainted: set[str]) -> list[ast.stmt]:
+def _strip_body(body: list[ast.stmt], tainted: set[str], remove: frozenset[str] = frozenset()) -> list[ast.stmt]:
     """Statements of `body` that neither assign a reward nor read a tainted name (their targets become tainted);
     reward entries of the dicts, calls and returns that stay are scrubbed first."""
     out = []
     for stmt in body:
         if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Expr | ast.Return):
-            stmt = _Scrub(tainted).visit(stmt)
+            stmt = _Scrub(tainted, remove).visit(stmt)
         if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = _targets(stmt)
-            if any(REWARD_NAME.search(t) for t in targets) or (stmt.value is not None and _reads(stmt.value) & tainted):
+            if any(_named(t, remove) for t in targets) or (stmt.value is not None and _reads(stmt.value) & tainted):
                 tainted |= targets
                 continue
         if isinstance(stmt, ast.Expr) and _reads(stmt) & tainted:
@@ -92,7 +97,7 @@ def _strip_body(body: list[ast.stmt], tainted: set[str]) -> list[ast.stmt]:
         for name in ("body", "orelse"):
             block = getattr(stmt, name, None)
             if block and isinstance(block, list) and not isinstance(stmt, ast.FunctionDef | ast.ClassDef):
-                setattr(stmt, name, _strip_body(block, tainted) or [ast.Pass()])
+                setattr(stmt, name, _strip_body(block, tainted, remove) or [ast.Pass()])
         out.append(stmt)
     return out
 
@@ -101,19 +106,19 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
-def _strip_class(cls: ast.ClassDef) -> None:
-    tainted: set[str] = set()
+def _strip_class(cls: ast.ClassDef, remove: frozenset[str] = frozenset()) -> None:
+    tainted: set[str] = set(remove)
     body = []
     for node in cls.body:
         if _is_docstring(node):
             continue
-        if isinstance(node, ast.FunctionDef) and REWARD_NAME.search(node.name):
+        if isinstance(node, ast.FunctionDef) and _named(node.name, remove):
             tainted.add(node.name)
             continue
         body.append(node)
     for fn in (n for n in body if isinstance(n, ast.FunctionDef)):
         args = fn.args
-        dropped = {a.arg for a in args.args if REWARD_NAME.search(a.arg)}
+        dropped = {a.arg for a in args.args if _named(a.arg, remove)}
         tainted |= dropped
         n_def = len(args.defaults)
         pairs = list(zip(args.args[len(args.args) - n_def:], args.defaults, strict=True))
@@ -122,27 +127,38 @@ def _strip_class(cls: ast.ClassDef) -> None:
         fn.body = [s for s in fn.body if not _is_docstring(s)]
     for _ in range(3):  # taint flows between methods through self-attributes: iterate to a fixed point
         for fn in (n for n in body if isinstance(n, ast.FunctionDef)):
-            fn.body = _strip_body(fn.body, tainted) or [ast.Pass()]
-    cls.body = [_Scrub(tainted).visit(n) for n in body] or [ast.Pass()]
+            fn.body = _strip_body(fn.body, tainted, remove) or [ast.Pass()]
+    cls.body = [_Scrub(tainted, remove).visit(n) for n in body] or [ast.Pass()]
 
 
-def full_source(env_cls: type, module_source: str | None = None, origin: str = "Gymnasium") -> str:
-    """The module of `env_cls` (a Gymnasium MuJoCo v5 env, or a Brax env) without its reward code (see the module
-    docstring). `module_source` replaces the module's own text (e.g. with error messages blanked).
+def _removed_at_top(node: ast.stmt, remove: frozenset[str]) -> bool:
+    """A module-level function, class or assignment that `remove` names."""
+    if isinstance(node, ast.FunctionDef | ast.ClassDef):
+        return node.name in remove
+    return isinstance(node, ast.Assign | ast.AnnAssign) and bool(_targets(node) & remove)
 
-    :raises ValueError: if a reward or cost name survives the stripping.
+
+def full_source(env_cls: type, module_source: str | None = None, origin: str = "Gymnasium",
+                remove: frozenset[str] = frozenset()) -> str:
+    """The module of `env_cls` (a Gymnasium env, or a Brax env) without its reward code (see the module docstring).
+    `module_source` replaces the module's own text (e.g. with error messages blanked, or a task file's source.file);
+    `remove` names more parts to remove, with whatever reads them (a task file's source.remove).
+
+    :raises ValueError: if a reward or cost name, or a name of `remove`, survives the stripping.
     """
     tree = ast.parse(module_source or inspect.getsource(inspect.getmodule(env_cls)))
     keep = []
     for node in tree.body:
         if _is_docstring(node) or (isinstance(node, ast.Assign) and _targets(node) == {"__credits__"}):
             continue
+        if _removed_at_top(node, remove):
+            continue
         if isinstance(node, ast.ClassDef) and node.name == env_cls.__name__:
-            _strip_class(node)
+            _strip_class(node, remove)
         keep.append(node)
     tree.body = keep
     out = ast.unparse(ast.fix_missing_locations(tree))
-    left = sorted({w for w in re.findall(r"[A-Za-z_]\w*", out) if REWARD_NAME.search(w)})
+    left = sorted({w for w in re.findall(r"[A-Za-z_]\w*", out) if _named(w, remove)})
     if left:
         raise ValueError(f"reward code left in the {env_cls.__name__} source: {left}")
     return f"# {origin} source without the env's own scoring code (`...` marks a removed return value)\n" + out + "\n"

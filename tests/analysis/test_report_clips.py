@@ -43,7 +43,7 @@ def test_clips_are_copied_and_laid_out_per_benchmark_task_and_method(tmp_path):
              "run with the median returned score.")
     assert md.endswith(
         "## Figures\n\n## Clips\n\n" + intro + "\n\n"
-        "- metaworld/push, grace<1>: [clips/metaworld-push-grace<1>.mp4](clips/metaworld-push-grace<1>.mp4) — "
+        "- metaworld/push, grace&lt;1&gt;: [clips/metaworld-push-grace&lt;1&gt;.mp4](clips/metaworld-push-grace%3C1%3E.mp4) — "
         "returned score 1.000 (seed 4, median of 5 runs); this episode 1.000\n"
         "- mujoco/ant/v5, eureka: [clips/mujoco-ant_v5-eureka.mp4](clips/mujoco-ant_v5-eureka.mp4) — "
         "returned score 0.500 (seed 1, median of 2 runs); this episode n/a\n"

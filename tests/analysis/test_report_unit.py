@@ -134,7 +134,7 @@ def test_write_leaderboard_writes_tables_figures_reasons_and_notes(tmp_path):
     md_path = write_leaderboard(lb, tmp_path / "out", dpi=50)
     md = md_path.read_text()
     assert md_path == tmp_path / "out" / "leaderboard.md"
-    assert md.startswith("# bird leaderboard\n\n- 3 runs & more\n\n## mujoco\n\n| method | score |")
+    assert md.startswith("# bird leaderboard\n\n- 3 runs &amp; more\n\n## mujoco\n\n| method | score |")
     assert "Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed." in md
     caption = "Method comparison per benchmark (dots: runs; ticks: mean; bars: 95% BCa)"
     assert f"### {caption}\n\n![{caption}](method_comparison.png)\n\n###" in md  # a blank line, then the next
@@ -165,7 +165,7 @@ def test_write_leaderboard_output_is_exactly_as_specified(tmp_path):
     write_leaderboard(lb, tmp_path / "deep" / "out")
     md = (tmp_path / "deep" / "out" / "leaderboard.md").read_text()
     assert md == (
-        "# bird leaderboard\n\n- 2 runs\n\n## mujoco\n\n| method | score |\n|---|---|\n| x<y | 0.5 |\n\n"
+        "# bird leaderboard\n\n- 2 runs\n\n## mujoco\n\n| method | score |\n|---|---|\n| x&lt;y | 0.5 |\n\n"
         "Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed.\n\n"
         "## Figures\n\n### EPIC distance to the reference reward over iterations\n\n_Not drawn: no EPIC data_\n\n"
         "## Notes\n\n- epic: no EPIC data\n- a: b: c\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import warnings
 import zipfile
 from pathlib import Path
@@ -284,9 +285,49 @@ def test_an_edited_answer_or_request_is_named_by_its_line_call_and_purpose(tmp_p
 
     answer = edited(1, lambda r: r["response"].update(text="something else"))
     problems = verify(answer).problems
-    assert f"{name}: content differs from its manifest hash (edited or corrupt)" in problems
+    assert any(p.startswith(f"{name}: content differs from its manifest hash (edited or corrupt") for p in problems)
     assert any(p.startswith(f"{name} line 2 (call #{n_offline + 1}, key ") and "purpose judge_score" in p
                and p.endswith("the answer differs from the one recorded") for p in problems), problems
     request = edited(0, lambda r: r["request"]["messages"][1].update(content="another prompt"))
     assert any(p.startswith(f"{name} line 1 (call #{n_offline}") and
                p.endswith("the request differs from the one its key was made from") for p in verify(request).problems)
+
+
+def _with_plugin(tmp_path: Path, module: str, source: str = "config") -> Path:
+    """A bundle of one smoke run whose config names the plugin `module` (and whose result.json records it)."""
+    run = tmp_path / "run"
+    shutil.copytree(SMOKE_RUNS / "mujoco-inverted_pendulum" / "eureka-s0", run)
+    if source == "config":
+        text = (run / "config.yaml").read_text().replace("choices: []\n", f"choices: []\nplugins:\n- {module}\n", 1)
+        (run / "config.yaml").write_text(text)
+    result = json.loads((run / "result.json").read_text())
+    result["plugins"] = [{"module": module, "source": source, "distribution": None, "version": None,
+                          "sha256": "ab" * 32}]
+    (run / "result.json").write_text(json.dumps(result))
+    out = tmp_path / "plugin.bird"
+    pack([run], out)
+    return out
+
+
+def test_replay_imports_only_the_plugins_the_user_names_and_says_so_before_any_work(tmp_path, monkeypatch):
+    from bird.bundle import replay
+
+    (tmp_path / "bundle_plug.py").write_text("IMPORTED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bundle = _with_plugin(tmp_path, "bundle_plug")
+    assert Bundle(bundle).cells[0]["plugins"][0]["module"] == "bundle_plug"  # the manifest records it
+    with pytest.raises(BundleError, match=r"imports the plugin 'bundle_plug' \(sha256 abababababab when recorded\): "
+                                          r"replay imports a plugin only when you name it \(--plugin bundle_plug\)"):
+        replay(bundle, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and "bundle_plug" not in sys.modules  # not imported, nothing done
+
+
+def test_replay_names_a_trusted_plugin_missing_here_or_an_entry_point_not_installed(tmp_path):
+    from bird.bundle import replay
+
+    with pytest.raises(BundleError, match="needs the plugin 'gone_plug' .*no module 'gone_plug' on the Python path"):
+        replay(_with_plugin(tmp_path / "a", "gone_plug"), tmp_path / "out", plugins=["gone_plug"])
+    with pytest.raises(BundleError, match="ran with the plugin 'ep_gone' of None .*a bird.plugins entry point that "
+                                          "is not installed here"):
+        replay(_with_plugin(tmp_path / "b", "ep_gone", source="entry point"), tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -1,7 +1,8 @@
 """Compile, into the session's JAX cache (BIRD_JAX_CACHE), what the JAX path tests would otherwise compile one after
 another on the suite's critical path (minutes on a CPU): `training`, the training program at the tests' settings
 (TINY), two trainings wide and one wide; `envs`, the leak audit's random episodes of every Brax task (tests/
-prompt_rehearsal.py, in the session's shared folder BIRD_TEST_SHARED).
+prompt_rehearsal.py, in the session's shared folder BIRD_TEST_SHARED), and the task checker's report on each
+(tests/task_checks.py).
 
 Runs beside the suite (tests/background.py, jobs "jax_programs" and "brax_envs"); the tests that train wait for
 "jax_programs" and then load its programs from the cache. By hand:
@@ -46,12 +47,15 @@ def envs() -> None:
     """The leak audit's random episodes of every Brax task (job "brax_envs"), in the session's shared folder: most of
     their time is tracing and compiling the gym view's reset and step."""
     from prompt_rehearsal import REHEARSAL_HORIZON, save_random_experience
+    from task_checks import save_check_report
 
     from bird.envs.brax.tasks import TASKS
 
     for task in sorted(TASKS):
         save_random_experience(f"brax/{task}", REHEARSAL_HORIZON)
         print(f"recorded brax/{task}'s random episodes", flush=True)
+        save_check_report(f"brax/{task}")  # the task checker, on the programs just traced (tests/task_checks.py)
+        print(f"checked brax/{task}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,36 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeLLMServer", "prompt_text"]
+__all__ = ["FakeLLMServer", "Reply", "prompt_text"]
 
-#: The reply text, or (text, stop reason) to end it otherwise than normally ("length" / "max_tokens": cut at the limit).
-Answerer = Callable[[dict[str, Any]], "str | tuple[str, str]"]
+
+@dataclass
+class Reply:
+    """A scripted answer, written in each wire's own form.
+
+    :param text: the text (None: no content at all).
+    :param stop: the stop reason ("" = the wire's normal one, or its tool-call stop when `tool` is set).
+    :param thinking: Anthropic: a `thinking` block before the text; OpenAI: the `reasoning_content` field.
+    :param parts: OpenAI: `message.content` as this list of parts; Anthropic: these content blocks (text unused).
+    :param refusal: OpenAI: the `message.refusal` field (Anthropic: the text, with stop reason refusal).
+    :param tool: (name, arguments) of one tool call: OpenAI `tool_calls`, Anthropic a `tool_use` block.
+    """
+
+    text: str | None = ""
+    stop: str = ""
+    thinking: str = ""
+    parts: list[dict[str, Any]] | None = None
+    refusal: str | None = None
+    tool: tuple[str, dict[str, Any]] | None = None
+
+
+#: The reply text, (text, stop reason) to end it otherwise than normally ("length" / "max_tokens": cut at the limit),
+#: or a Reply.
+Answerer = Callable[[dict[str, Any]], "str | tuple[str, str] | Reply"]
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -94,21 +117,45 @@ class FakeLLMServer:
             return self.faults.popleft() if self.faults else "ok"
 
     # wire formats
-    def _success(self, body: dict[str, Any], reply: str | tuple[str, str] | None) -> dict[str, Any]:
-        text, stop = reply if isinstance(reply, tuple) else (reply, "")
+    def _success(self, body: dict[str, Any], reply: str | tuple[str, str] | Reply | None) -> dict[str, Any]:
+        r = reply if isinstance(reply, Reply) else Reply(*reply) if isinstance(reply, tuple) else Reply(reply)
         n_in = len(prompt_text(body).split())
-        n_out = len(text.split()) if text else 0
+        n_out = len(r.text.split()) if r.text else 0
         model = body.get("model", "?")
         if self.wire == "openai":
-            choices = [] if text is None else [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": stop or "stop"}
-            ]
-            return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model, "choices": choices,
+            return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+                    "choices": [] if r.text is None and r.parts is None else [self._openai_choice(r)],
                     "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}}
-        content = [] if text is None else [{"type": "text", "text": text}]
-        return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
-                "stop_reason": stop or "end_turn", "stop_sequence": None,
+        return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": self._blocks(r),
+                "stop_reason": r.stop or ("tool_use" if r.tool else "end_turn"), "stop_sequence": None,
                 "usage": {"input_tokens": n_in, "output_tokens": n_out}}
+
+    @staticmethod
+    def _openai_choice(r: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": r.parts if r.parts is not None else r.text}
+        if r.thinking:
+            message["reasoning_content"] = r.thinking
+        if r.refusal is not None:
+            message["refusal"] = r.refusal
+        if r.tool:
+            message["tool_calls"] = [{"id": "call_1", "type": "function",
+                                      "function": {"name": r.tool[0], "arguments": json.dumps(r.tool[1])}}]
+        return {"index": 0, "message": message, "finish_reason": r.stop or ("tool_calls" if r.tool else "stop")}
+
+    @staticmethod
+    def _blocks(r: Reply) -> list[dict[str, Any]]:
+        if r.parts is not None:
+            return r.parts
+        if r.text is None:
+            return []
+        blocks: list[dict[str, Any]] = []
+        if r.thinking:
+            blocks.append({"type": "thinking", "thinking": r.thinking, "signature": "sig"})
+        if r.text or r.refusal or not r.tool:
+            blocks.append({"type": "text", "text": r.text or r.refusal or ""})
+        if r.tool:
+            blocks.append({"type": "tool_use", "id": "toolu_1", "name": r.tool[0], "input": r.tool[1]})
+        return blocks
 
     def _error(self, status: int, message: str) -> dict[str, Any]:
         kind = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}.get(status, "api_error")

@@ -30,7 +30,7 @@ def test_a_parent_quoted_with_other_formatting_and_comments_is_still_the_parent(
              "    return r, {\"r\": r}\n"
     new = ENTRY + "    return next_obs['x'], {}\n"
     found = extract_program(f"```python\n{new}```\nbefore:\n```python\n{quoted}```\n", known=[parent])
-    assert found.code == new and "repeat the parent's code" in found.notes[0]
+    assert found.code == new and "repeats a program the prompt showed" in found.notes[0]
 
 
 def test_helpers_of_helpers_are_gathered_and_only_the_needed_import_name():
@@ -82,3 +82,63 @@ def test_hostile_answers_give_a_failure_not_a_crash():
             parse_json_answer(text)
         except AnswerParseError:
             pass
+
+
+def _reward_at(code: str, angle: float) -> float:
+    """Run a trusted test program (written in this file) on one hand-made observation."""
+    namespace: dict = {}
+    exec(compile(code, "<test program>", "exec"), namespace)  # noqa: S102 - a fixture of this file, not an answer
+    return float(namespace["compute_reward"](None, None, {"rooty_angle": angle}, {})[0])
+
+
+def test_a_helper_revised_in_a_later_block_is_the_one_trained_and_behaves_as_revised():
+    """Issue 44: the first draft of a helper (cos: a hopper lying at 2*pi scores 1.0) and its correction in a later
+    block (exp(-|angle|): it scores ~0.002) differ in behaviour; the trained program behaves as the correction."""
+    first = "import math\n\n\ndef upright(angle):\n    return math.cos(angle)\n\n\n" + ENTRY + \
+            "    return upright(next_obs['rooty_angle']), {}\n"
+    fix = "def upright(angle):\n    return math.exp(-abs(angle))\n"
+    found = extract_program(f"```python\n{first}```\n\nCorrection, `upright` should be:\n\n```python\n{fix}```\n")
+    assert _reward_at(first, 2 * 3.141592653589793) == 1.0  # the draft's behaviour
+    assert abs(_reward_at(found.code, 2 * 3.141592653589793) - 0.00187) < 1e-4
+    assert "took the latest definition of upright from block 2" in found.notes[-1]
+
+
+def test_a_later_helper_that_only_repeats_the_parent_does_not_replace_the_new_one():
+    parent = "import math\n\n\ndef upright(angle):\n    return math.cos(angle)\n\n\n" + ENTRY + "    return upright(0.0), {}\n"
+    new = "import math\n\n\ndef upright(angle):\n    return math.exp(-abs(angle))\n\n\n" + ENTRY + \
+          "    return upright(next_obs['rooty_angle']), {}\n"
+    quoted = "def upright(angle):\n    return math.cos(angle)\n"
+    found = extract_program(f"```python\n{new}```\nThe old helper was:\n```python\n{quoted}```\n", known=[parent])
+    assert found.code == new
+
+
+def test_novelty_is_zero_for_exact_and_abridged_quotes_and_positive_for_a_one_number_edit():
+    from bird.reward.sources import novelty, python_source
+
+    parent = python_source("p", "def f(x):\n    '''doc'''\n    a = x + 1\n    b = a * 2\n    return a + b\n")
+    abridged = python_source("q", "def f(x):\n    a = x + 1  # same\n    ...\n    return a + b\n")
+    edited = python_source("e", "def f(x):\n    '''doc'''\n    a = x + 1\n    b = a * 3\n    return a + b\n")
+    assert novelty(parent, parent) == 0.0 and novelty(abridged, parent) == 0.0
+    assert 0.0 < novelty(edited, parent) < 0.1
+
+
+def test_thinking_spans_keep_the_answers_line_numbers():
+    from bird.llm.visible import visible
+
+    shown = visible("<think>\na\nb\n</think>\nx\n<thinking>y")
+    assert shown.text.split("\n") == ["", "", "", "", "x", ""] and shown.thinking == ("<think>\na\nb\n</think>",
+                                                                                      "<thinking>y")
+    assert shown.notes[1].endswith("(never closed)")
+
+
+def test_content_parts_of_each_kind_are_read_by_kind():
+    from bird.llm.content import from_openai_message, read_parts
+
+    got = from_openai_message({"content": [{"type": "text", "text": "a"}, {"type": "refusal", "refusal": "no"},
+                                           {"type": "image_url", "image_url": {}}, "b"],
+                               "reasoning_content": "hmm", "tool_calls": [{"function": {"name": "t", "arguments": "{}"}}]})
+    assert (got.text, got.thinking, got.refusal) == ("a\nb", "hmm", "no")
+    assert got.tool_calls == ({"name": "t", "arguments": "{}"},) and "type 'image_url'" in got.set_aside[0]
+    assert from_openai_message({"content": 7}).set_aside == ("message content of type int set aside: not text or a "
+                                                             "list of parts",)
+    assert read_parts([{"type": "thinking", "thinking": "t"}, {"type": "text", "text": "x"}]).thinking == "t"

@@ -19,7 +19,7 @@ from bird.stages.generate import build_request, generate
 from bird.state import Plan, SearchState
 from bird.types import Candidate, Checkpoint, FailureKind, TrainResult
 
-from .fake_servers import FakeLLMServer, prompt_text
+from .fake_servers import FakeLLMServer, Reply, prompt_text
 
 pytest.importorskip("openai")
 
@@ -136,7 +136,7 @@ def test_an_answer_quoting_the_parent_before_or_after_yields_the_new_code(compos
     for cand in cands:
         assert cand.parent_id == "it1-c1" and parent in script.seen[0]["text"]  # the prompt showed the parent
         assert cand.code == NEW and cand.failure is None
-        assert any("repeat the parent's code" in n for n in cand.llm["extraction"])
+        assert any("repeats a program the prompt showed" in n for n in cand.llm["extraction"])
 
 
 BAD = "import os\n\n\ndef compute_reward(obs, action, next_obs, info):\n    return next_obs['rootx_vel'], {}\n"
@@ -152,3 +152,54 @@ def test_a_repair_that_quotes_the_failed_code_after_the_fix_yields_the_fix(compo
                                "verify.checks=[static]")
     assert cands[0].code == NEW and cands[0].attempts == 2 and cands[0].resampled[0]["kind"] == "rejected"
     assert len(script.seen) == 3
+
+
+def test_list_content_with_a_thinking_part_gives_the_text_part_program(compose_cfg, iteration_two, tmp_path):
+    """An OpenAI-compatible server's content as a list of parts (thinking, then text) once ended the search with an
+    AttributeError; the thinking part is set aside and kept in the record."""
+    parts = [{"type": "thinking", "thinking": "draft:\n```python\ndef compute_reward(o, a, n, i):\n    return 0.0, {}\n```"},
+             {"type": "text", "text": f"```python\n{NEW}```"}]
+    cands, _, _, _ = _run(compose_cfg, iteration_two, tmp_path, [Reply(parts=parts), f"```python\n{NEW}```"])
+    assert cands[0].code == NEW and cands[0].failure is None
+    assert "draft" in cands[0].llm["thinking"] and "draft" not in cands[0].response
+
+
+def test_an_answer_stopped_by_the_content_filter_is_incomplete_and_reasked_once_with_a_note(compose_cfg, iteration_two,
+                                                                                        tmp_path):
+    filtered = Reply(f"```python\n{BAD}```\nand then", stop="content_filter")
+    cands, script, _, _ = _run(compose_cfg, iteration_two, tmp_path, [filtered, f"```python\n{NEW}```", f"```python\n{NEW}```"])
+    assert cands[0].code == NEW and cands[0].attempts == 2 and cands[0].resampled[0]["kind"] == "incomplete"
+    assert "content filter" in cands[0].resampled[0]["reason"]
+    assert [s["max_tokens"] for s in script.seen] == [4096, 4096, 4096]
+    assert "stopped before it was complete" in script.seen[2]["text"]
+
+
+def test_a_refusal_is_recorded_with_its_text_and_not_reasked(compose_cfg, iteration_two, tmp_path):
+    refusal = Reply("", refusal="I can't help with that request.")
+    cands, script, _, _ = _run(compose_cfg, iteration_two, tmp_path, [refusal, f"```python\n{NEW}```"])
+    assert cands[0].code is None and cands[0].failure.kind == FailureKind.REFUSED and cands[0].attempts == 1
+    assert "I can't help with that request." in cands[0].failure.reason
+    assert cands[0].llm["refusal"] == "I can't help with that request." and len(script.seen) == 2
+
+
+OPTIONS = (f"Option A:\n\n```python\n{NEW}```\n\nOption B:\n\n```python\n"
+           "def compute_reward(obs, action, next_obs, info):\n    return next_obs['rootz_pos'], {}\n```\n")
+
+
+@pytest.mark.parametrize("repair", ["blind", "with_trace"])
+def test_an_ambiguous_answer_is_reasked_once_through_the_repair_family_with_a_note_naming_its_programs(
+        compose_cfg, iteration_two, tmp_path, repair):
+    cands, script, _, _ = _run(compose_cfg, iteration_two, tmp_path, [OPTIONS, f"```python\n{NEW}```", f"```python\n{NEW}```"],
+                               f"generate.repair={repair}")
+    assert cands[0].code == NEW and cands[0].attempts == 2 and cands[0].resampled[0]["kind"] == "ambiguous_answer"
+    note = script.seen[2]["text"]
+    assert "offered more than one program" in note and "block 1 (```python, lines 4-9), block 2" in note
+    assert ("Option B" in note) == (repair == "with_trace")  # with_trace shows the answer back, blind does not
+
+
+def test_an_answer_still_ambiguous_after_its_reask_is_recorded_ambiguous(compose_cfg, iteration_two, tmp_path):
+    cands, script, _, _ = _run(compose_cfg, iteration_two, tmp_path, [OPTIONS, f"```python\n{NEW}```", OPTIONS])
+    assert cands[0].code is None and cands[0].failure.kind == FailureKind.AMBIGUOUS_ANSWER and len(script.seen) == 3
+    cands, script, _, _ = _run(compose_cfg, iteration_two, tmp_path, [OPTIONS, f"```python\n{NEW}```"],
+                               "generate.ambiguity_retries=0")
+    assert cands[0].failure.kind == FailureKind.AMBIGUOUS_ANSWER and len(script.seen) == 2

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .fake_servers import FakeLLMServer
+from .fake_servers import FakeLLMServer, Reply
 
 pytestmark = pytest.mark.slow
 
@@ -139,3 +139,42 @@ def test_a_search_trains_the_new_code_of_a_quoting_answer_and_records_a_cut_one(
     cut = cands["it2-c1"]  # cut twice: recorded, never compiled
     assert cut["failure"]["kind"] == "truncated" and cut["reward.py"] is None and cut["attempts"] == 2
     assert not (tmp_path / "run" / "candidates" / "it2-c1" / "verify.json").exists()
+
+
+class _ToolCalls:
+    """Answers every request that offers the answer tool with a call holding a program, and text otherwise."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Reply | str:
+        with self.lock:
+            self.n += 1
+            n = self.n
+        code = _program(PROGRAM.format(w=round(0.001 * n, 4), a=round(0.1 * n, 2)))
+        if not body.get("tools"):
+            return PROGRAM.format(w=0.0, a=0.0)
+        return Reply("A draft, not the answer:\n```python\ndef compute_reward(o, a, n, i):\n    return 0.0, {}\n```",
+                     tool=(body["tools"][0].get("name") or body["tools"][0]["function"]["name"], {"code": code}))
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_tool_answer_search_completes_against_each_wire_and_trains_the_calls_argument(wire, tmp_path):
+    """+choice=tool_answer: the request carries the tool in the wire's own form and makes the model call it; the
+    program is the call's argument (the draft in the text is never read); result.json labels the addition."""
+    pytest.importorskip(wire)
+    with FakeLLMServer(wire, _ToolCalls()) as srv:
+        result = _search(tmp_path / "run", [f"llm={wire}", f"llm.base_url={srv.base_url}", "llm.model=any",
+                                            "llm.cache=off", "+choice=tool_answer", "budget.max_iterations=1"])
+        bodies = srv.requests
+    assert result["status"] == "completed" and result["n_failed"] == 0
+    assert any("generate.answer_form=tool" in s for s in result["substitutes"])
+    tool_choice = {"openai": {"type": "function", "function": {"name": "submit_reward_program"}},
+                   "anthropic": {"type": "tool", "name": "submit_reward_program"}}[wire]
+    assert bodies and all(b["tool_choice"] == tool_choice for b in bodies)
+    schema = bodies[0]["tools"][0]["input_schema" if wire == "anthropic" else "function"]
+    assert "code" in str(schema)
+    for cand in _candidates(tmp_path / "run").values():
+        assert cand["status"] == "trained" and "return 0.0, {}" not in cand["reward.py"]
+        assert cand["llm"]["tool_calls"][0]["name"] == "submit_reward_program"

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from driver import CORPUS, corpus_meta  # noqa: E402
 from escaped_payloads import ATTEMPTS  # noqa: E402
 
-from bird.reward.sandbox import COMPONENT_NAME  # noqa: E402
+from bird.reward.replies import name_problem  # noqa: E402
 
 PROGRAMS = sorted(p.stem for p in CORPUS.glob("*.py"))
 CLASSES = {"module-internals", "frames", "files", "secrets", "network", "processes", "dynamic-attributes",
@@ -97,7 +97,7 @@ def test_messages_from_programs_are_bounded_and_clean(run):
             assert len(failure["reason"]) <= 500 and len(failure["detail"]) <= 4000
             assert not CONTROL.search(failure["reason"]) and not CONTROL.search(failure["detail"].replace("\n", ""))
         for call in rec.get("calls", []):
-            assert all(COMPONENT_NAME.fullmatch(n) for n in call["names"])
+            assert not any(name_problem(n) for n in call["names"])
             assert all(not CONTROL.search(v) for v in call["debug"].values())
         assert all(not CONTROL.search(p) and len(p) <= 300 for p in rec.get("plan_list", []))
 

@@ -56,7 +56,7 @@ def _failure(program: SandboxedReward, **kw):
     ("payload_too_large", FailureKind.BAD_OUTPUT, "payload of 1099511627776 bytes"),
     ("short_payload", FailureKind.BAD_OUTPUT, "wrong size"),
     ("non_finite", FailureKind.NON_FINITE, "reward returned a non-finite value"),
-    ("bad_names", FailureKind.BAD_OUTPUT, "must be an identifier"),
+    ("bad_names", FailureKind.BAD_OUTPUT, "is not a Python identifier (it holds ' ')"),
     ("too_many_names", FailureKind.BAD_OUTPUT, "at most 32 components"),
     ("duplicate_names", FailureKind.BAD_OUTPUT, "duplicate component names"),
     ("exit_in_call", FailureKind.RUNTIME_ERROR, "exited (code 3)"),
@@ -116,7 +116,7 @@ def test_bad_load_replies_become_recorded_failures(fake, scenario, words):
 
 
 @pytest.mark.parametrize("scenario, words", [
-    ("jax_trace_names_string", "as a list of names"), ("jax_trace_names_bad", "must be an identifier"),
+    ("jax_trace_names_string", "as a list of names"), ("jax_trace_names_bad", "is not a Python identifier"),
     ("jax_export_names_dict", "as a list of names"), ("jax_export_names_other", "the export names components"),
     ("jax_dry_run_fails", "spun"),
 ])

@@ -53,6 +53,7 @@ def test_a_well_formed_run_is_read_into_results_and_files(run, tmp_path):
     ("setup_no_settings", FailureKind.TRAIN_ERROR, False, "steps_per_update must be an integer"),
     ("load_live_out_of_range", FailureKind.BAD_OUTPUT, True, "live jobs"),
     ("load_failure_key", FailureKind.BAD_OUTPUT, True, "not in the group"),
+    ("load_crash", FailureKind.RUNTIME_ERROR, True, "trainer crashed (SIGSEGV)"),
     ("train_update_skips", FailureKind.BAD_OUTPUT, True, "update must be an integer in [1, 1]"),
     ("train_update_flood", FailureKind.BAD_OUTPUT, True, "update must be an integer in [4, 3]"),
     ("train_checkpoint_inf", FailureKind.BAD_OUTPUT, True, "score=inf is not finite"),

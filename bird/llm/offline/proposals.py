@@ -1,5 +1,7 @@
-"""The offline synthesiser's proposals: term sets chosen from the observation index and a few words of the task text,
-and the term spec an offline program carries (shared by the reward, operator and judge answers)."""
+"""The offline synthesiser's proposals: term sets built on the observation fields' declared kinds (velocities, angles
+and their cosines, angular velocities, position differences, positions and goals) for the objectives a few generic
+words of the task text name, and the term spec an offline program carries (shared by the reward, operator and judge
+answers)."""
 
 from __future__ import annotations
 
@@ -59,16 +61,32 @@ def position_pairs(fields: list[dict]) -> list[tuple[str, str]]:
     return pairs
 
 
+def _upright(fields: list[dict], rng: random.Random, cosine: bool) -> list[Term]:
+    """Uprightness from the orientation fields the task declares: an angle (its square made small), else, where
+    `cosine`, the cosine of one (made 1, with the angular velocities small: a pendulum held still at the top)."""
+    angle = pick_field(fields, "angle")
+    if angle:
+        return [Term("upright", "upright", (angle["name"],), rng.choice(_WEIGHTS), rng.choice(("linear", "exp")),
+                     rng.choice(_TEMPS))]
+    cos = pick_field(fields, "angle_cos")
+    if cos is None or not cosine:
+        return []
+    out = [Term("upright", "upright_cos", (cos["name"],), rng.choice(_WEIGHTS), rng.choice(("linear", "exp")),
+                rng.choice(_TEMPS))]
+    angvel = [f["name"] for f in fields if f["kind"] == "angular_velocity" and f.get("size", 1) == 1][:2]
+    return out + ([Term("smoothness", "smooth", tuple(angvel), rng.choice((0.01, 0.1)))] if angvel else [])
+
+
 def _required_terms(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
+    """The terms the task's objective asks for (moving, balancing, reaching: its words), each built on the fields of
+    the kind it needs (velocity along x, an angle or its cosine, a position difference or positions)."""
     fields, task = ctx["obs_fields"], ctx["task"]
     terms: list[Term] = []
     vel = pick_field(fields, "velocity", "x")
     if vel and task_mentions(task, "progress"):
         terms.append(Term("forward_progress", "progress", (vel["name"],), rng.choice((1.0, 1.0, 3.0))))
-    angle = pick_field(fields, "angle")
-    if angle and (task_mentions(task, "balance") or task_mentions(task, "progress")):
-        terms.append(Term("upright", "upright", (angle["name"],), rng.choice(_WEIGHTS),
-                          rng.choice(("linear", "exp")), rng.choice(_TEMPS)))
+    if task_mentions(task, "balance") or task_mentions(task, "progress"):
+        terms += _upright(fields, rng, cosine=task_mentions(task, "balance"))
     if task_mentions(task, "balance") or "without falling" in task.lower():
         terms.append(Term("alive", "alive", (), rng.choice((0.1, 0.5, 1.0))))
     delta = pick_field(fields, "position_delta")
@@ -78,8 +96,9 @@ def _required_terms(ctx: dict[str, Any], rng: random.Random) -> list[Term]:
     for a, b in position_pairs(fields) if task_mentions(task, "reach") else []:
         terms.append(Term(f"{a}_to_{b}", "pair_distance", (a, b), rng.choice((1.0, 3.0)),
                           rng.choice(("linear", "exp")), rng.choice(_TEMPS)))
-    if not terms:  # nothing matched the task words: fall back to progress along x or staying alive
-        terms.append(Term("forward_progress", "progress", (vel["name"],)) if vel else Term("alive", "alive"))
+    if not terms:  # no objective word: the fields decide (progress along x, else uprightness, else staying alive)
+        terms += [Term("forward_progress", "progress", (vel["name"],))] if vel else _upright(fields, rng, cosine=True) or [
+            Term("alive", "alive")]
     return terms
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from dataclasses import replace
 
 from bird.llm.base import Generator, LLMError, Request, Response
+from bird.llm.blocks import fenced_blocks
 from bird.llm.offline import judge_synth, plan_synth
 from bird.llm.offline.demo_synth import answer_demo_request, answer_goal_states
 from bird.llm.offline.mutation import mutate
@@ -60,6 +62,15 @@ class OfflineSynthesiser(Generator):
         return random.Random(int(digest[:16], 16))
 
     def complete(self, request: Request) -> Response:
+        """The answer; asked through a tool (generate.answer_form=tool), its program is that tool's call."""
+        response = self._complete_text(request)
+        blocks = [b.text for b in fenced_blocks(response.text) if b.python_tagged]
+        if request.tool is None or not blocks:
+            return response
+        call = {"name": request.tool.name, "arguments": {request.tool.argument: blocks[-1] + "\n"}}
+        return replace(response, tool_calls=(call,), finish_reason="tool_calls")
+
+    def _complete_text(self, request: Request) -> Response:
         ctx = request.context
         special = self._special(request)
         if special is not None:

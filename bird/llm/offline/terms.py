@@ -15,7 +15,7 @@ class Term:
     """One named reward component: `weight * f(fields)`; `form` picks f, `temp` is its temperature."""
 
     name: str
-    kind: str  # progress | alive | upright | distance | pair_distance | bonus | control | smooth
+    kind: str  # progress | alive | upright | upright_cos | distance | pair_distance | bonus | control | smooth
     fields: tuple[str, ...] = ()
     weight: float = 1.0
     form: str = "linear"  # linear | exp
@@ -62,6 +62,9 @@ def _body(t: Term, language: str = "numpy", weighted: bool = True) -> list[str]:
     elif t.kind == "upright":
         sq = f"next_obs[{t.fields[0]!r}] ** 2"
         lines.append(f"{t.name} = {w} * {np}.exp(-{sq} / {tmp})" if t.form == "exp" else f"{t.name} = -{w} * {sq}")
+    elif t.kind == "upright_cos":  # the cosine of an angle from upright: 1 upright, -1 upside down
+        gap = f"(1.0 - next_obs[{t.fields[0]!r}])"
+        lines.append(f"{t.name} = {w} * {np}.exp(-{gap} / {tmp})" if t.form == "exp" else f"{t.name} = -{w} * {gap}")
     elif t.kind in ("distance", "pair_distance"):
         b = t.fields[1] if len(t.fields) > 1 else None
         lines.append(f"{t.name}_dist = {_dist_expr(t.fields[0], b, np)}")

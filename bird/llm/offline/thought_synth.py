@@ -13,6 +13,7 @@ from bird.llm.offline.terms import SPEC_MARKER, Term
 __all__ = ["design_thought", "answer_alignment"]
 
 _KIND_WORDS = {"progress": "progress of {f}", "alive": "a constant alive bonus", "upright": "uprightness of {f}",
+               "upright_cos": "{f} near 1 (upright)",
                "distance": "closeness of {f} to zero", "pair_distance": "closeness of {f}", "bonus": "a bonus when {f} are close",
                "control": "an action-magnitude cost", "smooth": "a penalty on {f}"}
 

@@ -1,5 +1,5 @@
 """A trainer that applies the real trainer layers, then answers with the scenario its first job's id names
-(`candidate_id` = "scenario:NAME"): well-formed runs, malformed frames, wrong values, silence, a crash."""
+(`candidate_id` = "scenario:NAME"): well-formed runs, malformed frames, wrong values, silence, a crash (in load or in training)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ def main(result_fd: int) -> None:  # noqa: C901 - one branch per scenario
     session.send({"ok": True, "rows": 32, "settings": settings, "timing": {"compile_s": 1.0}, "layers": drop,
                   "devices": ["TFRT_CPU_0"]})
     session.recv()  # load
+    if scenario == "load_crash":  # the programs arrived: one of them may be the cause
+        os.kill(os.getpid(), signal.SIGSEGV)
     live = [0, 7] if scenario == "load_live_out_of_range" else [0]
     failures = {"²": {"kind": "timeout"}} if scenario == "load_failure_key" else {}
     session.send({"ok": True, "failures": failures, "live": live})
