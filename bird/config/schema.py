@@ -491,11 +491,15 @@ class LLMConfig:
     cache: str = "readwrite"
     # cache directory (shared by all runs of a machine); None = ~/.cache/bird/llm
     cache_dir: str | None = None
+    # mark the stable prefix of each request for the provider's prompt cache (Anthropic cache_control; OpenAI caches
+    # on its own): cached input tokens are recorded and priced as such (docs/llm.md, "Prompt caching")
+    prompt_cache: bool = True
     # requests in flight at once across the cells of a sweep on one machine (None = no limit; docs/llm.md)
     sweep_max_concurrency: int | None = None
-    # USD per million tokens {input, output, cached_input, cache_write, batch}; None = the price table's entry for
-    # llm.backend and llm.model (conf/llm/prices/<backend>.yaml)
-    price_per_mtok: dict[str, float] | None = None
+    # USD per million tokens, a mapping of input, output, cached_input, cache_write, batch (checked when the backend is
+    # built); None = the price table's entry for llm.backend and llm.model (conf/llm/prices/<backend>.yaml). Typed Any:
+    # OmegaConf cannot merge a mapping given on the command line into a typed optional dict
+    price_per_mtok: Any = None
 
 
 @dataclass
@@ -510,7 +514,7 @@ class JudgeConfig:
     api_key_env: str | None = None
     temperature: float | None = None
     max_concurrency: int | None = None
-    price_per_mtok: dict[str, float] | None = None
+    price_per_mtok: Any = None  # as llm.price_per_mtok; None = llm.price_per_mtok when the model is inherited
     # what the judge reads: vlm (keyframes as images) | state_text (per-step state summaries; a labelled substitute)
     mode: str = "state_text"
     # judge scores: registry family score_scale (unit: a number in [0, 1] | three_point: 0 / 1 / 2), normalised to [0, 1]

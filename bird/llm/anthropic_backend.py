@@ -9,6 +9,7 @@ from bird.config.schema import LLMConfig
 from bird.llm.api_base import Answer, ApiBackend
 from bird.llm.base import TRUNCATION_STOPS, AnswerTool, LLMError, Message, Request
 from bird.llm.content import read_parts
+from bird.llm.prompt_cache import anthropic_usage, mark_anthropic
 
 __all__ = ["AnthropicBackend"]
 
@@ -62,7 +63,7 @@ class AnthropicBackend(ApiBackend):
             params["extra_body"] = {"temperature": request.temperature}
         if request.tool is not None:
             params.update(_tool_params(request.tool))
-        return params
+        return mark_anthropic(params, request) if self.cfg.prompt_cache else params
 
     def _call(self, request: Request) -> Answer:
         sdk = _import_sdk()
@@ -70,13 +71,16 @@ class AnthropicBackend(ApiBackend):
             out = self._client.messages.create(**self._params(request))
         except (sdk.AnthropicError, ValueError) as exc:  # ValueError: a truncated or non-JSON body
             raise self.classify_sdk_error(exc, sdk) from None
+        return self._answer(out)
+
+    def _answer(self, out: Any) -> Answer:
+        """An Answer from a Message (a call's or a batch result's)."""
         content = read_parts(out.content or [], "content block")  # thinking blocks set aside, never read as code
         finish = out.stop_reason or ""
         if not out.content and finish not in TRUNCATION_STOPS:  # no content at all; a cut answer stays cut
             finish = "empty"
-        usage = out.usage
-        n_in, n_out = (usage.input_tokens or 0, usage.output_tokens or 0) if usage else (0, 0)
-        return Answer(content.text, out.model or self.model, n_in, n_out, finish, content)
+        n_in, n_out, cached, written = anthropic_usage(out.usage)
+        return Answer(content.text, out.model or self.model, n_in, n_out, finish, content, cached, written)
 
 
 def make_anthropic(cfg: LLMConfig) -> AnthropicBackend:

@@ -36,6 +36,9 @@ class Answer:
     output_tokens: int
     finish_reason: str
     content: Content = field(default_factory=Content)
+    # parts of input_tokens: read from / written to the provider's prompt cache
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 def is_local_url(url: str | None) -> bool:
@@ -118,17 +121,24 @@ class ApiBackend(Generator):
             answer, attempts = call_with_retry(lambda: self._call_safely(request), self.policy, what)
         except LLMError as exc:
             raise LLMError(self.redact(str(exc))) from None
-        cost = call_cost(Usage(answer.input_tokens, answer.output_tokens), self.price)
+        return self.response(answer, attempts, time.monotonic() - start)
+
+    def response(self, answer: Answer, attempts: int, latency_s: float, batch: bool = False) -> Response:
+        """The Response of an answer, costed at this backend's price (a batch call at the batch price)."""
+        usage = Usage(answer.input_tokens, answer.output_tokens, answer.cached_input_tokens, answer.cache_write_tokens)
+        cost = call_cost(usage, self.price, batch)
         return Response(
             text=answer.text,
             model=answer.model or self.model,
             input_tokens=answer.input_tokens,
             output_tokens=answer.output_tokens,
             cost_usd=cost,
-            latency_s=round(time.monotonic() - start, 4),
+            latency_s=round(latency_s, 4),
             finish_reason=answer.finish_reason,
             attempts=attempts,
             uncached_cost_usd=cost,
+            cached_input_tokens=answer.cached_input_tokens,
+            cache_write_tokens=answer.cache_write_tokens,
             thinking=answer.content.thinking,
             refusal=answer.content.refusal,
             tool_calls=answer.content.tool_calls,

@@ -139,6 +139,8 @@ def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> di
             "output_tokens": response.output_tokens,
             "cost_usd": response.cost_usd,
             "finish_reason": response.finish_reason,
+            # the parts of input_tokens the provider's prompt cache served or stored, when it reported any
+            **{k: v for k in ("cached_input_tokens", "cache_write_tokens") if (v := getattr(response, k))},
             # what was set aside beside the text (thinking, a refusal, tool calls, unread parts), when there was any
             **{k: v for k, v in _beside_text(response).items() if v},
         },
@@ -167,6 +169,8 @@ def _from_entry(entry: dict[str, Any]) -> Response:
         refusal=r.get("refusal", ""),
         tool_calls=tuple(r.get("tool_calls", ())),
         set_aside=tuple(r.get("set_aside", ())),
+        cached_input_tokens=int(r.get("cached_input_tokens", 0)),
+        cache_write_tokens=int(r.get("cache_write_tokens", 0)),
     )
 
 

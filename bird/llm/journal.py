@@ -37,6 +37,8 @@ class Ledger:
             "refused_calls": 0,  # refused by the sweep's caps (not counted in `calls`)
             "input_tokens": 0,
             "output_tokens": 0,
+            "cached_input_tokens": 0,  # parts of input_tokens read from / written to the provider's prompt cache
+            "cache_write_tokens": 0,
             "cost_usd": 0.0,
             "uncached_cost_usd": 0.0,
         }
@@ -153,6 +155,8 @@ class JournalGenerator(Generator):
                 entry.update(
                     input_tokens=response.input_tokens,
                     output_tokens=response.output_tokens,
+                    cached_input_tokens=response.cached_input_tokens,
+                    cache_write_tokens=response.cache_write_tokens,
                     cost_usd=response.cost_usd,
                     uncached_cost_usd=uncached,
                     cached=response.cached,
@@ -162,6 +166,8 @@ class JournalGenerator(Generator):
                 t["cached_calls"] += int(response.cached)
                 t["input_tokens"] += response.input_tokens
                 t["output_tokens"] += response.output_tokens
+                t["cached_input_tokens"] += response.cached_input_tokens
+                t["cache_write_tokens"] += response.cache_write_tokens
                 t["cost_usd"] += response.cost_usd
                 t["uncached_cost_usd"] += uncached
             if ledger.path is not None:

@@ -8,7 +8,8 @@ from typing import Any
 from bird.config.schema import LLMConfig
 from bird.llm.api_base import Answer, ApiBackend
 from bird.llm.base import AnswerTool, LLMError, Message, Request
-from bird.llm.content import from_openai_message
+from bird.llm.content import Content, from_openai_message
+from bird.llm.prompt_cache import openai_usage
 from bird.llm.retry import TransientError
 
 __all__ = ["OpenAIBackend"]
@@ -72,15 +73,19 @@ class OpenAIBackend(ApiBackend):
             raise self.classify_sdk_error(exc, sdk) from None
         if not isinstance(out, sdk.types.chat.ChatCompletion):  # some servers answer 200 with a non-JSON body
             raise TransientError(f"malformed response body: {str(out)[:200]!r}")
-        usage = out.usage
-        n_in, n_out = (usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else (0, 0)
+        return self._answer(out)
+
+    def _answer(self, out: Any) -> Answer:
+        """An Answer from a ChatCompletion (a call's or a batch result's)."""
+        n_in, n_out, cached, written = openai_usage(out.usage)
         if not out.choices:
-            return Answer("", out.model or self.model, n_in, n_out, "empty")
+            return Answer("", out.model or self.model, n_in, n_out, "empty", Content(), cached, written)
         choice = out.choices[0]
         if choice.message is None:
             raise LLMError("answer without a message")
         content = from_openai_message(choice.message)  # list content joined, reasoning set aside, never read as code
-        return Answer(content.text, out.model or self.model, n_in, n_out, choice.finish_reason or "", content)
+        return Answer(content.text, out.model or self.model, n_in, n_out, choice.finish_reason or "", content, cached,
+                      written)
 
 
 def make_openai(cfg: LLMConfig) -> OpenAIBackend:
