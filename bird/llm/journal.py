@@ -150,6 +150,7 @@ class JournalGenerator(Generator):
                 entry["refused"] = True
             elif response is None:
                 t["failed_calls"] += 1
+                t["last_error"] = error
             else:
                 uncached = response.cost_usd if response.uncached_cost_usd is None else response.uncached_cost_usd
                 entry.update(

@@ -70,13 +70,16 @@ def test_a_joblib_sweep_stops_at_the_sweep_call_cap_across_cells_and_every_cell_
                      "budget.env_steps=1024", "final.retrain=false", "run.progress=false", "video.record=none",
                      "budget.sweep_max_llm_calls=5", "llm.sweep_max_concurrency=1", cwd=tmp_path)
         n_requests, in_flight = len(srv.requests), srv.max_in_flight
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert n_requests == 5 and in_flight == 1
     results = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/*/*/seed*/result.json"))]
-    assert len(results) == 4  # every cell finished, none half-written
+    assert len(results) == 4, proc.stderr[-3000:]  # every cell finished, none half-written
+    assert n_requests == 5 and in_flight == 1
+    states = sorted(json.loads(p.read_text())["state"] for p in sweep.glob("*/*/*/seed*/status.json"))
+    assert states == sorted(r["status"] for r in results) and set(states) == {"completed", "budget_exhausted"}
+    assert proc.returncode == 1  # cells the cap cut are not done: the sweep says so, after running every cell
     assert sum(r["llm_calls"] for r in results) == 5 and sum(r["llm_refused_calls"] for r in results) == 3
     stopped = [r for r in results if r["llm_refused_calls"]]
     assert stopped and all("budget.sweep_max_llm_calls=5 reached" in r["stop_reason"] for r in stopped)
+    assert all(r["status"] == "budget_exhausted" for r in stopped)
     ledger = json.loads((sweep / "llm_ledger.json").read_text())
     assert (ledger["calls"], ledger["refused"], ledger["max_llm_calls"]) == (5, 3, 5)
 
