@@ -40,7 +40,15 @@ def end_state(result: Mapping[str, Any]) -> tuple[str, str | None]:
     """(state, reason) for a search that ran to its end, from its result.json content: DONE with no reason, or
     another END_STATES state with the reason. Reads `policy_trainings`, `n_trained`, `failures`, `returned`,
     `no_return_reason`, `returned_score`, `no_score_reason`, `llm_failed_calls`, `llm_last_error`,
-    `llm_refused_calls` and `stop_reason`; failure kinds are counted, never singled out."""
+    `llm_refused_calls` and `stop_reason`; failure kinds are counted, never singled out. Lost or refused LLM calls
+    come first: the provider or the sweep's cap, not the method, decided what the search could do, and a re-run
+    goes on from there."""
+    if result.get("llm_failed_calls"):
+        return "incomplete", (f"{result['llm_failed_calls']} LLM call(s) failed after every retry; the last: "
+                              f"{str(result.get('llm_last_error') or '?')[:300]}")
+    if result.get("llm_refused_calls"):
+        return "budget_exhausted", (f"the sweep's caps refused {result['llm_refused_calls']} LLM call(s): "
+                                    f"{result.get('stop_reason') or 'generation stopped'}")
     if result.get("policy_trainings") and not result.get("n_trained"):
         kinds = ", ".join(f"{kind} × {n}" for kind, n in (result.get("failures") or {}).items())
         return "failed", (f"no candidate trained: every one of the loop's {result['policy_trainings']} trainings "
@@ -50,12 +58,6 @@ def end_state(result: Mapping[str, Any]) -> tuple[str, str | None]:
     if result.get("returned_score") is None:
         cid = result["returned"].get("candidate_id")
         return "failed", f"the returned reward {cid} has no score: {result.get('no_score_reason') or 'not trained'}"
-    if result.get("llm_failed_calls"):
-        return "incomplete", (f"{result['llm_failed_calls']} LLM call(s) failed after every retry; the last: "
-                              f"{str(result.get('llm_last_error') or '?')[:300]}")
-    if result.get("llm_refused_calls"):
-        return "budget_exhausted", (f"the sweep's caps refused {result['llm_refused_calls']} LLM call(s): "
-                                    f"{result.get('stop_reason') or 'generation stopped'}")
     return DONE, None
 
 # what a search writes into its run directory (docs/rundir.md); Hydra's .hydra/ and job log are not ours
@@ -63,7 +65,7 @@ def end_state(result: Mapping[str, Any]) -> tuple[str, str | None]:
 RUN_ENTRIES = ("status.json", "config.yaml", "task.json", "events.jsonl", "llm_calls.jsonl", "candidates", "demos.json",
                "decomposition.json", "population.jsonl", "screens.jsonl", "expand", "final", "result.json",
                "search_state.json", "checkpoint.pkl", "lost_llm_calls.jsonl", "environment.json", "islands.jsonl",
-               "critics.json", "subtasks.jsonl", "tracker.json", "tensorboard", "wandb", "mlruns")
+               "critics.json", "subtasks.jsonl", "tracker.json", "tensorboard", "wandb", "mlruns", "llm_batches.jsonl")
 
 
 def completed_result(run_dir: Path, cfg: BirdConfig) -> dict[str, Any] | None:

@@ -240,10 +240,10 @@ def plan(overrides: list[str], multirun: bool = False) -> tuple[list[CellPlan], 
 
 
 # -- the summary ------------------------------------------------------------------------------------------------
-def _usd(tokens_in: int, tokens_out: int, price: Any) -> float:
+def _usd(tokens_in: int, tokens_out: int, price: Any, batch: bool = False) -> float:
     from bird.llm.prices import Usage, call_cost
 
-    return call_cost(Usage(tokens_in, tokens_out), price)
+    return call_cost(Usage(tokens_in, tokens_out), price, batch)
 
 
 def summary(plans: list[CellPlan], cfg: BirdConfig) -> dict[str, Any]:
@@ -260,12 +260,13 @@ def summary(plans: list[CellPlan], cfg: BirdConfig) -> dict[str, Any]:
                                          "input_tokens": [0, 0], "output_tokens": [0, 0], "usd": [0.0, 0.0, 0.0],
                                          "env_steps": 0, "cpu_h": 0.0})
         every = sum(p.calls.values(), Calls())
-        nominal = _usd(p.input_tokens[0], p.output_tokens[0], price)
+        batch = cfg.llm.mode == "batch"  # every call at the batch price (no prompt-cache discount is assumed)
+        nominal = _usd(p.input_tokens[0], p.output_tokens[0], price, batch)
         adds = {"cells": p.cells, "calls": [every.lo, every.nominal, every.hi],
                 "input_tokens": list(p.input_tokens), "output_tokens": list(p.output_tokens),
                 # the low end: the low end's calls at the nominal tokens per call
                 "usd": [nominal * every.lo / max(1, every.nominal), nominal,
-                        _usd(p.input_tokens[1], p.output_tokens[1], price)],
+                        _usd(p.input_tokens[1], p.output_tokens[1], price, batch)],
                 "env_steps": p.env_steps,
                 "cpu_h": p.env_steps / MEASURED_STEPS_PER_S.get(p.env.split("/")[0], min(MEASURED_STEPS_PER_S.values()))
                 / 3600}

@@ -491,6 +491,11 @@ class LLMConfig:
     cache: str = "readwrite"
     # cache directory (shared by all runs of a machine); None = ~/.cache/bird/llm
     cache_dir: str | None = None
+    # sync: one HTTP call per request | batch: each wave's independent requests as one provider batch (OpenAI Batch
+    # API, Anthropic Message Batches) at the batch price, polled every batch_poll_s; the same requests and answers,
+    # later: no method's protocol changes (docs/llm.md, "Batch mode")
+    mode: str = "sync"
+    batch_poll_s: float = 30.0
     # mark the stable prefix of each request for the provider's prompt cache (Anthropic cache_control; OpenAI caches
     # on its own): cached input tokens are recorded and priced as such (docs/llm.md, "Prompt caching")
     prompt_cache: bool = True

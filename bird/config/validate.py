@@ -30,6 +30,7 @@ def template_sets() -> list[str]:
 _ENUMS: dict[str, tuple[str, ...]] = {
     "train.reward_source": ("candidate", "reference"),
     "llm.cache": ("off", "readwrite", "record", "replay"),
+    "llm.mode": ("sync", "batch"),
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
     "budget.protocol": ("own", "matched"),

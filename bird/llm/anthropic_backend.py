@@ -83,5 +83,38 @@ class AnthropicBackend(ApiBackend):
         return Answer(content.text, out.model or self.model, n_in, n_out, finish, content, cached, written)
 
 
+    # -- Message Batches (llm.mode=batch; bird/llm/batch.py) --------------------------------------------------------
+    def _batch_sdk(self, fn: Any) -> Any:
+        sdk = _import_sdk()
+        try:
+            return fn()
+        except (sdk.AnthropicError, ValueError) as exc:
+            raise self.classify_sdk_error(exc, sdk) from None
+
+    def batch_submit(self, items: list[tuple[str, Request]]) -> str:
+        """Create a Message Batch of (custom_id, request); returns its id."""
+        requests = []
+        for cid, request in items:
+            params = self._params(request)
+            params.update(params.pop("extra_body", None) or {})  # a batch request's params are the body itself
+            requests.append({"custom_id": cid, "params": params})
+        return self._batch_sdk(lambda: self._client.messages.batches.create(requests=requests)).id
+
+    def batch_ended(self, batch_id: str) -> bool:
+        return self._batch_sdk(lambda: self._client.messages.batches.retrieve(batch_id)).processing_status == "ended"
+
+    def batch_results(self, batch_id: str) -> dict[str, Answer | LLMError]:
+        out: dict[str, Answer | LLMError] = {}
+        for item in self._batch_sdk(lambda: list(self._client.messages.batches.results(batch_id))):
+            result = item.result
+            if result.type == "succeeded":
+                out[item.custom_id] = self._answer(result.message)
+            else:  # errored, canceled, expired
+                error = getattr(getattr(result, "error", None), "error", None)
+                out[item.custom_id] = LLMError(f"batch {batch_id}: request {result.type}"
+                                               + (f" ({getattr(error, 'message', error)})" if error else ""))
+        return out
+
+
 def make_anthropic(cfg: LLMConfig) -> AnthropicBackend:
     return AnthropicBackend(cfg, connect=cfg.cache != "replay")

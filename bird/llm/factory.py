@@ -10,6 +10,7 @@ from bird import registry
 from bird.config.schema import BudgetConfig, JudgeConfig, LLMConfig
 from bird.llm.api_base import is_local_url
 from bird.llm.base import Generator
+from bird.llm.batch import BATCHES, BatchGenerator
 from bird.llm.cache import CACHE_MODES, CachingGenerator, ResponseCache
 from bird.llm.journal import JournalGenerator
 from bird.llm.sweep import SweepGate, SweepLimits
@@ -17,13 +18,15 @@ from bird.llm.sweep import SweepGate, SweepLimits
 __all__ = ["make_generator", "make_judge", "judge_llm_config"]
 
 
-def _build(cfg: LLMConfig, sweep: SweepLimits | None = None) -> Generator:
-    """Backend from the registry, behind the sweep's gate (a cell of a capped or throttled sweep) and the response
-    cache when it is cacheable and the cache is on."""
+def _build(cfg: LLMConfig, sweep: SweepLimits | None = None, run_dir: Path | None = None) -> Generator:
+    """Backend from the registry, behind the batch runner (llm.mode=batch; its batch ids in `run_dir`), the sweep's
+    gate (a cell of a capped or throttled sweep) and the response cache when it is cacheable and the cache is on."""
     if cfg.cache not in CACHE_MODES:
         raise ValueError(f"llm.cache={cfg.cache!r}; allowed: {list(CACHE_MODES)}")
     factory = registry.get("llm", cfg.backend)
     inner: Generator = factory(cfg)  # an HTTP backend checks its key here (MissingAPIKeyError)
+    if cfg.mode == "batch":
+        inner = BatchGenerator(inner, run_dir / BATCHES if run_dir else None, cfg.batch_poll_s)  # type: ignore[arg-type]
     if inner.cacheable and sweep is not None:
         inner = SweepGate(inner, sweep)
     if inner.cacheable and cfg.cache != "off":
@@ -38,10 +41,11 @@ def make_generator(cfg: LLMConfig, budget: BudgetConfig, journal_path: Path | No
     :param sweep: the limits this search shares with the other cells of its sweep (bird.llm.sweep).
     Raises MissingAPIKeyError (a ValueError naming the variable to set) before any work when a key is missing.
     """
-    inner = _build(cfg, sweep)
+    run_dir = journal_path.parent if journal_path is not None else None
+    inner = _build(cfg, sweep, run_dir)
     _warn_unpriced(cfg, budget, inner)
     out = JournalGenerator(inner, journal_path, budget.max_llm_calls, budget.max_cost_usd)
-    out.ledger.sweep = sweep
+    out.ledger.sweep, out.ledger.run_dir = sweep, run_dir
     return out
 
 
@@ -101,4 +105,4 @@ def _typed(cfg: object, cls: type) -> object:
 
 def make_judge(llm: LLMConfig, judge: JudgeConfig, generator: JournalGenerator) -> JournalGenerator:
     """The judge/evaluator generator; shares the generator's journal, totals and budget caps."""
-    return generator.share(_build(judge_llm_config(llm, judge), generator.ledger.sweep))
+    return generator.share(_build(judge_llm_config(llm, judge), generator.ledger.sweep, generator.ledger.run_dir))

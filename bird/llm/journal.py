@@ -30,6 +30,7 @@ class Ledger:
         self.max_cost_usd = max_cost_usd
         self.lock = threading.Lock()
         self.sweep: Any = None  # bird.llm.sweep.SweepLimits of a sweep's cell (set by the factory)
+        self.run_dir: Path | None = None  # where llm.mode=batch keeps its batch ids (set by the factory)
         self.totals: dict[str, Any] = {
             "calls": 0,
             "cached_calls": 0,
@@ -103,12 +104,24 @@ class JournalGenerator(Generator):
                 return exc
 
         head = list(requests[:admitted])
-        if len(head) <= 1 or self.max_concurrency == 1:
+        if head and getattr(self.inner, "batched", False):  # llm.mode=batch: one provider batch for the lot
+            out = self._batch(head)
+        elif len(head) <= 1 or self.max_concurrency == 1:
             out = [one(r) for r in head]
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(head))) as pool:
                 out = list(pool.map(one, head))
         return out + [BudgetExhausted(reason) for _ in requests[admitted:]]
+
+    def _batch(self, requests: list[Request]) -> list[Response | LLMError]:
+        """Answer `requests` through the batched inner generator, journalling each as a call."""
+        start = time.time()
+        out = self.inner.complete_many(requests)
+        for request, answer in zip(requests, out, strict=True):
+            ok = not isinstance(answer, Exception)
+            self._record(request, answer if ok else None, None if ok else f"{type(answer).__name__}: {answer}",
+                         start, isinstance(answer, BudgetExhausted))
+        return out
 
     def _call(self, request: Request) -> Response:
         start = time.time()

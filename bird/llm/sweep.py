@@ -13,12 +13,12 @@ import os
 import random
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bird.llm.base import BudgetExhausted, Generator, Request, Response
+from bird.llm.base import BudgetExhausted, Generator, LLMError, Request, Response
 
 __all__ = ["LEDGER", "SweepBudgetExhausted", "SweepLedger", "SweepLimits", "SweepGate", "open_ledger"]
 
@@ -173,6 +173,27 @@ class SweepGate(Generator):
         finally:
             if ledger is not None:
                 ledger.spent(response)
+
+    @property
+    def batched(self) -> bool:
+        return bool(getattr(self.inner, "batched", False))
+
+    def complete_many(self, requests: Sequence[Request]) -> list[Response | LLMError]:
+        """A batched inner generator's requests: each admitted by the ledger, the admitted ones sent together holding
+        one slot."""
+        if not self.batched:
+            return super().complete_many(requests)
+        ledger = self.limits.ledger
+        refused = [ledger.admit() if ledger is not None else "" for _ in requests]
+        admitted = [r for r, why in zip(requests, refused, strict=True) if not why]
+        with self.limits.slots.one() if self.limits.slots and admitted else contextlib.nullcontext():
+            answers = iter(self.inner.complete_many(admitted) if admitted else [])
+        out: list[Response | LLMError] = []
+        for why in refused:
+            out.append(SweepBudgetExhausted(why) if why else next(answers))
+            if ledger is not None and isinstance(out[-1], Response):
+                ledger.spent(out[-1])
+        return out
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

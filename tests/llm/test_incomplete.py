@@ -30,7 +30,6 @@ def _sweep(srv: FakeLLMServer, tmp_path: Path) -> subprocess.CompletedProcess:
 def test_a_cell_that_lost_calls_to_429s_ends_incomplete_and_a_rerun_completes_through_the_cache(tmp_path):
     pytest.importorskip("openai")
     from analysis.rundir import read_runs
-
     from bird.status import summarise
 
     # the first call meets 429 on its first attempt and both retries; then the server recovers
