@@ -80,7 +80,7 @@ def _schedule(cfg: BirdConfig) -> tuple[list[int], list[int]]:
 def llm_calls(cfg: BirdConfig) -> dict[str, Calls]:
     """LLM calls of one search of `cfg`, by role (ROLES)."""
     from bird import registry
-    from bird.config.needs import needs_judgement
+    from bird.config.needs import configured, needs_judgement
 
     samples, trained = _schedule(cfg)
     gen_n = sum(samples)
@@ -101,8 +101,10 @@ def llm_calls(cfg: BirdConfig) -> dict[str, Calls]:
         setup += Calls(0, revisions, revisions * (1 + cfg.decompose.retries))
     if cfg.demos.enabled and cfg.demos.positive_states == "goal_identified":
         setup += Calls(cfg.demos.n_expert, cfg.demos.n_expert, cfg.demos.n_expert)
-    critics = cfg.alignment.critics if cfg.alignment.method != "none" and \
-        cfg.alignment.labeller == "critic_population_vote" else 0
+    parts = configured(cfg)  # the declarations of every component the config names
+    aligned = registry.declared("alignment", "none") not in parts  # the labeller runs only when something aligns
+    critics = cfg.alignment.critics if aligned and registry.declared("segment_labeller", "critic_population_vote") in parts \
+        else 0
     out = {"generator": Calls(gen_n, gen_n, gen_n * retries),
            "judge": Calls(0, n_trained * per_cand, n_trained * per_cand),
            "summary": Calls(0, n_trained * per_summary[1], n_trained * per_summary[2]),
