@@ -76,7 +76,10 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
         "stop_reason": state.stop_reason, "policy_trainings": state.policy_trainings,
         "n_trained": sum(r.ok for r in state.results.values()),
         "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
-        "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
+        "llm_refused_calls": totals.get("refused_calls", 0),
+        "llm_failed_calls": totals["failed_calls"], "llm_last_error": totals.get("last_error"),
+        "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"],
+                   "cached_input": totals.get("cached_input_tokens", 0), "cache_write": totals.get("cache_write_tokens", 0)},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
         "resumes": resumes,
     }

@@ -39,7 +39,7 @@ def judge_llm_config(llm: LLMConfig, judge: JudgeConfig) -> LLMConfig:
     if judge.price_per_mtok is not None:
         out.price_per_mtok = dict(judge.price_per_mtok)
     elif not same or out.model != llm.model:
-        out.price_per_mtok = {"input": 0.0, "output": 0.0}
+        out.price_per_mtok = None  # the price table's entry for the judge's own model
     return out
 
 

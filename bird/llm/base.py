@@ -166,6 +166,9 @@ class Response:
     refusal: str = ""
     tool_calls: tuple[dict[str, Any], ...] = ()
     set_aside: tuple[str, ...] = ()
+    # parts of input_tokens the provider read from / wrote to its prompt cache (priced as such)
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def truncated(self) -> bool:

@@ -12,11 +12,12 @@ import json
 import os
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bird.files import atomic_writer, read_json
-from bird.llm.base import Generator, Request, Response
+from bird.llm.base import Generator, LLMError, Request, Response
 
 __all__ = ["CACHE_MODES", "CachingGenerator", "ReplayMissError", "ResponseCache", "default_cache_dir", "is_key"]
 
@@ -118,6 +119,32 @@ class CachingGenerator(Generator):
         self.cache.put(key, _to_entry(request, response, self))
         return response
 
+    @property
+    def batched(self) -> bool:
+        return bool(getattr(self.inner, "batched", False))
+
+    def complete_many(self, requests: Sequence[Request]) -> list[Response | LLMError]:
+        """Hits from the cache; the misses in one call to a batched inner generator (llm.mode=batch)."""
+        if not self.batched:
+            return super().complete_many(requests)
+        requests = [self.inner.prepare(r) for r in requests]
+        keys = [r.key(self.inner.cache_provider(), self.inner.model) for r in requests]
+        out: list[Response | LLMError | None] = [None] * len(requests)
+        if self.mode in ("readwrite", "replay"):
+            for i, key in enumerate(keys):
+                entry = self.cache.get(key)
+                if entry is not None:
+                    out[i] = _from_entry(entry)
+                elif self.mode == "replay":
+                    raise ReplayMissError(_describe_miss(requests[i], key, self), requests[i], key,
+                                          self.inner.cache_provider(), self.inner.model)
+        todo = [i for i, r in enumerate(out) if r is None]
+        for i, answer in zip(todo, self.inner.complete_many([requests[i] for i in todo]), strict=True):
+            if not isinstance(answer, Exception) and self.mode != "off":
+                self.cache.put(keys[i], _to_entry(requests[i], answer, self))
+            out[i] = answer
+        return out  # type: ignore[return-value]
+
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()  # the mode is in config.yaml; result.json must not differ between record/replay
 
@@ -135,6 +162,8 @@ def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> di
             "output_tokens": response.output_tokens,
             "cost_usd": response.cost_usd,
             "finish_reason": response.finish_reason,
+            # the parts of input_tokens the provider's prompt cache served or stored, when it reported any
+            **{k: v for k in ("cached_input_tokens", "cache_write_tokens") if (v := getattr(response, k))},
             # what was set aside beside the text (thinking, a refusal, tool calls, unread parts), when there was any
             **{k: v for k, v in _beside_text(response).items() if v},
         },
@@ -163,6 +192,8 @@ def _from_entry(entry: dict[str, Any]) -> Response:
         refusal=r.get("refusal", ""),
         tool_calls=tuple(r.get("tool_calls", ())),
         set_aside=tuple(r.get("set_aside", ())),
+        cached_input_tokens=int(r.get("cached_input_tokens", 0)),
+        cache_write_tokens=int(r.get("cache_write_tokens", 0)),
     )
 
 
