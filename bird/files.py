@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import stat
@@ -47,8 +48,20 @@ LIMITS = {
 MAX_DEPTH = 64           # nesting of JSON arrays and objects
 MAX_STRING = 4 << 20     # characters of one JSON string (a key or a value)
 MAX_INT_DIGITS = 30      # digits of one JSON integer (a float of 1e30 still converts; 10**400 would not)
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+
+
+@functools.cache
+def _umask() -> int:
+    """This process's umask, read without setting it (a walled process may not call umask(2)): /proc/self/status,
+    else the usual 022."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
 
 
 class UnsafeFileError(OSError):
@@ -73,7 +86,7 @@ def atomic_writer(path: Path, durable: bool = False, mode: int | None = None) ->
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK if mode is None else mode)
+        os.fchmod(fd, 0o666 & ~_umask() if mode is None else mode)
         with os.fdopen(fd, "wb") as fh:
             yield fh
             if durable:
