@@ -23,7 +23,7 @@ PACKAGE_DIRS = {"bird": "bird", "envs": "bird.envs", "analysis": "bird.analysis"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("bird.types", "bird.registry", "bird.plugins", "bird.config", "bird.methods", "bird.files",
               "bird.escape", "bird.runlock", "bird.completed", "bird.progress", "bird.jax_cache", "bird.environment",
-              "bird.fidelity", "bird.state_codec", "bird.sealed")),
+              "bird.fidelity", "bird.state_codec", "bird.sealed", "bird.lifetime")),
     ("envs", ("bird.envs",)),
     ("llm", ("bird.llm",)),
     ("reward", ("bird.reward",)),
@@ -33,8 +33,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("components", ("bird.components",)),
     ("stages", ("bird.stages",)),
     ("loop", ("bird.loop", "bird.result")),
-    ("applications", ("bird.__main__", "bird.hydra_guard", "bird.resume", "bird.sweeps", "bird.ablate", "bird.diff", "bird.leaks",
-                      "bird.status", "bird.method_branches", "bird.analysis", "bird.annotate", "bird.bundle")),
+    ("applications", ("bird.__main__", "bird.hydra_guard", "bird.resume", "bird.sweeps", "bird.ablate", "bird.diff",
+                      "bird.leaks", "bird.status", "bird.method_branches", "bird.analysis", "bird.annotate", "bird.bundle",
+                      "bird.plan")),
 )
 
 

@@ -1,4 +1,5 @@
-"""`python -m bird.bundle pack RUNS... --out NAME.bird` · `verify NAME.bird` · `replay NAME.bird --out DIR [cells]`."""
+"""`python -m bird.bundle pack RUNS... --out NAME.bird` · `verify NAME.bird` · `replay NAME.bird --out DIR [cells]` ·
+`compare RUN_A RUN_B`."""
 
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ def _replay_description() -> str:
             f"  paths: {keys('path')}\n"
             f"A recorded limit looser than this machine's stops the replay before any work: {keys('limit')}.\n"
             "Set a value yourself with --set KEY=VALUE, or accept the recorded ones with --trust-config. An "
-            "interpolation (${...}) in a recorded config is refused, never resolved.\n"
+            "interpolation (${...}) in a recorded config is refused, never resolved. A recorded task (env.task) that "
+            "names code or files (a module:Class, a function, a source file) stops the replay unless it is your own "
+            "task file on the config search path, is in a plugin the runs import (named with --plugin), or "
+            "--trust-config.\n"
             f"Kept as recorded, since no client is built and no key read (the recorded server is part of the answers' "
             f"keys): {keys('endpoint', inert=True)}.")
 
@@ -52,14 +56,40 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override for every cell (execution-only keys such as train.workers=1)")
     rp.add_argument("--trust-config", action="store_true",
-                    help="take the recorded endpoints, paths and looser limits as they are (a bundle you made)")
+                    help="take the recorded endpoints, paths, looser limits and the code a recorded task names as they "
+                         "are (a bundle you made)")
     rp.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE",
                     help="a plugin module the bundle's runs import, which you trust replay to import (it must be on "
                          "this machine's Python path; a bundle names plugins, it never holds their code)")
     rp.add_argument("--tol", action="append", default=[], metavar="METRIC=RTOL[,ATOL]",
                     help="tolerance of a metric (a curve column or JSON key; * = any other number) for cells "
                          "not expected to be bit-for-bit")
+    cp = sub.add_parser("compare", help="compare two run directories of one search: what it computed, not how it ran")
+    cp.add_argument("runs", nargs=2, type=Path, metavar="RUN", help="two run directories (A, then B)")
+    cp.add_argument("--tol", action="append", default=[], metavar="METRIC=RTOL[,ATOL]",
+                    help="tolerance of a metric (a curve column or JSON key; * = any other number); default: exact")
     return p
+
+
+def _compare(a: Path, b: Path, tolerance: dict[str, Tolerance]) -> int:
+    """Print what differs between run directories `a` and `b`; 0 when identical (or within --tol), else 1."""
+    from bird.bundle.compare import compare_runs, read_run
+
+    for run in (a, b):
+        if not (run / "result.json").is_file():
+            raise BundleError(f"{run} is not a finished run directory (no result.json)")
+    exact = {"*": Tolerance()} if not tolerance else {}
+    found = compare_runs(read_run(a), read_run(b), {**exact, **tolerance})
+    listed = [f"only in {a}: {p}" for p in found.only_recorded] + [f"only in {b}: {p}" for p in found.only_replayed] \
+        + [f"{d}{' (within tolerance)' * d.within_tolerance}" for d in found.differences]
+    verdict = "identical" if found.identical else "within tolerance" if found.within_tolerance else "differ"
+    print(f"{a} and {b}: {verdict}" + (f" ({len(listed)} difference(s); A is 'recorded', B 'replayed')"
+                                       if listed else ""))
+    for line in listed[:50]:
+        print(f"  {line}")
+    if len(listed) > 50:
+        print(f"  ... and {len(listed) - 50} more")
+    return 0 if found.within_tolerance else 1
 
 
 def _tolerances(items: list[str]) -> dict[str, Tolerance]:
@@ -94,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = verify(args.bundle)
             print(terminal(report.render()))  # member names, cell ids and transcript fields are the sender's
             return 0 if report.ok else 1
+        if args.command == "compare":
+            return _compare(*args.runs, _tolerances(args.tol))
         from bird.bundle.replay import replay
 
         result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol), args.trust_config,

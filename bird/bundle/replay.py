@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -17,6 +17,7 @@ from bird.bundle.reader import Bundle
 from bird.bundle.transcript import closest_difference
 from bird.bundle.verify import verify
 from bird.config.load import ConfigError
+from bird.files import write_json
 from bird.llm.cache import ReplayMissError, ResponseCache
 
 __all__ = ["replay", "ReplayReport", "REPLAY_OVERRIDES"]
@@ -130,10 +131,14 @@ def replay(path: str | Path, out: str | Path, cells: list[str] | None = None, ov
     _fill_cache(bundle, chosen, ResponseCache(cache_dir))
     expected = {c["id"]: c for c in check.cells}
     report = ReplayReport(Path(path), out, [])
-    for cid in chosen:
+    for k, cid in enumerate(chosen, 1):  # progress per cell, on stderr (the report goes to stdout)
+        print(f"replay: cell {k}/{len(chosen)} {cid} ...", file=sys.stderr, flush=True)
         report.cells.append(_replay_cell(bundle, cid, configs.get(cid), out / cid, work / "runs" / cid,
                                          expected.get(cid, {}), tolerance))
-    (out / "replay_report.json").write_text(json.dumps(report.to_json(), indent=1) + "\n")
+        done = report.cells[-1]
+        print(f"replay: cell {k}/{len(chosen)} {cid}: {done.status} ({done.wall_s:.1f} s)", file=sys.stderr,
+              flush=True)
+    write_json(out / "replay_report.json", report.to_json())  # atomic: a link planted under --out is replaced
     return report
 
 
@@ -161,7 +166,10 @@ def _replay_cell(bundle: Bundle, cid: str, config: tuple[Any, list[str]] | None,
         return CellReplay(cid, "failed", "-", expectation, f"{type(exc).__name__}: {exc}"[:2000],
                           time.monotonic() - start, config_notes=notes)
     wall = time.monotonic() - start
-    comparison = compare_runs(read_run(recorded), read_run(target), tolerance)
+    try:
+        comparison = compare_runs(read_run(recorded), read_run(target), tolerance)
+    except (OSError, ValueError) as exc:  # a record of the bundle's run bird will not read (bird/files.py's rules)
+        return CellReplay(cid, "failed", "-", expectation, f"not compared: {exc}"[:2000], wall, config_notes=notes)
     return replace(_verdict(cid, comparison, expectation, wall), config_notes=notes)
 
 
