@@ -84,7 +84,7 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
         plan = make_plan(cfg)
         pool = make_executor(cfg, plan.workers, ui.train_progress)
         try:
-            state, spent, resumes = _start(cfg, plan, run, adapter, generator, saved)
+            state, spent, resumes = _start(cfg, plan, run, adapter, generator, saved, pool)
             start -= spent
             ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
                    f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
@@ -247,12 +247,12 @@ def _resumable_or_cleared(cfg: BirdConfig, root: Path) -> checkpoint.SavedSearch
 
 
 def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Generator,
-           saved: checkpoint.SavedSearch | None) -> tuple[SearchState, float, list[dict[str, Any]]]:
+           saved: checkpoint.SavedSearch | None, pool: Executor) -> tuple[SearchState, float, list[dict[str, Any]]]:
     """A fresh state after set-up (checkpointed as iteration 0), or the checkpointed one with the run directory
     rewound to it. Returns (state, wall seconds already spent, resume records)."""
     if saved is None:
         state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
-        _setup(cfg, state, generator, run)
+        _setup(cfg, state, generator, run, pool)
         run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
         checkpoint.save(run.root, cfg, state, generator.totals(), 0.0, [])
         return state, 0.0, []
@@ -269,11 +269,14 @@ def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Ge
     return saved.state, saved.wall_s, resumes
 
 
-def _setup(cfg: BirdConfig, state: SearchState, generator: Generator, run: RunDir) -> None:
-    """Inputs some methods need before the first generation: demos, the task decomposition, a judge."""
+def _setup(cfg: BirdConfig, state: SearchState, generator: Generator, run: RunDir, pool: Executor | None = None) -> None:
+    """Inputs some methods need before the first generation: demos (a PPO expert trained by `pool` where the task has
+    no scripted one), the task decomposition, a judge."""
     if cfg.demos.enabled:
-        state.demos = load_demo_set(cfg, state.spec, generator)
+        state.demos = load_demo_set(cfg, state.spec, generator, pool)
         write_json(run.root / "demos.json", state.demos.describe())
+        if state.demos.meta["expert"] != "the task's scripted expert":
+            state.substitutes.append(f"expert demonstrations from {state.demos.meta['expert']}")
     state.decomposition = decompose(cfg, state, generator)
     if state.decomposition is not None:
         write_json(run.root / "decomposition.json", state.decomposition)

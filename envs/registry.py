@@ -20,8 +20,9 @@ class TaskOffers:
     :param representations: the generate.env_representation values it serves (None: not declared, any).
     :param frames: it renders frames (judge.mode=vlm); None: not declared.
     :param success_flag: its steps carry a success flag (info["success"]).
-    :param reference_reward: it has a reference (published) reward: the native signal and reference_return need one.
-    :param scripted_expert: its adapter has expert_policy() (scripted-expert demonstrations).
+    :param reference_reward: it has a reference (published) reward: the native signal and reference_return need one,
+        and a PPO expert trains on it (demos.expert=ppo).
+    :param scripted_expert: its adapter has expert_policy() (scripted-expert demonstrations, demos.expert=scripted).
     :param jax_env: its env runs in JAX (Brax), so train.learner=jax_ppo can train on it.
     """
 
@@ -210,7 +211,7 @@ def _gym(task: str, cfg: EnvConfig) -> TaskAdapter:
 
 def _gym_offers(env: EnvConfig) -> TaskOffers:
     """A task file's offers, read from the file: its source views, frames where the env class has an rgb_array mode
-    (its class is imported, not built), its success flag and reference reward; no scripted expert."""
+    (its class is imported, not built), its success flag, reference reward and scripted expert (env.task.expert)."""
     from bird.envs.gym.adapter import env_class
     from bird.envs.gym.taskfile import has_reference, problems, representations
 
@@ -220,7 +221,7 @@ def _gym_offers(env: EnvConfig) -> TaskOffers:
     assert env.task is not None
     modes = getattr(env_class(env.task), "metadata", {}).get("render_modes", ())
     return TaskOffers(representations(env.task), "rgb_array" in modes, env.task.success is not None,
-                      has_reference(env.task), scripted_expert=False)
+                      has_reference(env.task), scripted_expert=env.task.expert is not None)
 
 
 register("suite", "gym")(Suite(_gym, task_offers=_gym_offers))

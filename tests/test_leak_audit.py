@@ -15,10 +15,22 @@ from bird.leaks import compared_numbers, eval_task_mentions, find_leaks, hidden_
 from bird.registry import declared
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
+# Tasks added by issue 37 (BIRD's Gym tasks, GRACE's Gym MuJoCo, classic control) are audited with the methods that
+# render every kind of task content a prompt carries: the full source and the class abstraction, described and bare
+# fields, the eureka, process, subtask-judge and misscored-demos feedback, a decomposition (VIEW_METHODS); each view
+# of each of them is also checked by `python -m bird.envs check` (tests/envs/test_task_files.py). Every method on every
+# such task would add ~130 rehearsals (~5 minutes on 2 cores).
+VIEW_AUDITED = {"gym/acrobot", "gym/half_cheetah_backward", "gym/half_cheetah_target_speed", "gym/mountain_car_continuous",
+                "gym/reacher_hold", "gym/reacher_reach", "gym/swimmer_heading", "mujoco/ant", "mujoco/humanoid",
+                "mujoco/walker2d"}
+VIEW_METHODS = ("card", "era_u", "eureka", "grace")
 TASKS = available_envs()
+CASES = [(m, t) for t in TASKS for m in METHODS if t not in VIEW_AUDITED or m in VIEW_METHODS]
+# demos.expert=scripted: a method that learns from demonstrations is audited where a task has a scripted expert; its
+# prompts with a PPO expert's demonstrations are audited once (test_grace_with_a_ppo_experts_demos_leaks_nothing)
 REHEARSAL = ["run.progress=false", f"env.horizon={REHEARSAL_HORIZON}", "budget.max_candidates=1", "verify.checks=[static]",
              "judge.mode=state_text", "alignment.iterations=20", "demos.n_expert=2", "demos.n_negative=2",
-             "demos.max_train=2"]
+             "demos.max_train=2", "demos.expert=scripted"]
 # a method that cannot run on a suite must say so before anything is sent (the brax suite: when the config loads)
 REFUSALS = (r"not available for suite|no scripted expert policy|has no such view of its tasks|needs scripted expert"
             r"|needs rendered frames|needs reward\.|is written for suites|needs a success flag")
@@ -122,9 +134,8 @@ def _expected_operators(cfg) -> set[str]:
 
 
 # brax tasks: their reset and step compile beside the suite first (tests/background.py, job "brax_envs")
-@pytest.mark.parametrize("env", [pytest.param(t, marks=pytest.mark.background("brax_envs")) if t.startswith("brax/")
-                                 else t for t in TASKS])
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("method", "env"), [pytest.param(m, t, marks=pytest.mark.background("brax_envs"))
+                                             if t.startswith("brax/") else (m, t) for m, t in CASES])
 def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp_path, method, env):
     try:
         try:
@@ -150,13 +161,24 @@ def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp
     assert not leaks, "\n".join(leaks)
 
 
+def test_grace_with_a_ppo_experts_demos_leaks_nothing(compose_cfg, tmp_path):
+    """GRACE on Gym MuJoCo Walker2d, its expert demonstrations from a PPO expert (a cheap one: 2,048 steps, cached for
+    the session), audited as above."""
+    cfg = compose_cfg("method=grace", "env=mujoco/walker2d", *REHEARSAL[:-1], "demos.expert=ppo")
+    r = rehearse(cfg, tmp_path)
+    assert {"reward", "goal_states"} <= r.purposes()
+    leaks = findings(r, cfg)
+    assert not leaks, "\n".join(leaks)
+
+
 # -- positive controls: the same audit must catch a deliberate leak of each kind -----------------------------------
 def test_positive_control_the_old_few_shot_example_is_caught():
     assert eval_task_mentions(LEAKY_EXAMPLE) == ["metaworld/push"]
     assert [leak for leak in find_leaks(LEAKY_EXAMPLE, hidden_facts("metaworld/push")) if "0.05" in leak]
     assert eval_task_mentions("Open the window by sliding its handle") == ["metaworld/window_open"]
     assert eval_task_mentions("make the half-cheetah run; pick and place the block") == [
-        "brax/half_cheetah", "metaworld/pick_place", "mujoco/half_cheetah"]
+        "brax/half_cheetah", "gym/half_cheetah_backward", "gym/half_cheetah_target_speed", "metaworld/pick_place",
+        "mujoco/half_cheetah"]
 
 
 def test_positive_control_thresholds_in_any_unit_and_names_only_as_env_code_are_caught():

@@ -136,6 +136,9 @@ class TaskFileConfig:
     reference_reward: str = "env"
     source: TaskSourceConfig = field(default_factory=TaskSourceConfig)
     hidden: TaskHiddenConfig = field(default_factory=TaskHiddenConfig)
+    # a scripted expert policy (expert demonstrations): "module:function", called with no arguments, returns a policy
+    # obs -> action; null = none (demonstrations then come from a PPO expert on the reference reward, where there is one)
+    expert: str | None = None
 
 
 @dataclass
@@ -403,6 +406,12 @@ class DemosConfig:
     n_negative: int = 8
     # where negatives come from: "random" (uniform-random policy)
     negative_kind: str = "random"
+    # where expert demonstrations come from: scripted (the task's scripted expert policy) | ppo (a PPO expert trained on
+    # the task's reference reward for budget.expert_env_steps, cached with its training record) | auto (scripted where
+    # the task has one, else ppo)
+    expert: str = "auto"
+    # training seed of the PPO expert (one cached expert per task, steps and seed, whatever the search's seed)
+    expert_seed: int = 0
     # demo set seed (episode i resets with seed 1000 * seed + i)
     seed: int = 0
     # which expert states are positives: registry family positive_states (all | last_state | goal_identified)
@@ -560,6 +569,8 @@ class BudgetConfig:
     final_env_steps: int | None = None
     # seeds of the final retrain
     final_seeds: int = 1
+    # env steps of a PPO expert trained for demonstrations (demos.expert=ppo); BIRD's scripts/train_expert.py: ~1M
+    expert_env_steps: int = 1_000_000
     # in-loop policy trainings after which the search stops cleanly (None = no cap; the final retrain is not counted)
     max_policy_trainings: int | None = None
     # LLM calls / spend after which generation stops and the search finishes with what it has (None = no cap)
