@@ -1,5 +1,5 @@
 """`python -m bird.envs list | demos env=<suite>/<task> n=16 seed=0 [kind=both] | frames env=... out=x.gif`
-| check TASK [episodes=2 seed=0] | describe TASK [view=...] | anchor TASK [episodes=100 seed=0]`.
+| check TASK [episodes=2 seed=0 horizon=0] | describe TASK [view=...] | anchor TASK [episodes=100 seed=0]`.
 
 TASK is an env id (gym/pendulum) or the path of a task file (my_task.yaml); `check` exits 1 on a problem."""
 
@@ -17,7 +17,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "list": {},
     "demos": {"env": None, "n": 16, "seed": 0, "kind": "both"},
     "frames": {"env": None, "seed": 0, "policy": "expert", "out": "frames.gif", "max_steps": 0, "every": 2},
-    "check": {"episodes": 2, "seed": 0},
+    "check": {"episodes": 2, "seed": 0, "horizon": 0},  # horizon 0: the task's own
     "describe": {"view": ""},
     "anchor": {"episodes": 100, "seed": 0},
 }
@@ -69,9 +69,14 @@ def _frames(a: dict[str, Any]) -> None:
 
 
 def _check(task: str, a: dict[str, Any]) -> int:
+    from dataclasses import replace
+
     from bird.envs.check import check_task
 
-    report = check_task(env_config(task), a["episodes"], a["seed"])
+    env = env_config(task)
+    if a["horizon"] > 0:  # shorter episodes: a quick check of many tasks (the suite checks every task at 50 steps)
+        env = replace(env, horizon=min(env.horizon, a["horizon"]))
+    report = check_task(env, a["episodes"], a["seed"])
     for note in report.notes:
         print(f"note: {note}")
     for finding in report.problems:
