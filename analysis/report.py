@@ -24,6 +24,7 @@ from .page import CAPTIONS, not_drawn_reason, render_page
 from .rundir import RunCollection, read_runs
 from .task_table import per_task_table
 from .tidy import score_table, shared_tasks
+from .transfer_table import TRANSFER_HEAD, TRANSFER_NOTE, transfer_rows, transfer_table
 
 __all__ = ["Leaderboard", "build_leaderboard", "write_leaderboard"]
 
@@ -43,6 +44,7 @@ class Leaderboard:
     clips: pd.DataFrame = field(default_factory=pd.DataFrame)  # one clip per method × task (analysis/clips.py)
     tasks: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per benchmark × task × method
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)  # analysis/transfer_table.py (generalisation)
 
 
 def _fmt_iv(est: float, lo: float, hi: float) -> str:
@@ -146,8 +148,9 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
         tables["pooled"] = _table(runs, "pooled", fits.get("pooled"), n_resamples, random_state, notes)
     clips = pick_clips(runs)
     tasks = per_task_table(runs, n_resamples, random_state)
+    transfer = transfer_table(coll.transfer, runs, n_resamples, random_state)
     if not figures:
-        return Leaderboard(tables, {}, notes, header, clips, tasks, runs)
+        return Leaderboard(tables, {}, notes, header, clips, tasks, runs, transfer)
     figs: dict[str, object] = {}
 
     def add(name: str, result: plots.Result) -> None:
@@ -165,7 +168,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     else:
         add("paired", plots.plot_paired(runs, *pair, n_resamples=n_resamples, random_state=random_state))
     add("profiles", plots.plot_profiles(runs))
-    return Leaderboard(tables, figs, notes, header, clips, tasks, runs)
+    return Leaderboard(tables, figs, notes, header, clips, tasks, runs, transfer)
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -190,6 +193,13 @@ def _task_md(tasks: pd.DataFrame) -> list[str]:
         "mean [95% BCa]": [f"{t.mean:.3f} [{t.low:.3f}, {t.high:.3f}]" if t.n_seeds else "n/a"
                            for t in tasks.itertuples()]})
     return ["## Per task", "", _md_table(rows), ""]
+
+
+def _transfer_md(transfer: pd.DataFrame) -> list[str]:
+    if transfer.empty:
+        return []
+    rows = pd.DataFrame(transfer_rows(transfer), columns=TRANSFER_HEAD)
+    return ["## Generalisation", "", TRANSFER_NOTE, "", _md_table(rows), ""]
 
 
 def _clips_md(clips: pd.DataFrame, files: dict[tuple[str, str, str], str]) -> list[str]:
@@ -221,6 +231,7 @@ def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 20
         md += [f"## {markdown(name)}", "", _md_table(df), ""]
     md += ["Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed.", ""]
     md += _task_md(lb.tasks)
+    md += _transfer_md(lb.transfer)
     md += ["## Figures", ""]
     saved: dict[str, tuple[str, int] | None] = {}
     for name, fig in lb.figures.items():
