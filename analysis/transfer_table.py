@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .bootstrap import interval
+from .bootstrap import few_seeds_label, interval
 
 __all__ = ["transfer_table", "transfer_rows", "COLUMNS", "TRANSFER_HEAD", "TRANSFER_NOTE"]
 
@@ -56,8 +56,8 @@ def transfer_rows(transfer: pd.DataFrame) -> list[list[str]]:
     """The generalisation table's cells (Markdown and HTML share them): method, source, task, seeds, mean [95% BCa]."""
     out = []
     for t in transfer.itertuples():
-        mean = (f"{t.mean:.3f} [{t.low:.3f}, {t.high:.3f}]" + " (degenerate)" * bool(t.degenerate)) if t.n_seeds \
-            else "n/a (not evaluated)"
+        label = " (degenerate)" if t.degenerate else few_seeds_label(t.n_seeds)  # as the per-task table labels them
+        mean = f"{t.mean:.3f} [{t.low:.3f}, {t.high:.3f}]{label}" if t.n_seeds else "n/a (not evaluated)"
         task = t.task if t.unseen else f"{t.task} (source)"
         out.append([t.method, t.source, task, str(t.n_seeds), mean])
     return out
