@@ -214,7 +214,8 @@ def test_positive_control_the_old_few_shot_example_is_caught():
     assert [leak for leak in find_leaks(LEAKY_EXAMPLE, hidden_facts("metaworld/push")) if "0.05" in leak]
     assert eval_task_mentions("Open the window by sliding its handle") == ["metaworld/window_open"]
     assert eval_task_mentions("make the half-cheetah run; pick and place the block") == [
-        "brax/half_cheetah", "metaworld/pick_place", "mujoco/half_cheetah"]
+        "brax/half_cheetah", "metaworld/pick_place", "metaworld/pick_place_wall", "mujoco/half_cheetah"]
+    assert eval_task_mentions("Hammer the nail into the wall") == ["metaworld/hammer"]  # an MT50 task is one too
 
 
 def test_positive_control_thresholds_in_any_unit_and_names_only_as_env_code_are_caught():

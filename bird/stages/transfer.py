@@ -62,7 +62,8 @@ def transfer(cfg: BirdConfig, state: SearchState, generator: Generator, run: Run
 
 def _unseen(cfg: BirdConfig, state: SearchState, generator: Generator, policies: list[tuple[int, Path]],
             env_id: str, folder: RunDir, prior: bool) -> dict[str, Any]:
-    """One unseen task: its plan and Ψ (when the policy sees a prior), then each seed's policy on it."""
+    """One unseen task, at the source run's horizon: its plan and Ψ (when the policy sees a prior), then each seed's
+    policy on it."""
     env = replace(env_config(env_id), horizon=cfg.env.horizon)
     tcfg = replace(cfg, env=env)
     adapter = make_adapter(env)

@@ -25,7 +25,7 @@ def test_a_smoke_search_runs_on_a_task_beyond_mt10(compose_cfg, tmp_path, method
     assert math.isfinite(result["returned_score"]) and 0.0 <= result["returned_score"] <= 1.0  # the success rate
     assert audit_run(tmp_path) == []
     task = json.loads((tmp_path / "task.json").read_text())
-    assert "faucet_handle_pos" in [f["name"] for f in task["obs_index"]["fields"]]
+    assert "faucet_handle_pos" in [f["name"] for f in task["obs_index"]]
 
 
 @pytest.mark.slow
