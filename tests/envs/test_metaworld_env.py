@@ -159,8 +159,12 @@ def test_obs_index_names_task_objects_and_marks_padding(task):
         assert {"second_object_pos", "second_object_quat", "prev_second_object_pos"} <= zero
     else:
         assert not [n for n in names if "second_object" in n]
+    described = {f.name: f.description for f in index.fields}
     for obj, (_, src) in zip(objs, _OBJECTS[task], strict=True):
         assert (f"{obj}_quat" in zero) == (src is None), obj
+        if src is not None:  # the order the description states is the one the simulator is read in
+            order = "(x, y, z, w)" if src[0] == "xmat" else "(w, x, y, z)"
+            assert order in described[f"{obj}_quat"], (obj, described[f"{obj}_quat"])
     assert [f.kind for f in index.fields if f.name == "goal_pos"] == ["goal"]
 
 
