@@ -23,7 +23,7 @@ import numpy as np
 from bird.config.schema import EnvConfig
 from bird.envs.demos import record_episode
 from bird.envs.metaworld.adapter import MEASUREMENTS_PATH, MetaWorldAdapter, load_measurements
-from bird.envs.metaworld.tasks import HORIZON, TASKS
+from bird.envs.metaworld.tasks import HORIZON, MT10, TASKS
 
 __all__ = ["measure_task", "markdown_table"]
 
@@ -90,8 +90,6 @@ def _rate_cell(entry: dict[str, Any], kind: str) -> str:
 
 def markdown_table() -> str:
     """docs/metaworld.md's task table from the task table and measurements.json."""
-    from bird.envs.metaworld.tasks import MT10
-
     measured = load_measurements()
     rows = ["| env | Meta-World | set | objects | scripted expert success | uniform-random success |",
             "|---|---|---|---|---|---|"]
