@@ -45,6 +45,7 @@ from bird.stages.feedback import feedback
 from bird.stages.generate import generate
 from bird.stages.select import select
 from bird.stages.train import train
+from bird.stages.transfer import transfer
 from bird.stages.verify import verify
 from bird.state import Plan, SearchState
 from bird.tracking import open_tracker
@@ -94,7 +95,10 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
             scores, no_score = _run_iterations(cfg, state, generator, pool, run, ui, start, resumes)
         finally:
             pool.close()
+        transferred = transfer(cfg, state, generator, run)  # the returned policy on unseen tasks (transfer.tasks)
         result = build_result(cfg, state, generator, scores, time.monotonic() - start, resumes, no_score)
+        if transferred is not None:
+            result["transfer"] = transferred
         result["videos"] = summarise_clips(run.root, cfg.video.record)
         sampled = generator.cacheable or bool(state.judge is not None and state.judge.cacheable)
         result["determinism"] = determinism(cfg, host, sampled)
@@ -201,8 +205,9 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: Run
     code = None if cfg.train.reward_source == "reference" else cand.code
     seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
     video = video_spec(cfg, "final", candidate_id=cand.id)
-    jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}",
-                     video=video) for s in seeds]
+    keep = cfg.run.save_policies or bool(cfg.transfer.tasks.get(cfg.env.id))  # transfer evaluates the saved policies
+    jobs = [replace(make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}",
+                             video=video), save_policy=keep) for s in seeds]
     results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
     state.env_steps += sum(r.env_steps for r in results)
     scores = run.write_final(cand.id, seeds, results)

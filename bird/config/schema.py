@@ -473,6 +473,16 @@ class FinalConfig:
 
 
 @dataclass
+class TransferConfig:
+    # unseen tasks the returned policy is evaluated on, unchanged, after the final retrain (PRM4RL App. B.1;
+    # +protocol=prm4rl_generalisation): source env id -> env ids of its unseen tasks; a run evaluates the list of its own
+    # env.id ({} = no transfer evaluation). On the command line: transfer.tasks={metaworld/push:[metaworld/push_wall]}
+    tasks: dict[str, list[str]] = field(default_factory=dict)
+    # evaluation episodes per unseen task and final seed (PRM4RL App. B.1: 100 per seed)
+    episodes: int = 100
+
+
+@dataclass
 class LLMConfig:
     # registry family llm: offline | anthropic | openai
     backend: str = "offline"
@@ -669,6 +679,7 @@ class BirdConfig:
     decompose: DecomposeConfig = field(default_factory=DecomposeConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     final: FinalConfig = field(default_factory=FinalConfig)
+    transfer: TransferConfig = field(default_factory=TransferConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)

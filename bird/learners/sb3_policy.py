@@ -14,7 +14,7 @@ import numpy as np
 
 from bird.files import atomic_writer, load_npz, loads
 
-__all__ = ["POLICY_NAME", "save_policy", "load_policy"]
+__all__ = ["POLICY_NAME", "save_policy", "load_policy", "saved_obs_dim"]
 
 POLICY_NAME = "policy.npz"
 Act = Callable[[np.ndarray], np.ndarray]
@@ -63,3 +63,9 @@ def load_policy(path: Path, deterministic: bool = False) -> Act:
         return policy.predict(obs.astype(np.float32), deterministic=deterministic)[0]
 
     return act
+
+
+def saved_obs_dim(path: Path) -> int:
+    """The size of the observation the saved policy acts on (the env's, plus a subtask prior's slots)."""
+    with np.load(path, allow_pickle=False) as z:
+        return int(z["space/obs_low"].shape[0])
