@@ -59,9 +59,10 @@ def test_unknown_env_option_fails_at_compose_time():
 def test_list_prints_every_metaworld_task_with_suite_horizon_and_score(capsys):
     main(["list"])
     out = capsys.readouterr().out
+    blocks = {b.split(maxsplit=1)[0]: b for b in out.split("\n\n") if b.strip()}
     for task in TASKS:
-        line = next(ln for ln in out.splitlines() if ln.startswith(f"metaworld/{task} "))
-        assert " metaworld " in line and " 500 " in line and "success flag" in line
+        block = blocks[f"metaworld/{task}"]
+        assert "(suite metaworld, horizon 500)" in block and "success flag: yes" in block and "score: " in block
 
 
 @pytest.mark.parametrize(("sweep", "tasks"), [("mt10", list(MT10)), ("mt50", sorted(TASKS)),
