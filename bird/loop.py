@@ -252,7 +252,7 @@ def _resumable_or_cleared(cfg: BirdConfig, root: Path) -> checkpoint.SavedSearch
 
 
 def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Generator,
-           saved: checkpoint.SavedSearch | None, pool: Executor) -> tuple[SearchState, float, list[dict[str, Any]]]:
+           saved: checkpoint.SavedSearch | None, pool: Executor | None) -> tuple[SearchState, float, list[dict[str, Any]]]:
     """A fresh state after set-up (checkpointed as iteration 0), or the checkpointed one with the run directory
     rewound to it. Returns (state, wall seconds already spent, resume records)."""
     if saved is None:

@@ -91,8 +91,9 @@ def llm_calls(cfg: BirdConfig) -> dict[str, Calls]:
                 + int(cfg.feedback.thought_alignment) + int(cfg.feedback.self_verify))
     summ = cfg.feedback.summarisation
     # per subtask: decompose.n_subtasks, else the generator's choice ("about 5 for a simple task", at most 12)
-    per_summary = (0, 0, 0) if summ == "none" else (1, 1, 1) if summ == "per_candidate" else \
-        (cfg.decompose.n_subtasks or 1, cfg.decompose.n_subtasks or 5, cfg.decompose.n_subtasks or 12)
+    per_summary = (0, 0, 0) if summ == "none" else \
+        (cfg.decompose.n_subtasks or 1, cfg.decompose.n_subtasks or 5, cfg.decompose.n_subtasks or 12) \
+        if getattr(registry.get("summarisation", summ), "per_subtask", False) else (1, 1, 1)
     setup = Calls()
     if cfg.decompose.kind != "none":
         setup += Calls(1, 1, 1 + cfg.decompose.retries)

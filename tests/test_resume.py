@@ -200,7 +200,7 @@ def test_a_resumed_search_has_its_judge_rng_streams_and_resume_record(compose_cf
     np.random.seed(99)
     generator = make_generator(cfg.llm, cfg.budget, tmp_path / "llm_calls.jsonl")
     state, _, resumes = loop._start(cfg, loop.make_plan(cfg), RunDir(tmp_path), None, generator,
-                                    checkpoint.load(tmp_path, cfg))
+                                    checkpoint.load(tmp_path, cfg), pool=None)  # a resume trains no expert
     assert (random.random(), np.random.random_sample(3).tolist()) == following  # RNG streams continue
     assert (state.judge is not None) == judged  # the judge is not pickled: it is rebuilt on resume
     assert [r["from_iteration"] for r in resumes] == [1]

@@ -33,7 +33,7 @@ def test_search_on_brax_with_jax_ppo_writes_a_finite_returned_score(compose_cfg,
 
 
 @pytest.mark.parametrize("method, missing", [
-    ("card", "generate.env_representation"), ("regot", "judge.mode=vlm"), ("grace", "scripted expert"),
+    ("card", "generate.env_representation"), ("regot", "judge.mode=vlm"), ("grace", "reward.contract"),
     ("prm4rl", "reward.contract"),
 ])
 def test_methods_that_need_what_brax_lacks_fail_before_any_work(method, missing):

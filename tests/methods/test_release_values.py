@@ -67,7 +67,7 @@ rows:
 - {key: f, value: 1, source: "bird's default", matches: BIRD}
 - {key: g, value: 1, source: 'notes.md says so', matches: both}
 - {key: h, value: 1, source: 'BIRD paper Table 9', matches: BIRD, own: {source: one candidate, matches: paper}}
-- {key: i, value: 1, source: '/work/shared/papers/bird.txt Table 9', matches: paper}
+- {key: i, value: 1, source: '/work/notes/bird-paper Table 9', matches: paper}
 - {key: j, value: 1, source: 'its file says so', matches: release}
 """
 

@@ -58,7 +58,7 @@ def test_diff_with_a_suite_bound_method_runs_on_a_task_both_run_on(other):
     default hopper was refused)."""
     from bird.diff import shared_env
 
-    assert shared_env(other, "t2r_zeroshot") == "metaworld/button_press_topdown" and shared_env("eureka", "rstar") is None
+    assert shared_env(other, "t2r_zeroshot") == "metaworld/assembly" and shared_env("eureka", "rstar") is None
     diff = method_diff(other, "t2r_zeroshot")
     allowed = {"method", "substitutes"} | _set_keys(other) | _set_keys("t2r_zeroshot")
     assert set(diff) <= allowed and diff["generate.prompt"] == (other if other != "zeroshot" else "eureka", "t2r_zeroshot")

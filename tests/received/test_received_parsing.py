@@ -135,7 +135,7 @@ def test_status_counts_a_50000_squared_sweep_without_listing_it_and_does_not_wai
     runs = [sys.executable, "-c", code, str(sweep)]
     proc = subprocess.run(runs, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "2500000000 cells · 0 completed · 1 running · 1 failed · 2499999998 not started" in proc.stdout
+    assert "2500000000 cells · 0 completed · 1 running · 1 failed · 0 incomplete · 0 budget_exhausted · 2499999998 not started" in proc.stdout
     listed = json.loads(subprocess.run([*runs, "--json", "--all"], capture_output=True, text=True, timeout=120).stdout)
     assert "is not a regular file (a FIFO)" in listed[0]["runs"][1]["error"]
 
