@@ -18,7 +18,7 @@ from bird import checkpoint, registry
 from bird.completed import clear_previous_run
 from bird.components.crossover import crossover_share
 from bird.components.decompose import decompose
-from bird.components.demos import expand_negatives, load_demo_set
+from bird.components.demos import expand_negatives, generation_accuracy, load_demo_set
 from bird.components.fitness import aggregate_score
 from bird.components.subtasks import co_evolve_subtasks
 from bird.components.tree import rescale_counts
@@ -29,7 +29,7 @@ from bird.envs.registry import make_adapter
 from bird.executors import Executor, make_executor
 from bird.executors.local import default_workers
 from bird.files import write_text
-from bird.learners.job import make_job, video_spec
+from bird.learners.job import final_learner, learner_trains, make_job, video_spec
 from bird.learners.video import summarise_clips
 from bird.llm.base import Generator
 from bird.llm.factory import make_generator, make_judge
@@ -149,11 +149,12 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Generator, pool: 
     if cfg.demos.rl_every and state.iteration % cfg.demos.rl_every == 0 and state.iteration < state.plan.iterations:
         expand_negatives(cfg, state, pool, run)
     best = state.iteration_best if state.iteration_best in reports else None
+    accuracy = generation_accuracy(cfg, state, cands)
     state.iterations_log.append({
         "iteration": state.iteration, "best_candidate": best, "best_fitness": state.fitness(best),
         "best_score": scores.get(best) if best else None,
         "returned_so_far": state.returned, "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
-        "env_steps_cum": state.env_steps})
+        "env_steps_cum": state.env_steps, **({"reward_accuracy": accuracy} if accuracy else {})})
 
 
 def _wave(cfg: BirdConfig, state: SearchState, generator: Generator, pool: Executor, run: RunDir,
@@ -183,12 +184,15 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: Run
     if not cfg.final.retrain:
         score = aggregate_score(cfg.feedback.aggregate, state.results.get(cand.id))
         return [] if score is None else [score]
+    if not learner_trains(final_learner(cfg)):  # offline reward learning (GRACE, train.learner=none): no RL at all
+        run.event("final_retrain_skipped", candidate=cand.id, reason="no learner: the search stops before RL")
+        return []
     code = None if cfg.train.reward_source == "reference" else cand.code
     seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
     video = video_spec(cfg, "final", candidate_id=cand.id)
     jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}",
                      video=video) for s in seeds]
-    results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
+    results = pool.run(final_learner(cfg), jobs)
     state.env_steps += sum(r.env_steps for r in results)
     return run.write_final(cand.id, seeds, results)
 

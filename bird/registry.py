@@ -94,6 +94,8 @@ class Component:
     :param mate: a parent rule's choice of a second parent (crossover).
     :param needs_task: what the task must offer (TaskOffers fields: success_flag, reference_reward, ...), checked
         when the config loads.
+    :param needs_policy: a fitness that reads a trained policy (its checkpoints); False for one computed without
+        RL (GRACE's demo fitness), so a search ranking on it trains nothing in the loop.
     """
 
     fn: Any
@@ -108,6 +110,7 @@ class Component:
     resolve: Callable[[str], str] | None = None
     mate: Callable[..., Any] | None = None
     needs_task: tuple[str, ...] = ()
+    needs_policy: bool = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

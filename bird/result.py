@@ -24,7 +24,8 @@ def substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
     judge = state.judge.describe() if state.judge is not None else {}
     model = f"{judge['model']} ({judge['label']})" if judge.get("label") else judge.get("model", "no judge")
     out = [s.replace("{judge_model}", model) for s in config_substitutes(cfg)]  # the judge the run actually used
-    return list(dict.fromkeys(out + state.substitutes))
+    task = [str(s) for s in state.spec.extra.get("substitutes", [])]  # the task's own (BabyAI's policy, new levels)
+    return list(dict.fromkeys(out + task + state.substitutes))
 
 
 def why_nothing_returned(state: SearchState) -> str | None:
@@ -66,4 +67,17 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
         "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
         "resumes": resumes,
+        **_reward_accuracy(state),
     }
+
+
+def _reward_accuracy(state: SearchState) -> dict[str, Any]:
+    """GRACE's reward accuracy on the held-out trajectories (and the train split): the returned reward's, and one
+    row per generation (bird/components/demos.py generation_accuracy); {} when the search does not measure it."""
+    rows = [{"generation": it["iteration"], **it["reward_accuracy"]} for it in state.iterations_log
+            if it.get("reward_accuracy")]
+    if not rows:
+        return {}
+    last = rows[-1]
+    return {"reward_accuracy": {"metric": last["metric"], "returned": last["returned"], "train": last["train"],
+                                "test": last["test"], "per_generation": rows}}

@@ -28,13 +28,15 @@ FIELD_KINDS = (
     "contact",
     "position_delta",
     "other",
+    "text",  # a string as Unicode code points, padded with zeros (BabyAI's mission); programs read a str
 )
 
 
 @register_saved
 @dataclass(frozen=True)
 class ObsField:
-    """A named slice obs[..., start:start+size] of the flat observation."""
+    """A named slice obs[..., start:start+size] of the flat observation; `shape` (its product = size) is the array a
+    program reads it as (BabyAI's (H, W, 3) grid), () for a flat vector."""
 
     name: str
     start: int
@@ -44,10 +46,13 @@ class ObsField:
     unit: str = ""
     axis: str = ""  # "x", "y", "z", "xyz" or "" (for positions and velocities along a world axis)
     always_zero: bool = False  # padding slots (e.g. Meta-World's unused second object)
+    shape: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in FIELD_KINDS:
             raise ValueError(f"field {self.name}: kind {self.kind!r} not in {FIELD_KINDS}")
+        if self.shape and int(np.prod(self.shape)) != self.size:
+            raise ValueError(f"field {self.name}: shape {self.shape} does not hold its {self.size} slots")
 
 
 @register_saved

@@ -40,6 +40,13 @@ class Demos:
     next_obs: np.ndarray
     success: np.ndarray  # Meta-World's success flag per step (bool)
     reference_reward: np.ndarray | None = None  # (n, T); analysis only, never shown to a generator
+    length: np.ndarray | None = None  # (n,) steps of each episode; an episode that ended early is padded to T by
+    # repeating its last state (BabyAI ends on success); None = every episode runs T steps
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """(n,) steps of each episode (T for all when none ended early)."""
+        return self.length if self.length is not None else np.full(self.n, self.obs.shape[1])
 
     @property
     def n(self) -> int:
@@ -88,9 +95,12 @@ def demo_path(env_id: str, n: int, seed: int, kind: str) -> Path:
 
 
 def record_episode(env: gym.Env, policy: Policy | None, seed: int) -> dict[str, Any]:
-    """Run one episode from reset(seed=seed); policy None = uniform random (action space seeded with `seed`)."""
+    """Run one episode from reset(seed=seed); policy None = uniform random (action space seeded with `seed`). A policy
+    that plans from the simulator (BabyAI's bot) is told the episode's env after the reset (its `start(env)`)."""
     obs, _ = env.reset(seed=seed)
     env.action_space.seed(seed)
+    if policy is not None and hasattr(policy, "start"):
+        policy.start(env)
     rows: dict[str, list] = {"obs": [], "action": [], "next_obs": [], "success": [], "reference_reward": []}
     while True:
         action = env.action_space.sample() if policy is None else policy(obs)
@@ -103,6 +113,22 @@ def record_episode(env: gym.Env, policy: Policy | None, seed: int) -> dict[str, 
             out: dict[str, Any] = {k: np.asarray(v) for k, v in rows.items()}
             out["quantity"] = info["bird_episode"]["quantity"]
             return out
+
+
+def _padded(episodes: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """(n, T, ...) arrays, T the longest episode: a shorter one repeats its last state and action, with no success and
+    no reward after its end; `length` (n,) says where each ends."""
+    t = max(len(e["obs"]) for e in episodes)
+    out: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "action", "next_obs", "success", "reference_reward")}
+    for e in episodes:
+        pad = t - len(e["obs"])
+        for k in out:
+            v = np.asarray(e[k])
+            fill = np.zeros_like(v[-1:]) if k in ("success", "reference_reward") else v[-1:]
+            out[k].append(np.concatenate([v, np.repeat(fill, pad, axis=0)]) if pad else v)
+    arrays = {k: np.stack(v) for k, v in out.items()}
+    arrays["length"] = np.asarray([len(e["obs"]) for e in episodes])
+    return arrays
 
 
 def generate_demos(env_id: str, n: int, seed: int, kind: str = "expert") -> Path:
@@ -119,12 +145,12 @@ def generate_demos(env_id: str, n: int, seed: int, kind: str = "expert") -> Path
     seeds = [seed * 1000 + i for i in range(n)]
     episodes = [record_episode(env, policy, s) for s in seeds]
     env.close()
-    arrays = {k: np.stack([e[k] for e in episodes]) for k in ("obs", "action", "next_obs", "success", "reference_reward")}
+    arrays = _padded(episodes)
     for k in ("obs", "action", "next_obs", "reference_reward"):
         arrays[k] = arrays[k].astype(np.float32)
     meta = {
         "env_id": adapter.spec.env_id, "kind": kind, "n": n, "seed": seed,
-        "policy": "scripted expert" if kind == "expert" else "uniform random over the action box",
+        "policy": "scripted expert" if kind == "expert" else "uniform random over the action space",
         "command": f"python -m bird.envs demos env={env_id} n={n} seed={seed} kind={kind}",
     }
     path = demo_path(env_id, n, seed, kind)
@@ -154,4 +180,5 @@ def load_demos(
             env_id=meta["env_id"], kind=kind, seed=seed, episode_seeds=z["episode_seeds"],
             obs=z["obs"], action=z["action"], next_obs=z["next_obs"], success=z["success"],
             reference_reward=z["reference_reward"] if with_reference_reward else None,
+            length=z["length"] if "length" in z.files else None,
         )

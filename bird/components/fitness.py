@@ -69,7 +69,7 @@ def _reference(ev: Evidence) -> float | None:
     return None if math.isnan(value) else value
 
 
-@register("fitness", "none")
+@register("fitness", "none", needs_policy=False)
 def _none(ev: Evidence) -> float | None:
     return None
 

@@ -3,11 +3,14 @@
 - all: every expert state;
 - last_state: the last state of each expert trajectory (GRACE §5.1, BabyAI: the env terminates on success);
 - goal_identified: GRACE P0.1 (App. A.7): the generator reads each expert trajectory and names its goal states
-  (1-based indices, or -1 for none). An answer that cannot be read falls back to the last state, recorded.
+  (1-based indices, or -1 for none). An answer that cannot be read falls back to the last state, recorded;
+- last_if_terminal: last_state on a task whose episodes end on success (GRACE §5.1 gives that as its reason for the
+  rule on BabyAI), goal_identified elsewhere.
 
 Expert states that are not positives become negatives when demos.unidentified_as_negative is set (GRACE §4, data
-cleaning: S_n = (D+ \\ S_e) ∪ D-), else they are dropped (label 0). Each labeller returns (labels (n, T) in
-{+1, -1, 0}, one record per trajectory for demos.json).
+cleaning: S_n = (D+ \\ S_e) ∪ D-), else they are dropped (label 0). Each labeller takes the expert states (n, T, D)
+and each trajectory's length (n,) (a shorter one is padded to T: BabyAI ends on success) and returns (labels (n, T)
+in {+1, -1, 0}, 0 on the padding; one record per trajectory for demos.json).
 """
 
 from __future__ import annotations
@@ -33,15 +36,21 @@ def _other(cfg: BirdConfig) -> int:
     return -1 if cfg.demos.unidentified_as_negative else 0
 
 
+def _unpadded(states: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """(n, T) True on each trajectory's own steps, False on its padding."""
+    return np.arange(states.shape[1])[None, :] < np.asarray(lengths)[:, None]
+
+
 @register("positive_states", "all")
-def _all(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
-    return np.ones(states.shape[:2], dtype=int), []
+def _all(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator, lengths: np.ndarray) -> Labels:
+    return _unpadded(states, lengths).astype(int), []
 
 
 @register("positive_states", "last_state")
-def _last_state(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
-    label = np.full(states.shape[:2], _other(cfg), dtype=int)
-    label[:, -1] = 1
+def _last_state(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator,
+                lengths: np.ndarray) -> Labels:
+    label = np.where(_unpadded(states, lengths), _other(cfg), 0)
+    label[np.arange(len(label)), np.asarray(lengths) - 1] = 1
     return label, []
 
 
@@ -79,12 +88,14 @@ def read_goal_indexes(text: str, n_states: int) -> tuple[list[int] | None, str]:
 
 
 @register("positive_states", "goal_identified")
-def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
-    n, t = states.shape[:2]
-    label = np.full((n, t), _other(cfg), dtype=int)
-    requests = [goal_request(cfg, spec, states[e], e, cfg.demos.seed) for e in range(n)]
+def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator,
+                     lengths: np.ndarray) -> Labels:
+    n = states.shape[0]
+    label = np.where(_unpadded(states, lengths), _other(cfg), 0)
+    requests = [goal_request(cfg, spec, states[e, : lengths[e]], e, cfg.demos.seed) for e in range(n)]
     records = []
     for e, answer in enumerate(generator.complete_many(requests)):
+        t = int(lengths[e])
         if isinstance(answer, LLMError):
             goals, why = None, f"request failed: {answer}"
         else:
@@ -94,3 +105,10 @@ def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, genera
         label[e, goals] = 1
         records.append({"episode": e, "goal_steps": [g + 1 for g in goals], "how": why})
     return label, records
+
+
+@register("positive_states", "last_if_terminal")
+def _last_if_terminal(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator,
+                      lengths: np.ndarray) -> Labels:
+    rule = _last_state if spec.extra.get("ends_on_success") else _goal_identified
+    return rule(cfg, spec, states, generator, lengths)

@@ -102,7 +102,8 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
-                "select.population_size", "demos.max_train", "budget.max_policy_trainings", "decompose.n_subtasks",
+                "select.population_size", "demos.max_train", "demos.max_train_expert", "demos.max_train_negative",
+                "budget.max_policy_trainings", "decompose.n_subtasks",
                 "train.n_envs", "final.seeds"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
@@ -144,8 +145,9 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
     for item in cfg.generate.resample_on:
         if item not in kinds:
             problems.append(f"generate.resample_on: {item!r} is not a failure kind; allowed: {kinds}")
-    if cfg.final.retrain and (cfg.final.learner or cfg.train.learner) == "none":
-        problems.append("final.learner: the final retrain needs a learner other than 'none' (set final.learner)")
+    if cfg.final.retrain and (cfg.final.learner or cfg.train.learner) == "none" and _ranks_on_policy(cfg):
+        problems.append("final.learner: the final retrain needs a learner other than 'none' (set final.learner); "
+                        "only a search whose fitness needs no policy (GRACE's demo fitness) may stop before RL")
     for key, allowed in _ENUMS.items():
         if _get(cfg, key) not in allowed:
             problems.append(f"{key}={_get(cfg, key)!r}: allowed: {list(allowed)}")
@@ -154,6 +156,12 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
         problems.append(f"env.id={cfg.env.id!r}: unknown suite {suite!r}; allowed: {registry.names('suite')}")
     if cfg.generate.prompt not in template_sets():
         problems.append(f"generate.prompt={cfg.generate.prompt!r}: no template set; allowed: {template_sets()}")
+
+
+def _ranks_on_policy(cfg: BirdConfig) -> bool:
+    """The fitness or a report metric reads a trained policy (registry.Component.needs_policy)."""
+    names = [cfg.feedback.fitness, *cfg.feedback.report_metrics]
+    return any(n in registry.names("fitness") and registry.declared("fitness", n).needs_policy for n in names)
 
 
 def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:

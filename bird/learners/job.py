@@ -9,7 +9,8 @@ from typing import Any
 from bird.config.schema import BirdConfig, EnvConfig, TrainConfig
 from bird.registry import get
 
-__all__ = ["TrainJob", "VideoSpec", "EVAL_SEED_BASE", "ROLLOUT_SEED_BASE", "make_job", "learner_trains", "video_spec"]
+__all__ = ["TrainJob", "VideoSpec", "EVAL_SEED_BASE", "ROLLOUT_SEED_BASE", "make_job", "learner_trains", "loop_learner",
+           "final_learner", "video_spec"]
 
 EVAL_SEED_BASE = 1_000_000  # eval seeds are the same for every candidate and checkpoint (paired comparisons)
 ROLLOUT_SEED_BASE = 2_000_000  # never the eval seeds nor the training seeds
@@ -103,3 +104,25 @@ def make_job(cfg: BirdConfig, cid: str, code: str | None, seed: int, env_steps: 
 def learner_trains(name: str) -> bool:
     """False for a learner that trains no policy (`none`): its jobs never go to an executor."""
     return bool(get("learner", name).trains)
+
+
+def _reads_policy(cfg: BirdConfig) -> bool:
+    """Whether anything the loop ranks or reports reads a trained policy (a fitness declares needs_policy)."""
+    from bird.config.needs import needs_judgement
+    from bird.registry import declared
+
+    names = [cfg.feedback.fitness, *cfg.feedback.report_metrics]
+    return any(declared("fitness", n).needs_policy for n in names) or needs_judgement(cfg) or \
+        cfg.train.collect_episodes > 0
+
+
+def loop_learner(cfg: BirdConfig) -> str:
+    """The learner of the loop's trainings: train.learner, or `none` when nothing the loop ranks or reports reads a
+    policy (GRACE's demo fitness: its train.learner then trains only the final retrain and DataExpandRL)."""
+    return cfg.train.learner if _reads_policy(cfg) else "none"
+
+
+def final_learner(cfg: BirdConfig) -> str:
+    """The learner of the final retrain and of GRACE's DataExpandRL: final.learner, else train.learner. `none` (with
+    a fitness that needs no policy) stops the search before any RL: GRACE's offline reward learning."""
+    return cfg.final.learner or cfg.train.learner

@@ -4,7 +4,8 @@ shown (initial request), or the parent code and the misscored states shown with 
 goal-state request (GRACE P0.1) is answered {reasoning, goal_state_indexes} from the one trajectory shown.
 
 Programs: r(s) = offset + Σ_i [bonus_i · 1(d_i(s) < θ_i) + w_i / (1 + d_i(s)/σ_i)], d_i = distance of two
-position fields; the term spec rides in a comment line, as in terms.py."""
+position fields, or on a categorical grid state of two cell classes (grid_terms.py); the term spec rides in a comment
+line, as in terms.py."""
 
 from __future__ import annotations
 
@@ -15,37 +16,55 @@ from typing import Any
 import numpy as np
 
 from bird.llm.base import LLMError
+from bird.llm.offline.grid_terms import GRID_HELPERS, grid_distance, grid_pairs, grid_term_code, is_grid_pair
 from bird.llm.offline.terms import SPEC_MARKER
 
 __all__ = ["answer_demo_request", "answer_goal_states"]
 
 
-def _pairs(fields: list[dict]) -> list[tuple[str, str]]:
-    pos = [f["name"] for f in fields if f.get("unit") == "m" and f["size"] == 3  # 3-d positions, from units alone
+def _shown_states(ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [r for t in ctx.get("expert_trajectories", []) for r in t["rows"]] + ctx.get("trajectory", [])
+    rows += [r for item in ctx.get("wrong_examples", []) for r in item.get("rows", [item])]
+    return [r["state"] for r in rows if isinstance(r.get("state"), dict)]
+
+
+def _pairs(ctx: dict[str, Any]) -> list[tuple[str, str]]:
+    """Distances to measure: pairs of 3-d position fields (from units alone), else pairs of cell classes of a grid
+    the shown states hold."""
+    pos = [f["name"] for f in ctx["obs_fields"] if f.get("unit") == "m" and f["size"] == 3
            and not f.get("always_zero") and not f["name"].startswith("prev_")]
-    return [(a, b) for i, a in enumerate(pos) for b in pos[i + 1 :]]
+    return [(a, b) for i, a in enumerate(pos) for b in pos[i + 1 :]] or grid_pairs(_shown_states(ctx))
 
 
 def _dist(state: dict[str, Any], pair: tuple[str, str]) -> float | None:
+    if is_grid_pair(pair):
+        return grid_distance(state, pair)
     a, b = state.get(pair[0]), state.get(pair[1])
     if a is None or b is None:
         return None
     return float(np.linalg.norm(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)))
 
 
+def _measure(a: str, b: str) -> str:
+    return grid_term_code(a, b) if is_grid_pair((a, b)) else f"distance(state[{a!r}], state[{b!r}])"
+
+
 def _render(spec: dict[str, Any], pairs: list[tuple[str, str]], note: str) -> str:
+    pairs = pairs[:8]  # the debug output's distances
+    grid = any(is_grid_pair((t["a"], t["b"])) for t in spec["terms"]) or any(map(is_grid_pair, pairs))
     lines = [f"# {note}", SPEC_MARKER + json.dumps(spec, separators=(",", ":")), "import numpy as np", "", "",
              "def distance(a, b):", "    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)))", "", "",
+             *(GRID_HELPERS if grid else []),
              "class Reward:", '    """High reward when the tracked distances are small (goal reached), shaping otherwise."""', "",
              "    def __init__(self, extra_info=None):", "        self.extra_info = extra_info", "",
              "    def reward_fn(self, state):", f"        reward = {spec['offset']!r}"]
     for i, t in enumerate(spec["terms"]):
-        lines += [f"        d{i} = distance(state[{t['a']!r}], state[{t['b']!r}])",
+        lines += [f"        d{i} = {_measure(t['a'], t['b'])}",
                   f"        if d{i} < {t['theta']!r}:", f"            reward += {t['bonus']!r}",
                   f"        reward += {t['w']!r} / (1.0 + d{i} / {t['sigma']!r})"]
     lines += ["        return reward", "", "    def debug_fn(self, state):", "        parts = []"]
     for a, b in pairs:
-        lines.append(f"        parts.append('d({a},{b})=' + str(round(distance(state[{a!r}], state[{b!r}]), 4)))")
+        lines.append(f"        parts.append('d({a},{b})=' + str(round({_measure(a, b)}, 4)))")
     lines.append("        return '; '.join(parts)")
     return "\n".join(lines) + "\n"
 
@@ -139,18 +158,19 @@ def _mutate(spec: dict, wrong: list[tuple[str, dict, float]], pairs: list[tuple[
 
 
 def answer_demo_request(ctx: dict[str, Any], purpose: str, rng: random.Random, label: str) -> str:
-    """Raises LLMError when the state has no two 3-d position fields: every program it writes is built on their
-    distance (GRACE's tasks are Meta-World's; a suite of joint angles and velocities gives it nothing to measure)."""
-    pairs = _pairs(ctx["obs_fields"])
-    if not pairs:
-        shown = ", ".join(f"{f['name']} ({f['size']}, {f.get('unit') or 'no unit'})" for f in ctx["obs_fields"][:8])
-        raise LLMError(f"offline synthesiser cannot write a {purpose!r} reward class for this state: its programs "
-                       f"reward distances between two 3-d position fields (unit m), and the state has none "
-                       f"(fields: {shown}{', ...' if len(ctx['obs_fields']) > 8 else ''})")
+    """Raises LLMError when the state has neither two 3-d position fields nor a categorical grid with two sparse cell
+    classes: every program it writes is built on such a distance (a suite of joint angles and velocities gives it
+    nothing to measure)."""
     parent = None
     for line in (ctx.get("parent_code") or "").splitlines():
         if line.startswith(SPEC_MARKER):
             parent = json.loads(line[len(SPEC_MARKER):])
+    pairs = _pairs(ctx) or ([(t["a"], t["b"]) for t in parent["terms"]] if parent else [])
+    if not pairs:
+        shown = ", ".join(f"{f['name']} ({f['size']}, {(f.get('unit') or 'no unit')[:40]})" for f in ctx["obs_fields"][:8])
+        raise LLMError(f"offline synthesiser cannot write a {purpose!r} reward class for this state: its programs "
+                       f"reward distances between two 3-d position fields (unit m) or two cell classes of a grid, "
+                       f"and the state has none (fields: {shown}{', ...' if len(ctx['obs_fields']) > 8 else ''})")
     if purpose == "mutation" and parent is not None:
         spec, why = _mutate(parent, _wrong(ctx), pairs, rng)
     else:
@@ -163,7 +183,7 @@ def answer_goal_states(ctx: dict[str, Any], label: str) -> str:
     within 10% of its drop from the first state; -1 when no distance shrinks by at least 10%."""
     rows = ctx.get("trajectory", [])
     best, shrink = None, 0.1
-    for pair in _pairs(ctx["obs_fields"]):
+    for pair in _pairs(ctx):
         d = [_dist(r["state"], pair) for r in rows]
         if not d or any(x is None for x in d):
             continue
