@@ -52,3 +52,8 @@ def print_summary(result: dict[str, Any], candidates: list[dict[str, Any]]) -> N
     console.print(f"returned {(result.get('returned') or {}).get('candidate_id')} · returned_score "
                   f"{'n/a' if rs is None else f'{rs:.3f}'} · env steps {result['env_steps']:,} · "
                   f"LLM calls {result['llm_calls']} · wall {result['wall_s']:.0f} s")
+    accuracy = result.get("reward_accuracy")
+    if accuracy:
+        fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+        console.print(f"reward accuracy ({accuracy['metric']}, GRACE Figs 2 and 4) of {accuracy['returned']}: "
+                      f"train {fmt(accuracy['train'])} · held-out {fmt(accuracy['test'])}")

@@ -18,6 +18,10 @@ from bird.state import SearchState
 __all__ = ["build_result", "substitutes", "why_nothing_returned"]
 
 
+# what a search that trains the task's reference reward (method=oracle) records as its generator
+_NO_GENERATOR = {"provider": "none", "model": None, "label": "the task's reference reward: no generator was asked"}
+
+
 def substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
     """The config's substitutes (its own, its components', its differences from BIRD's matched protocol:
     bird.fidelity.config_substitutes) and run-time ones."""
@@ -49,7 +53,8 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
         "method": cfg.method, "env": cfg.env.id, "suite": state.spec.suite, "task": state.spec.task,
         "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
         "plugins": describe_plugins(cfg.plugins),
-        "generator": generator.describe(), "substitutes": substitutes(cfg, state),
+        "generator": generator.describe() if cfg.train.reward_source == "candidate" else _NO_GENERATOR,
+        "reward_source": cfg.train.reward_source, "substitutes": substitutes(cfg, state),
         "plan": state.plan.__dict__, "score_definition": state.spec.score_definition,
         "fitness_source": resolve_fitness(cfg.feedback.fitness, state.spec.suite),
         "returned": None if cand is None else {
