@@ -217,7 +217,7 @@ def _babyai_tasks() -> Mapping[str, Any]:
 # its own adapter, not task files: the bot plans from the simulator's state (demos.enabled), the actions are discrete,
 # and the grid is a shaped field (docs/babyai.md)
 register("suite", "babyai")(Suite(_babyai, scripted_expert=True, success_flag=True, task_names=_known("babyai", _babyai_tasks),
-                                  provides={"representations": ("obs_code", "obs_index", "class_abstraction"), "frames": True}))
+                                  provides={"representations": _ADAPTER_VIEWS, "frames": True}))
 
 
 @register("hidden_facts", "babyai")

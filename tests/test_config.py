@@ -91,7 +91,7 @@ def test_demonstrations_on_a_suite_without_a_scripted_expert_fail_at_config_time
     """GRACE learns from scripted-expert demonstrations; MuJoCo has none: the config is refused before anything runs,
     saying what is missing, instead of failing (or crashing) once the search has started."""
     with pytest.raises(ConfigError, match=r"demos.enabled=true: .*suite 'mujoco' has no scripted expert policy .*"
-                                          r"suites with one: \['metaworld'\]"):
+                                          r"suites with one: \['babyai', 'metaworld'\]"):
         compose(["method=grace", "env=mujoco/hopper"])
     with pytest.raises(ConfigError, match="no scripted expert policy"):
         compose(["demos.enabled=true", "env=mujoco/swimmer"])

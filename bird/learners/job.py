@@ -112,8 +112,7 @@ def _reads_policy(cfg: BirdConfig) -> bool:
     from bird.registry import declared
 
     names = [cfg.feedback.fitness, *cfg.feedback.report_metrics]
-    return any(declared("fitness", n).needs_policy for n in names) or needs_judgement(cfg) or \
-        cfg.train.collect_episodes > 0
+    return any(declared("fitness", n).needs_policy for n in names) or needs_judgement(cfg)
 
 
 def loop_learner(cfg: BirdConfig) -> str:

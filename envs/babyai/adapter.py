@@ -123,8 +123,11 @@ class BabyAIAdapter(TaskAdapter):
 
     @cached_property
     def spec(self) -> TaskSpec:  # type: ignore[override]
+        from bird.envs.babyai.source import level_source
+
         env = SymbolicObs(self._raw())
         n_actions = int(env.action_space.n)
+        full = level_source(type(env.unwrapped)) + "\n\n" + _obs_code()
         substitutes = [*SUBSTITUTES, *([_NEW_LEVEL] if self.level.new else [])]
         env.close()
         return TaskSpec(
@@ -133,7 +136,7 @@ class BabyAIAdapter(TaskAdapter):
             action_low=(0.0,), action_high=(float(n_actions - 1),), score_definition=SCORE_DEFINITION,
             env_code=_obs_code(),
             extra={"gym_id": self.level.gym_id, "new_level": self.level.new, "discrete_actions": n_actions,
-                   "ends_on_success": True,
+                   "ends_on_success": True, "full_source": full,
                    "actions": "0 turn left, 1 turn right, 2 forward, 3 pick up, 4 drop, 5 toggle (open), 6 done",
                    "substitutes": substitutes},
         )
