@@ -51,6 +51,8 @@ def _table(out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
         "pool_start": ([py, "bench/bench_pool_start.py", "--repeats", "1", "--set", "budget.max_iterations=1",
                         "budget.env_steps=256", "budget.final_env_steps=256"], {}),
         "metaworld_env": ([py, "bench/bench_metaworld_env.py", "--tasks", "push", "--repeats", "1"], {}),
+        "babyai_ppo": ([py, "bench/bench_babyai_ppo.py", "--steps", "512", "--n-steps", "128", "--repeats", "1",
+                        "--no-record"], {}),
         "trainer_start": ([py, "bench/bench_trainer_start.py", "--task", "inverted_pendulum", "--repeats", "1",
                            "--set", "env.horizon=20"], {}),
         "device_dry_run": (["bash", "bench/device/run.sh", "--dry-run"],
