@@ -6,6 +6,8 @@ and 11 captions) and the papers each module cites.
 
 from .bootstrap import Interval, bca_interval, interval, stratified_bootstrap
 from .bradley_terry import (
+    DEFAULT_L2,
+    DEFAULT_PRIOR_SD_ELO,
     BTIntervals,
     Ratings,
     bradley_terry,
@@ -47,7 +49,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "BTIntervals", "Interval", "Leaderboard", "Ratings", "RunCollection", "Skipped", "ZeroVarianceWarning",
+    "DEFAULT_L2", "DEFAULT_PRIOR_SD_ELO", "BTIntervals", "Interval", "Leaderboard", "Ratings", "RunCollection", "Skipped", "ZeroVarianceWarning",
     "aggregate_iqm", "aggregate_mean", "aggregate_median", "aggregate_optimality_gap", "bca_interval",
     "bradley_terry", "bradley_terry_intervals", "build_leaderboard", "canonicalize_samples",
     "canonicalize_tabular", "epic_distance_samples", "epic_distance_tabular", "find_run_dirs", "interval", "l2_from_prior_sd_elo",

@@ -21,8 +21,9 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples for means (BCa)")
     lb.add_argument("--bt-resamples", type=int, default=1_000, help="bootstrap resamples for Elo intervals")
     lb.add_argument("--curve-resamples", type=int, default=2_000, help="bootstrap resamples per curve point")
-    lb.add_argument("--l2", type=float, default=1e-6, help="Bradley–Terry L2 penalty (natural units)")
-    lb.add_argument("--prior-sd-elo", type=float, help="Gaussian prior on ratings (Elo sd); overrides --l2")
+    lb.add_argument("--prior-sd-elo", type=float, help="Gaussian prior on each Bradley–Terry rating, its sd in Elo "
+                    "(default: DEFAULT_PRIOR_SD_ELO of analysis/bradley_terry.py, a modelling choice: docs/analysis.md)")
+    lb.add_argument("--l2", type=float, help="Bradley–Terry L2 penalty in natural units; overrides --prior-sd-elo")
     lb.add_argument("--seed", type=int, default=0, help="random_state of every bootstrap")
     lb.add_argument("--rank-baselines", action="store_true",
                     help="rank the reference-reward baseline (method=oracle) in Bradley–Terry too")
@@ -145,10 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = save_parquet(coll, args.out)
         print(f"wrote {len(coll.runs)} runs ({len(coll.skipped)} skipped) to {out}")
         return 0
-    from .bradley_terry import l2_from_prior_sd_elo
+    from .bradley_terry import DEFAULT_PRIOR_SD_ELO, l2_from_prior_sd_elo
     from .report import build_leaderboard, write_leaderboard
 
-    l2 = l2_from_prior_sd_elo(args.prior_sd_elo) if args.prior_sd_elo else args.l2
+    l2 = l2_from_prior_sd_elo(args.prior_sd_elo or DEFAULT_PRIOR_SD_ELO) if args.l2 is None else args.l2
     lb = build_leaderboard(source, pair=tuple(args.pair) if args.pair else None,
                            n_resamples=args.n_resamples, bt_resamples=args.bt_resamples,
                            curve_resamples=args.curve_resamples, l2=l2, random_state=args.seed,

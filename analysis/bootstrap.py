@@ -10,9 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["Interval", "bca_interval", "interval", "stratified_bootstrap"]
+__all__ = ["Interval", "bca_interval", "interval", "stratified_bootstrap", "FEW_SEEDS", "few_seeds_label"]
 
 METHODS = ("BCa", "percentile")
+# Below this many seeds a cell's resamples are few and coarse (2 seeds give 3 distinct means): a 95% interval is then
+# about the seeds' range (a percentile of two values is a range), and it is labelled so wherever it is shown.
+FEW_SEEDS = 5
 STATISTICS = ("task_mean", "pooled_mean")
 ScoresLike = Sequence[float] | np.ndarray | Mapping[str, Sequence[float] | np.ndarray]
 
@@ -32,6 +35,13 @@ class Interval:
     n_tasks: int
     n_seeds: int
     degenerate: bool = False
+
+
+def few_seeds_label(n_seeds: int) -> str:
+    """The label an interval over `n_seeds` seeds a cell carries: "" from FEW_SEEDS seeds on."""
+    if n_seeds >= FEW_SEEDS:
+        return ""
+    return f" ({n_seeds} seed{'s' * (n_seeds != 1)} < {FEW_SEEDS}: about the seeds' range)"
 
 
 def _as_tasks(scores: ScoresLike) -> tuple[list[str], list[np.ndarray]]:

@@ -15,9 +15,14 @@ from scipy import optimize
 from .bootstrap import stratified_bootstrap
 
 __all__ = ["BTIntervals", "Ratings", "bradley_terry", "bradley_terry_intervals", "l2_from_prior_sd_elo",
-           "strongly_connected", "to_table", "win_matrix"]
+           "strongly_connected", "to_table", "win_matrix", "DEFAULT_PRIOR_SD_ELO", "DEFAULT_L2"]
 
 ELO_PER_NAT = 400.0 / math.log(10.0)
+# The default prior on each rating, a modelling choice (docs/analysis.md): Gelman et al. 2008 (Ann. Appl. Stat.
+# 2(4):1360-1383) recommend scale 2.5 on the logit scale for a logistic-regression coefficient, which keeps fits finite
+# under separation (a method that never loses); here a Gaussian (the fit's ridge penalty) with that scale on the
+# difference of two ratings: 2.5 / sqrt(2) nats = 307 Elo per rating, rounded.
+DEFAULT_PRIOR_SD_ELO = 300.0
 TIE_DECIMALS = 9  # scores are rounded to 1e-9 before comparing, so equal success rates tie exactly
 Table = Mapping[str, Mapping[str, Sequence[float]]] | pd.DataFrame
 
@@ -34,7 +39,9 @@ class BTIntervals:
     """Ratings with bootstrap intervals (seeds resampled in every (method, task) cell, tasks fixed).
 
     n_not_connected counts statistic evaluations (replicates + jackknife) whose win graph was not strongly
-    connected, out of n_fits; above ~1% the bounds of the affected methods are not trustworthy.
+    connected, out of n_fits: in those the ratings of the separated methods are set by the prior, not the data.
+    `identifiable` is False when their share exceeds one tail of the interval ((1 - confidence_level) / 2): they
+    could then be what sets a bound, and the interval is reported as not identifiable instead of printed.
     """
 
     ratings: Ratings
@@ -44,6 +51,25 @@ class BTIntervals:
     n_resamples: int
     n_not_connected: int
     n_fits: int
+    confidence_level: float = 0.95
+    l2: float = 0.0
+
+    @property
+    def not_connected_share(self) -> float:
+        return self.n_not_connected / self.n_fits if self.n_fits else 0.0
+
+    @property
+    def identifiable(self) -> bool:
+        return self.not_connected_share <= (1.0 - self.confidence_level) / 2
+
+    def describe(self, m: str) -> str:
+        """Method m's rating as a reader should read it: `1500 [1400, 1600]`, with the share of resamples that were
+        not strongly connected when there are any, or `1500 (not identifiable: ...)`."""
+        shown = f"{self.ratings[m]:.0f}" + ("" if self.ratings.strongly_connected else " (rating set by the prior)")
+        share = f"{self.not_connected_share:.1%} of resamples not connected"
+        if not self.identifiable:
+            return f"{shown} (not identifiable: {share})"
+        return f"{shown} [{self.low[m]:.0f}, {self.high[m]:.0f}]" + (f" ({share})" if self.n_not_connected else "")
 
 
 def to_table(table: Table) -> dict[str, dict[str, np.ndarray]]:
@@ -163,23 +189,26 @@ def _fit(w: np.ndarray, l2: float) -> np.ndarray:
 
 def l2_from_prior_sd_elo(sd_elo: float) -> float:
     """The `l2` of a Gaussian prior with standard deviation `sd_elo` Elo on each rating: 1 / (2 sigma^2), sigma in
-    natural units. Use it for readable ratings when the win graph is not strongly connected; report its value."""
+    natural units. It keeps ratings finite when the win graph is not strongly connected; report its value."""
     if not sd_elo > 0:
         raise ValueError(f"sd_elo={sd_elo!r} must be > 0")
     return 1.0 / (2.0 * (sd_elo / ELO_PER_NAT) ** 2)
+
+
+DEFAULT_L2 = l2_from_prior_sd_elo(DEFAULT_PRIOR_SD_ELO)
 
 
 def _elo(theta: np.ndarray, anchor: float) -> np.ndarray:
     return anchor + ELO_PER_NAT * (theta - theta.mean())
 
 
-def bradley_terry(table: Table, l2: float = 1e-6, anchor: float = 1500.0) -> Ratings:
+def bradley_terry(table: Table, l2: float = DEFAULT_L2, anchor: float = 1500.0) -> Ratings:
     """Bradley–Terry ratings on the Elo scale (BIRD Fig. 7).
 
     Within each task every seed of one method is compared with every seed of another; the higher score wins
     and an exact tie (after rounding to 1e-9) counts half. The fit minimises the L2-penalised negative
-    log-likelihood in natural-log units, `l2 * sum(theta**2)`, then maps to Elo (400/ln 10 per unit) with
-    mean `anchor`. Warns and sets `strongly_connected=False` when the win graph is not strongly connected.
+    log-likelihood in natural-log units, `l2 * sum(theta**2)` (default: a Gaussian prior of DEFAULT_PRIOR_SD_ELO
+    per rating), then maps to Elo (400/ln 10 per unit) with mean `anchor`. Warns and sets `strongly_connected=False` when the win graph is not strongly connected.
 
     Args:
         table: mapping method -> task -> per-seed scores, or a long DataFrame (method, task, seed, score).
@@ -203,7 +232,7 @@ def bradley_terry(table: Table, l2: float = 1e-6, anchor: float = 1500.0) -> Rat
 
 def bradley_terry_intervals(
     table: Table,
-    l2: float = 1e-6,
+    l2: float = DEFAULT_L2,
     anchor: float = 1500.0,
     confidence_level: float = 0.95,
     n_resamples: int = 2_000,
@@ -216,7 +245,8 @@ def bradley_terry_intervals(
     jackknife adds one fit per seed per cell.
 
     Returns:
-        BTIntervals with per-method low/high and the count of not-strongly-connected fits.
+        BTIntervals with per-method low/high, the count of not-strongly-connected fits and whether the intervals
+        are identifiable.
     """
     tab = to_table(table)
     with warnings.catch_warnings():
@@ -239,4 +269,4 @@ def bradley_terry_intervals(
         low, high, _ = stratified_bootstrap(samples, stat, method, confidence_level, n_resamples, random_state)
     return BTIntervals(ratings, dict(zip(methods, np.atleast_1d(low).tolist(), strict=True)),
                        dict(zip(methods, np.atleast_1d(high).tolist(), strict=True)), method, n_resamples,
-                       counts["bad"], counts["fits"])
+                       counts["bad"], counts["fits"], confidence_level, l2)

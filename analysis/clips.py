@@ -10,7 +10,7 @@ from bird.files import read_json
 
 from .artefacts import inside
 
-__all__ = ["pick_clips"]
+__all__ = ["pick_clips", "why_no_clips"]
 
 
 def _first_clip(run_dir: str) -> dict | None:
@@ -52,3 +52,30 @@ def pick_clips(runs: pd.DataFrame) -> pd.DataFrame:
                      "returned_score": run.returned_score, "n_runs": len(with_clip), "clip_score": clip.get("score"),
                      "description": clip.get("description", ""), "path": clip["path"]})
     return pd.DataFrame(rows)
+
+
+def _present(run_dir: Path, name: str) -> bool:
+    clip = run_dir / name
+    return clip.is_file() and not clip.is_symlink() and inside(run_dir, clip)
+
+
+def why_no_clips(runs: pd.DataFrame) -> str:
+    """Why no run gives a clip, from each run's result.json `videos`: clips listed but not in the run directory
+    (a bundle holds media only when packed with --with-media), runs that recorded none, and recorded problems."""
+    missing = off = 0
+    problems: set[str] = set()
+    for run_dir in runs.get("run_dir", []):
+        try:  # a received run: any field may have any shape
+            videos = read_json(Path(run_dir) / "result.json", "result", Path(run_dir)).get("videos") or {}
+            clips = [c for c in videos.get("clips") or [] if isinstance(c, dict)]
+            off += videos.get("record") == "none"
+            missing += sum(1 for c in clips if not _present(Path(run_dir), str(c.get("video", ""))))
+            problems.update(str(p)[:200] for p in list(videos.get("problems") or [])[:10])
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue
+    parts = [f"{missing} clip(s) the runs list are not in their directories (a bundle holds clips only when packed "
+             "with --with-media)"] * bool(missing)
+    parts += [f"{off} run(s) recorded none (video.record=none)"] * bool(off)
+    parts += sorted(problems)[:3]
+    return "; ".join(parts) or "the runs list none"
+

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .bootstrap import few_seeds_label
+
 __all__ = ["CAPTIONS", "not_drawn_reason", "render_page"]
 
 _ASSETS = Path(__file__).parent
@@ -75,8 +77,9 @@ def _runs_cell(runs: pd.DataFrame, files: RunFiles, with_task: bool) -> str:
             "</details></td>")
 
 
-def _overview(name: str, df: pd.DataFrame, runs: pd.DataFrame, files: RunFiles) -> str:
-    """One benchmark's (or the pooled) overview table, with a column of run links when the runs are known."""
+def _overview(name: str, df: pd.DataFrame, runs: pd.DataFrame, files: RunFiles, remarks: list[str]) -> str:
+    """One benchmark's (or the pooled) overview table, with a column of run links when the runs are known, and the
+    remarks its reader must know (methods too few seeds separate)."""
     mine = runs if name == "pooled" else runs[runs["benchmark"] == name]
     head = [*map(str, df.columns), *["runs"] * bool(len(runs))]
     rows = []
@@ -85,7 +88,8 @@ def _overview(name: str, df: pd.DataFrame, runs: pd.DataFrame, files: RunFiles) 
         if len(runs):
             cells.append(_runs_cell(mine[mine["method"] == rec.get("method")], files, with_task=True))
         rows.append(cells)
-    return f'<h3 id="overview-{_e(name)}">{_e(name)}</h3>' + _table(head, rows, nosort=["runs"])
+    said = "".join(f'<p class="remark">{_e(r)}</p>' for r in remarks)
+    return f'<h3 id="overview-{_e(name)}">{_e(name)}</h3>' + _table(head, rows, nosort=["runs"]) + said
 
 
 def _clip_cell(clip: dict | None, path: str | None) -> str:
@@ -108,7 +112,8 @@ def _task_table(bench: str, tasks: pd.DataFrame, runs: pd.DataFrame, clips: pd.D
     for t in tasks[tasks["benchmark"] == bench].to_dict("records"):
         key = (t["benchmark"], t["task"], t["method"])
         if t["n_seeds"]:
-            mean = f"{t['mean']:.3f} [{t['low']:.3f}, {t['high']:.3f}]" + " (degenerate)" * bool(t["degenerate"])
+            mean = f"{t['mean']:.3f} [{t['low']:.3f}, {t['high']:.3f}]" + (" (degenerate)" if t["degenerate"]
+                                                                           else few_seeds_label(t["n_seeds"]))
             lo, hi = f"{t['min']:.3f}", f"{t['max']:.3f}"
         else:
             mean, lo, hi = "n/a (no returned score)", "–", "–"
@@ -171,13 +176,15 @@ def render_page(lb: object, figures: dict[str, tuple[str, int] | None], clip_fil
             '<section id="overview"><h2>Overview</h2><p class="hint">Click a column heading to sort by it; click '
             "again to reverse. Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set "
             "fixed.</p>"]
-    body += [_overview(name, df, runs, run_files) for name, df in lb.tables.items()]
+    body += [_overview(name, df, runs, run_files, lb.remarks.get(name, [])) for name, df in lb.tables.items()]
     body.append("</section>")
     if len(tasks):
         body.append('<section id="tasks"><h2>Per task</h2><p class="hint">Mean returned score over seeds with its '
                     "95% BCa interval (seeds resampled). Sorting is stable: sort by the mean, then by task, to rank "
                     "the methods within each task. Each clip is the first evaluation episode of the returned policy "
                     "of the run with the median returned score.</p>")
+        body += [f'<p class="remark">Clips: {_e(n.split(": ", 1)[1])}.</p>' for n in lb.notes
+                 if n.startswith("clips: ")]
         body += [_task_table(b, tasks, runs, lb.clips, clip_files, run_files) for b in sorted(tasks["benchmark"].unique())]
         body.append("</section>")
     body += ['<section id="figures"><h2>Figures</h2>', *_figures(figures, lb.notes), "</section>"]

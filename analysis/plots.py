@@ -94,21 +94,27 @@ def plot_bradley_terry(fits: dict[str, BTIntervals], n_tasks: dict[str, int], l2
         methods = sorted(fit.ratings, key=fit.ratings.get)
         for y, m in enumerate(methods):
             r, lo, hi = fit.ratings[m], fit.low[m], fit.high[m]
-            filled = fit.ratings.strongly_connected
-            ax.errorbar(r, y, xerr=[[r - lo], [hi - r]], fmt="o", color="C0", capsize=3,
-                        mfc="C0" if filled else "white")
+            bar = [[r - lo], [hi - r]] if fit.identifiable else None  # no bar where the interval is not identifiable
+            ax.errorbar(r, y, xerr=bar, fmt="o", color="C0", capsize=3,
+                        mfc="C0" if fit.ratings.strongly_connected else "white")
         ax.axvline(np.mean(list(fit.ratings.values())), ls="--", color="grey", lw=1)
         ax.set_yticks(range(len(methods)), methods)
         ax.set_xlabel("Elo (Bradley–Terry)")
-        bad = f"\n{fit.n_not_connected}/{fit.n_fits} fits not connected" if fit.n_not_connected else ""
+        bad = ("" if not fit.n_not_connected else f"\n{fit.not_connected_share:.1%} of fits not connected"
+               + ("" if fit.identifiable else ": no intervals"))
         ax.set_title(f"{name}\nn = {_plural(n_tasks[name], 'task')}; {fit.method} B={fit.n_resamples}{bad}", fontsize=9)
         if not fit.ratings.strongly_connected:
-            notes.append(f"{name}: win graph not strongly connected; open markers are set by l2={l2:g}")
-        if fit.n_fits and fit.n_not_connected / fit.n_fits > 0.01:
-            notes.append(f"{name}: {fit.n_not_connected} of {fit.n_fits} bootstrap fits not strongly connected; "
-                         "bounds of the separated methods are not trustworthy")
-    _suptitle(fig, f"Bradley–Terry ratings (l2={l2:g}; open marker = not identifiable): seeds compared all-vs-all "
-                 "within tasks, ties half;\nintervals resample seeds with tasks fixed")
+            notes.append(f"{name}: win graph not strongly connected; open markers are set by the prior (l2={l2:g})")
+        if fit.n_not_connected:
+            tail = (1 - fit.confidence_level) / 2
+            notes.append(f"{name}: {fit.n_not_connected} of {fit.n_fits} bootstrap fits "
+                         f"({fit.not_connected_share:.1%}) not strongly connected; " +
+                         (f"above {tail:.1%}, one tail of the interval, so the Elo intervals are not identifiable "
+                          "and are not shown" if not fit.identifiable else
+                          f"at most {tail:.1%}, one tail of the interval, so the intervals are shown"))
+    _suptitle(fig, f"Bradley–Terry ratings (l2={l2:g}; open marker = set by the prior; no bar = interval not "
+                 "identifiable): seeds compared all-vs-all within tasks, ties half;\nintervals resample seeds with "
+                 "tasks fixed")
     return fig, notes
 
 
@@ -133,8 +139,11 @@ def plot_curves(iterations: pd.DataFrame, x: str = "iteration", n_resamples: int
     if x not in ("iteration", "env_steps_cum"):
         raise ValueError(f"x={x!r}; expected 'iteration' or 'env_steps_cum'")
     df = iterations.dropna(subset=["incumbent_score"])
+    lineless = sorted(set(iterations["method"]) - set(df["method"])) if len(iterations) else []
+    notes = [f"{m}: no line: the reward it would return after each iteration was never trained in the loop (no "
+             "in-loop score; e.g. CARD's last, feedback-less iteration, or a screened candidate)" for m in lineless]
     if df.empty:
-        return None, ["no per-iteration scores in the runs"]
+        return None, ["no per-iteration scores in the runs", *notes]
     tasks = sorted({(b, t) for b, t in zip(df["benchmark"], df["task"], strict=True)})
     ncol = min(4, len(tasks))
     nrow = -(-len(tasks) // ncol)
@@ -163,8 +172,9 @@ def plot_curves(iterations: pd.DataFrame, x: str = "iteration", n_resamples: int
         ax.set_axis_off()
     axes[0].legend(fontsize=8)
     _suptitle(fig, f"Per-task curves, n = {_plural(len(tasks), 'task')}: in-loop score of the reward that would be "
-                   "returned after each iteration;\nmean over seeds, 95% BCa bands over seeds")
-    return fig, []
+                   "returned after each iteration;\nmean over seeds, 95% BCa bands over seeds"
+              + (f"; no line for {', '.join(lineless)} (no in-loop score: Notes)" if lineless else ""))
+    return fig, notes
 
 
 def plot_reward_accuracy(iterations: pd.DataFrame) -> Result:

@@ -17,9 +17,9 @@ from bird.escape import markdown
 
 from . import plots
 from .artefacts import copy_clips, copy_run_files
-from .bootstrap import interval
-from .bradley_terry import BTIntervals, bradley_terry_intervals
-from .clips import pick_clips
+from .bootstrap import FEW_SEEDS, few_seeds_label, interval
+from .bradley_terry import DEFAULT_L2, BTIntervals, bradley_terry_intervals
+from .clips import pick_clips, why_no_clips
 from .metrics import aggregate_iqm, aggregate_optimality_gap
 from .page import CAPTIONS, not_drawn_reason, render_page
 from .rundir import RunCollection, read_runs
@@ -29,7 +29,7 @@ from .tidy import score_table, shared_tasks
 __all__ = ["Leaderboard", "build_leaderboard", "write_leaderboard"]
 
 # a cell this module formats: numbers, an interval, a mark in parentheses (never text from a run directory)
-_INTERVAL = re.compile(r"[-+0-9.e ]*\[[-+0-9.e, ]*\][a-z() ]*")
+_INTERVAL = re.compile(r"[-+0-9.e ]*\[[-+0-9.e, ]*\][a-z() ]*(?: \(\d+ seeds? < \d+: about the seeds' range\))?")
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Leaderboard:
     clips: pd.DataFrame = field(default_factory=pd.DataFrame)  # one clip per method × task (analysis/clips.py)
     tasks: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per benchmark × task × method
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    remarks: dict[str, list[str]] = field(default_factory=dict)  # table name -> what its reader must know (overlaps)
 
 
 def _fmt_iv(est: float, lo: float, hi: float) -> str:
@@ -89,18 +90,42 @@ def _fraction_of_baseline(cells: dict[str, np.ndarray], base: dict[str, np.ndarr
     return f"{own / ref:.2f}" if ref > 0 else "n/a (baseline mean not positive)"
 
 
+def _tied(g: pd.DataFrame) -> str:
+    """How many of the runs' iterations ended with every ranked candidate tied on fitness (the tie rule picked), of
+    the iterations of the runs that record it."""
+    known = g[g["n_tied"].notna()] if "n_tied" in g else g.iloc[0:0]
+    if known.empty:
+        return "n/a (not recorded)"
+    return f"{int(known['n_tied'].sum())} of {int(known['n_iterations'].sum())}"
+
+
+def _few_seeds_remark(intervals: dict[str, tuple[float, float]], seeds: dict[str, int]) -> list[str]:
+    """"too few seeds to separate methods" for the pairs whose mean intervals overlap where a cell has fewer than
+    FEW_SEEDS seeds (empty otherwise)."""
+    names = sorted(intervals)
+    pairs = [f"{a} and {b}" for i, a in enumerate(names) for b in names[i + 1:]
+             if min(seeds[a], seeds[b]) < FEW_SEEDS and intervals[a][0] <= intervals[b][1]
+             and intervals[b][0] <= intervals[a][1]]
+    if not pairs:
+        return []
+    return [f"Too few seeds to separate methods: {'; '.join(pairs)} (fewer than {FEW_SEEDS} seeds a cell, and their "
+            "mean intervals overlap)."]
+
+
 def _table(runs: pd.DataFrame, bench: str, fit: BTIntervals | None, n_resamples: int,
-           random_state: int, notes: list[str]) -> pd.DataFrame:
+           random_state: int, notes: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """One overview table, and the remarks to print under it."""
     sub = runs if bench == "pooled" else runs[runs["benchmark"] == bench]
     table = score_table(sub)
     baselines = _baselines(sub)
     base = table.get(sorted(baselines)[0]) if baselines else None
     _, lacking = shared_tasks(table)
-    rows = []
+    rows, intervals, fewest = [], {}, {}
     for m in sorted(table):
         cells = table[m]
         g = sub[sub["method"] == m]
         lo, hi = min(map(len, cells.values())), max(map(len, cells.values()))
+        fewest[m] = lo
         row = {"method": m + (" (baseline: reference reward)" if m in baselines else ""), "tasks": len(cells),
                "seeds": f"{lo}" if lo == hi else f"{lo}–{hi}"}
         if m in lacking:
@@ -110,15 +135,17 @@ def _table(runs: pd.DataFrame, bench: str, fit: BTIntervals | None, n_resamples:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 iv = interval(cells, "BCa", n_resamples=n_resamples, random_state=random_state)
-            row["mean [95% BCa]"] = _fmt_iv(iv.estimate, iv.low, iv.high) + (" (degenerate)" * iv.degenerate)
+            row["mean [95% BCa]"] = _fmt_iv(iv.estimate, iv.low, iv.high) + (" (degenerate)" if iv.degenerate
+                                                                              else few_seeds_label(lo))
+            intervals[m] = (iv.low, iv.high)
         row["IQM"] = f"{aggregate_iqm(cells):.3f}"
         row["opt. gap"] = f"{aggregate_optimality_gap(cells):.3f}"
         if base is not None:
             row["of baseline"] = "baseline" if m in baselines else _fraction_of_baseline(cells, base)
         if fit is not None:
-            mark = "" if fit.ratings.strongly_connected else " (not identifiable)"
-            row["Elo [95% " + fit.method + "]"] = (f"{fit.ratings[m]:.0f} [{fit.low[m]:.0f}, {fit.high[m]:.0f}]"
-                                                  + mark) if m in fit.ratings else "(not ranked)"
+            row["Elo [95% " + fit.method + "]"] = (fit.describe(m) + (few_seeds_label(lo) * fit.identifiable)
+                                                  if m in fit.ratings else "(not ranked)")
+        row["selections tied"] = _tied(g)
         accuracy = g["reward_accuracy"].dropna() if "reward_accuracy" in g else pd.Series(dtype=float)
         if "reward_accuracy" in sub and sub["reward_accuracy"].notna().any():
             row["reward acc. (test)"] = f"{accuracy.mean():.3f}" if len(accuracy) else ""
@@ -126,7 +153,7 @@ def _table(runs: pd.DataFrame, bench: str, fit: BTIntervals | None, n_resamples:
         row["LLM calls / run"] = f"{g['llm_calls'].mean():.3g}"
         row["cost USD (total)"] = f"{g['cost_usd'].sum():.2f}"
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), _few_seeds_remark(intervals, fewest)
 
 
 def _default_pair(runs: pd.DataFrame, fits: dict[str, BTIntervals]) -> tuple[str, str] | None:
@@ -140,7 +167,7 @@ def _default_pair(runs: pd.DataFrame, fits: dict[str, BTIntervals]) -> tuple[str
 
 def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str | os.PathLike,
                       pair: tuple[str, str] | None = None, n_resamples: int = 10_000, bt_resamples: int = 1_000,
-                      curve_resamples: int = 2_000, l2: float = 1e-6, random_state: int = 0,
+                      curve_resamples: int = 2_000, l2: float = DEFAULT_L2, random_state: int = 0,
                       figures: bool = True, rank_baselines: bool = False) -> Leaderboard:
     """Compute the leaderboard tables and the figures.
 
@@ -148,6 +175,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
         source: a RunCollection, or run directories / sweep folders.
         pair: (a, b) for the paired-difference figure; default: the two highest-rated methods.
         n_resamples / bt_resamples / curve_resamples: bootstrap sizes for means, Elo and curves.
+        l2: the Bradley–Terry penalty (default: the prior of analysis.bradley_terry.DEFAULT_PRIOR_SD_ELO).
         figures: draw the figures (False: tables and notes only).
         rank_baselines: rank the reference-reward baseline (method=oracle) in Bradley–Terry too.
     Returns:
@@ -172,13 +200,16 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
         return Leaderboard({}, {}, ["no completed runs: nothing to report"], header)
     fits, n_tasks = _bt_fits(runs, bt_resamples, l2, random_state, notes, rank_baselines)
     benches = sorted(runs["benchmark"].unique())
-    tables = {b: _table(runs, b, fits.get(b), n_resamples, random_state, notes) for b in benches}
-    if len(benches) > 1:
-        tables["pooled"] = _table(runs, "pooled", fits.get("pooled"), n_resamples, random_state, notes)
+    built = {b: _table(runs, b, fits.get(b), n_resamples, random_state, notes)
+             for b in [*benches, *["pooled"] * (len(benches) > 1)]}
+    tables = {name: df for name, (df, _) in built.items()}
+    remarks = {name: said for name, (_, said) in built.items() if said}
     clips = pick_clips(runs)
+    if clips.empty:
+        notes.append(f"clips: none to show: {why_no_clips(runs)}")
     tasks = per_task_table(runs, n_resamples, random_state)
     if not figures:
-        return Leaderboard(tables, {}, notes, header, clips, tasks, runs)
+        return Leaderboard(tables, {}, notes, header, clips, tasks, runs, remarks)
     figs: dict[str, object] = {}
 
     def add(name: str, result: plots.Result) -> None:
@@ -197,7 +228,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
         add("paired", plots.plot_paired(runs, *pair, n_resamples=n_resamples, random_state=random_state))
     add("profiles", plots.plot_profiles(runs))
     add("reward_accuracy", plots.plot_reward_accuracy(coll.iterations))
-    return Leaderboard(tables, figs, notes, header, clips, tasks, runs)
+    return Leaderboard(tables, figs, notes, header, clips, tasks, runs, remarks)
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -219,8 +250,8 @@ def _task_md(tasks: pd.DataFrame) -> list[str]:
         return []
     rows = pd.DataFrame({
         "task": tasks["benchmark"] + "/" + tasks["task"], "method": tasks["method"], "seeds": tasks["n_seeds"],
-        "mean [95% BCa]": [f"{t.mean:.3f} [{t.low:.3f}, {t.high:.3f}]" if t.n_seeds else "n/a"
-                           for t in tasks.itertuples()]})
+        "mean [95% BCa]": [f"{t.mean:.3f} [{t.low:.3f}, {t.high:.3f}]{'' if t.degenerate else few_seeds_label(t.n_seeds)}"
+                           if t.n_seeds else "n/a" for t in tasks.itertuples()]})
     return ["## Per task", "", _md_table(rows), ""]
 
 
@@ -251,6 +282,7 @@ def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 20
     md = ["# bird leaderboard", "", *[f"- {markdown(h)}" for h in lb.header], ""]
     for name, df in lb.tables.items():
         md += [f"## {markdown(name)}", "", _md_table(df), ""]
+        md += [*[f"**{markdown(r)}**" for r in lb.remarks.get(name, [])], ""] if lb.remarks.get(name) else []
     md += ["Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed.", ""]
     md += _task_md(lb.tasks)
     md += ["## Figures", ""]

@@ -171,6 +171,7 @@ def _run_row(path: Path, status: dict, result: dict) -> dict:
         "returned_candidate": _dict(result.get("returned"), "result.json returned").get("candidate_id"),
         "n_final_seeds": len(per_seed),
         "n_iterations": len(_list(result.get("iterations"), "result.json iterations")),
+        "n_tied": len(result["tied_iterations"]) if isinstance(result.get("tied_iterations"), list) else math.nan,
         "n_candidates": _num(result.get("n_candidates")), "n_failed": _num(result.get("n_failed")),
         "env_steps": _num(result.get("env_steps")), "llm_calls": _num(result.get("llm_calls")),
         "input_tokens": _num(tokens.get("input")), "output_tokens": _num(tokens.get("output")),

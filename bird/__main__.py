@@ -7,6 +7,7 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from bird.config.load import CONF_DIR, ConfigError, composed_choices, load_config, register_configs
@@ -25,7 +26,7 @@ def main(cfg: DictConfig) -> None:
     overrides = HydraConfig.get().overrides
     bcfg.choices = list(dict.fromkeys([*bcfg.choices, *composed_choices([*overrides.hydra, *overrides.task])]))
     from bird.checkpoint import CheckpointError
-    from bird.completed import completed_result
+    from bird.completed import DONE, SearchNotDone, completed_result
     from bird.files import UnsafeFileError
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
@@ -43,13 +44,19 @@ def main(cfg: DictConfig) -> None:
     from bird.tracking import TrackerUnavailable
 
     try:
-        search(bcfg, run_dir)
+        result = search(bcfg, run_dir)
     except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError, UnsafeFileError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
     except RunLockedError as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(3)
+    if result["status"] != DONE:
+        message = f"bird: {run_dir}: the search ended {result['status']}: {result['status_reason']}"
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise SearchNotDone(message)  # Hydra records the cell as failed, runs the others, exits non-zero
+        print(message, file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from bird.learners.video import summarise_clips
 from bird.llm.base import Generator
 from bird.llm.factory import make_generator, make_judge
 from bird.progress import ProgressDisplay, print_summary
-from bird.result import build_result
+from bird.result import budget_caveats, build_result
 from bird.reward.checks import random_transitions
 from bird.reward.factory import preflight
 from bird.reward.isolation import harden_host
@@ -85,33 +85,36 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
             start -= spent
             ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
                    f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
-            scores = _run_iterations(cfg, state, generator, pool, run, ui, start, resumes)
+            for caveat in budget_caveats(cfg):  # said whatever run.progress is: it changes what the results mean
+                print(f"bird: note: {caveat}", file=sys.stderr)
+                run.event("budget_caveat", detail=caveat)
+            scores, no_score = _run_iterations(cfg, state, generator, pool, run, ui, start, resumes)
         finally:
             pool.close()
-        result = build_result(cfg, state, generator, scores, time.monotonic() - start, resumes)
+        result = build_result(cfg, state, generator, scores, time.monotonic() - start, resumes, no_score)
         result["videos"] = summarise_clips(run.root, cfg.video.record)
         sampled = generator.cacheable or bool(state.judge is not None and state.judge.cacheable)
         result["determinism"] = determinism(cfg, host, sampled)
         write_json(run.root / "result.json", result)
         tracker.finish(result)
-        run.event("search_done", returned=state.returned, returned_score=result["returned_score"])
-        run.status("completed", iteration=state.iteration, env_steps=state.env_steps, llm_calls=result["llm_calls"],
-                   returned_score=result["returned_score"])
+        run.event("search_done", returned=state.returned, returned_score=result["returned_score"],
+                  status=result["status"], reason=result["status_reason"])
+        run.status(result["status"], error=result["status_reason"], iteration=state.iteration,
+                   env_steps=state.env_steps, llm_calls=result["llm_calls"], returned_score=result["returned_score"])
         checkpoint.remove(run.root)
     except BaseException as exc:
         run.status("failed", error=f"{type(exc).__name__}: {exc}")
         if tracker is not None:
             tracker.finish(None)
         raise
-    if cfg.run.progress:
-        print_summary(result, run.candidate_rows(list(state.candidates)))
+    print_summary(result, run.candidate_rows(list(state.candidates)) if cfg.run.progress else None)
     return result
 
 
 def _run_iterations(cfg: BirdConfig, state: SearchState, generator: Generator, pool: Executor, run: RunDir,
-                    ui: ProgressDisplay, start: float, resumes: list[dict[str, Any]]) -> list[float]:
+                    ui: ProgressDisplay, start: float, resumes: list[dict[str, Any]]) -> tuple[list[float], str | None]:
     """The remaining iterations, each checkpointed before it is announced (iteration_done), then the final
-    retrain. Returns the final scores."""
+    retrain. Returns the final scores and, when there are none, why."""
     plan = state.plan
     for it in range(state.iteration + 1, plan.iterations + 1):
         if state.stop_reason:  # restored from a checkpoint taken after generation stopped
@@ -149,12 +152,17 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Generator, pool: 
     if cfg.demos.rl_every and state.iteration % cfg.demos.rl_every == 0 and state.iteration < state.plan.iterations:
         expand_negatives(cfg, state, pool, run)
     best = state.iteration_best if state.iteration_best in reports else None
+    fits = [reports[c.id].fitness for c in cands if c.id in reports and reports[c.id].fitness is not None]
+    tied = len(fits) > 1 and len(set(fits)) == 1  # every ranked candidate equal: the tie rule picked
+    if tied:
+        ui.log(f"iteration {state.iteration}: all {len(fits)} ranked candidates tie on fitness {fits[0]:.4g}; "
+               f"select.rule={cfg.select.rule} picked {best} by its tie rule (docs/selection.md)")
     accuracy = generation_accuracy(cfg, state, cands)
     state.iterations_log.append({
         "iteration": state.iteration, "best_candidate": best, "best_fitness": state.fitness(best),
         "best_score": scores.get(best) if best else None,
         "returned_so_far": state.returned, "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
-        "env_steps_cum": state.env_steps, **({"reward_accuracy": accuracy} if accuracy else {})})
+        "env_steps_cum": state.env_steps, "all_tied": tied, **({"reward_accuracy": accuracy} if accuracy else {})})
 
 
 def _wave(cfg: BirdConfig, state: SearchState, generator: Generator, pool: Executor, run: RunDir,
@@ -176,17 +184,22 @@ def _wave(cfg: BirdConfig, state: SearchState, generator: Generator, pool: Execu
     return cands, results, reports
 
 
-def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: RunDir) -> list[float]:
-    """The returned reward retrained on fresh seeds (final.retrain), or its in-loop score; [] when none returned."""
+def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: RunDir) -> tuple[list[float], str | None]:
+    """The returned reward retrained on fresh seeds (final.retrain), or its in-loop score; ([], why) when there is
+    no score (([], None) when nothing was returned)."""
     cand = state.candidates[state.returned] if state.returned else None
     if cand is None:
-        return []
+        return [], None
     if not cfg.final.retrain:
-        score = aggregate_score(cfg.feedback.aggregate, state.results.get(cand.id))
-        return [] if score is None else [score]
+        own = state.results.get(cand.id)
+        score = aggregate_score(cfg.feedback.aggregate, own)
+        why = "final.retrain=false and " + (f"its training failed ({own.failure.kind}: {own.failure.reason})"
+                                            if own is not None and own.failure else "it was not trained in the loop")
+        return ([], why) if score is None else ([score], None)
     if not learner_trains(final_learner(cfg)):  # offline reward learning (GRACE, train.learner=none): no RL at all
-        run.event("final_retrain_skipped", candidate=cand.id, reason="no learner: the search stops before RL")
-        return []
+        why = "no learner (train.learner=none): the search stops before RL; the reward is judged on demonstrations"
+        run.event("final_retrain_skipped", candidate=cand.id, reason=why)
+        return [], why
     code = None if cfg.train.reward_source == "reference" else cand.code
     seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
     video = video_spec(cfg, "final", candidate_id=cand.id)
@@ -194,7 +207,10 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: Run
                      video=video) for s in seeds]
     results = pool.run(final_learner(cfg), jobs)
     state.env_steps += sum(r.env_steps for r in results)
-    return run.write_final(cand.id, seeds, results)
+    scores = run.write_final(cand.id, seeds, results)
+    failed = "; ".join(f"seed {s}: {r.failure.kind}: {r.failure.reason}" for s, r in zip(seeds, results, strict=True)
+                       if r.failure)
+    return scores, None if scores else f"every final-retrain seed failed ({failed or 'no checkpoint scored'})"
 
 
 # -- set-up -----------------------------------------------------------------------------------------------------

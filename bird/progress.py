@@ -10,11 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["ProgressDisplay", "print_summary"]
+__all__ = ["ProgressDisplay", "print_summary", "summary_line"]
 
 
 class ProgressDisplay:
-    """One line per candidate update, throttled; quiet when disabled."""
+    """One line per scored checkpoint (its steps and its score), and throttled lines of steps in between; quiet
+    when disabled."""
 
     def __init__(self, enabled: bool, min_interval_s: float = 2.0) -> None:
         self.enabled = enabled
@@ -28,32 +29,46 @@ class ProgressDisplay:
             self.console.print(message)
 
     def train_progress(self, cid: str, steps: int, total: int, score: float | None) -> None:
+        """`score` is the checkpoint at `steps` (None: steps so far, no checkpoint scored there)."""
         now = time.monotonic()
-        if steps < total and now - self._last.get(cid, 0.0) < self.min_interval_s:
+        if score is None and now - self._last.get(cid, 0.0) < self.min_interval_s:
             return
         self._last[cid] = now
-        shown = "—" if score is None else f"{score:.3f}"
-        self.log(escape(f"  {self.iteration} {cid:>8}  {steps:>9,}/{total:,} steps  score {shown}"))
+        shown = "" if score is None else f"  checkpoint score {score:.3f}"
+        self.log(escape(f"  {self.iteration} {cid:>8}  {steps:>9,}/{total:,} steps{shown}"))
 
 
-def print_summary(result: dict[str, Any], candidates: list[dict[str, Any]]) -> None:
-    console = Console(file=sys.stdout, highlight=False)
-    table = Table(title=f"{result['method']} on {result['env']} (seed {result['seed']}, budget {result['budget']})")
-    for col in ("candidate", "status", "fitness", "score", "env steps"):
-        table.add_column(col)
-    for c in candidates:
-        status = c["failure"]["kind"] if c["failure"] else "trained"
-        fit = "—" if c["fitness"] is None else f"{c['fitness']:.3f}"
-        score = "—" if c["score"] is None else f"{c['score']:.3f}"
-        mark = " ←" if c["id"] == (result.get("returned") or {}).get("candidate_id") else ""
-        table.add_row(c["id"] + mark, status, fit, score, f"{c['env_steps']:,}")
-    console.print(table)
+def summary_line(result: dict[str, Any]) -> str:
+    """One line: how the search ended (and why, when not completed), the returned reward and its score, the cost."""
     rs = result.get("returned_score")
-    console.print(f"returned {(result.get('returned') or {}).get('candidate_id')} · returned_score "
-                  f"{'n/a' if rs is None else f'{rs:.3f}'} · env steps {result['env_steps']:,} · "
-                  f"LLM calls {result['llm_calls']} · wall {result['wall_s']:.0f} s")
+    ended = result.get("status") or "?"
+    if result.get("status_reason"):
+        ended += f" ({result['status_reason']})"
+    tied = len(result.get("tied_iterations") or [])
+    if tied:
+        ended += f" · {tied} of {len(result.get('iterations') or [])} selections tied on fitness"
+    return (f"{result['method']} on {result['env']} seed {result['seed']}: {ended} · returned "
+            f"{(result.get('returned') or {}).get('candidate_id')} · returned_score {'n/a' if rs is None else f'{rs:.3f}'}"
+            f" · env steps {result['env_steps']:,} · LLM calls {result['llm_calls']} · wall {result['wall_s']:.0f} s")
+
+
+def print_summary(result: dict[str, Any], candidates: list[dict[str, Any]] | None) -> None:
+    """The table of candidates (when given: run.progress) and the one-line summary, on stdout."""
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    if candidates is not None:
+        table = Table(title=f"{result['method']} on {result['env']} (seed {result['seed']}, budget {result['budget']})")
+        for col in ("candidate", "status", "fitness", "score", "env steps"):
+            table.add_column(col)
+        for c in candidates:
+            status = c["failure"]["kind"] if c["failure"] else c.get("status", "trained")
+            fit = "—" if c["fitness"] is None else f"{c['fitness']:.3f}"
+            score = "—" if c["score"] is None else f"{c['score']:.3f}"
+            mark = " ←" if c["id"] == (result.get("returned") or {}).get("candidate_id") else ""
+            table.add_row(escape(c["id"] + mark), status, fit, score, f"{c['env_steps']:,}")
+        console.print(table)
+    console.print(escape(summary_line(result)))
     accuracy = result.get("reward_accuracy")
     if accuracy:
         fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
-        console.print(f"reward accuracy ({accuracy['metric']}, GRACE Figs 2 and 4) of {accuracy['returned']}: "
-                      f"train {fmt(accuracy['train'])} · held-out {fmt(accuracy['test'])}")
+        console.print(escape(f"reward accuracy ({accuracy['metric']}, GRACE Figs 2 and 4) of {accuracy['returned']}: "
+                             f"train {fmt(accuracy['train'])} · held-out {fmt(accuracy['test'])}"))

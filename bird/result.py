@@ -6,16 +6,18 @@ from typing import Any
 
 import numpy as np
 
+from bird.completed import end_state
 from bird.components.fitness import aggregate_score, resolve_fitness
 from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.fidelity import config_substitutes
+from bird.learners.job import untrained_checkpoint
 from bird.llm.base import Generator
 from bird.plugins import describe as describe_plugins
 from bird.rundir import SCHEMA_VERSION
 from bird.state import SearchState
 
-__all__ = ["build_result", "substitutes", "why_nothing_returned"]
+__all__ = ["build_result", "budget_caveats", "substitutes", "why_nothing_returned"]
 
 
 # what a search that trains the task's reference reward (method=oracle) records as its generator
@@ -32,6 +34,11 @@ def substitutes(cfg: BirdConfig, state: SearchState) -> list[str]:
     return list(dict.fromkeys(out + task + state.substitutes))
 
 
+def budget_caveats(cfg: BirdConfig) -> list[str]:
+    """What the budget does to the meaning of the results, said at the start of the run and kept in result.json."""
+    return [c for c in (untrained_checkpoint(cfg),) if c]
+
+
 def why_nothing_returned(state: SearchState) -> str | None:
     """Why the search has no returned candidate (None when it has one): each candidate's failure and attempts."""
     if state.returned is not None:
@@ -43,13 +50,14 @@ def why_nothing_returned(state: SearchState) -> str | None:
 
 
 def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scores: list[float], wall: float,
-                 resumes: list[dict[str, Any]]) -> dict[str, Any]:
-    """result.json's content for a completed search (videos are added by the caller)."""
+                 resumes: list[dict[str, Any]], no_score_reason: str | None = None) -> dict[str, Any]:
+    """result.json's content for a search that ran to its end (videos are added by the caller); its status and
+    status_reason are bird.completed.end_state's. `no_score_reason`: why `scores` is empty."""
     totals = generator.totals()
     cand = state.candidates.get(state.returned or "")
     cands = list(state.candidates.values())
-    return {
-        "schema_version": SCHEMA_VERSION, "status": "completed",
+    result = {
+        "schema_version": SCHEMA_VERSION, "status": None, "status_reason": None,  # set below, from the rest
         "method": cfg.method, "env": cfg.env.id, "suite": state.spec.suite, "task": state.spec.task,
         "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
         "plugins": describe_plugins(cfg.plugins),
@@ -62,18 +70,24 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
             "in_loop_score": aggregate_score(cfg.feedback.aggregate, state.results.get(cand.id))},
         "returned_score": float(np.mean(scores)) if scores else None,
         "no_return_reason": why_nothing_returned(state),
+        "no_score_reason": None if scores or cand is None else no_score_reason,
         "returned_score_per_seed": scores,
         "iterations": state.iterations_log,
+        "tied_iterations": [it["iteration"] for it in state.iterations_log if it.get("all_tied")],
+        "caveats": budget_caveats(cfg),
         "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
         "failures": {k: sum(1 for c in cands if c.failure and c.failure.kind == k)
                      for k in sorted({str(c.failure.kind) for c in cands if c.failure})},
         "stop_reason": state.stop_reason, "policy_trainings": state.policy_trainings,
+        "n_trained": sum(r.ok for r in state.results.values()),
         "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
         "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
         "resumes": resumes,
         **_reward_accuracy(state),
     }
+    result["status"], result["status_reason"] = end_state(result)
+    return result
 
 
 def _reward_accuracy(state: SearchState) -> dict[str, Any]:

@@ -39,6 +39,20 @@ def saved_config(run_dir: Path, overrides: list[str] | None = None, trust: bool 
     return load_config(cfg)  # type: ignore[arg-type]
 
 
+def _ended(run_dir: Path) -> str | None:
+    """"ended <state>: <reason>" when the directory holds a search that ran to an end other than completed."""
+    from bird.escape import terminal
+    from bird.files import read_json
+
+    try:
+        status = read_json(run_dir / "status.json", "status", run_dir)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(status, dict) or status.get("state") in (None, "running", "completed"):
+        return None
+    return terminal(f"ended {status['state']}: {status.get('error')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bird.resume", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
@@ -51,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: this machine's; only for a directory you wrote yourself)")
     args = parser.parse_args(argv)
     from bird.checkpoint import CHECKPOINT_NAME, PICKLE_NAME, CheckpointError, convert_pickle
-    from bird.completed import completed_result
+    from bird.completed import DONE, completed_result
     from bird.llm.api_base import MissingAPIKeyError
     from bird.loop import search
     from bird.runlock import RunLock, RunLockedError
@@ -71,15 +85,18 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"bird: converted {args.run_dir / PICKLE_NAME} into {CHECKPOINT_NAME} (you vouched for it)",
                           file=sys.stderr)
         if not (args.run_dir / CHECKPOINT_NAME).exists() and not (args.run_dir / PICKLE_NAME).exists():
-            print(f"bird: {args.run_dir} has no checkpoint (killed before set-up finished); starting the search over",
-                  file=sys.stderr)
-        search(cfg, args.run_dir)
+            why = _ended(args.run_dir) or "has no checkpoint (killed before set-up finished)"
+            print(f"bird: {args.run_dir} {why}; starting the search over", file=sys.stderr)
+        result = search(cfg, args.run_dir)
     except (ConfigError, CheckpointError, MissingAPIKeyError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         return 2
     except RunLockedError as exc:
         print(f"bird: {exc}", file=sys.stderr)
         return 3
+    if result["status"] != DONE:
+        print(f"bird: {args.run_dir}: the search ended {result['status']}: {result['status_reason']}", file=sys.stderr)
+        return 1
     return 0
 
 

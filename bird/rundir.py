@@ -70,7 +70,7 @@ class RunDir:
         write_json(d / "candidate.json", {
             "id": cand.id, "iteration": cand.iteration, "index": cand.index, "parent_id": cand.parent_id,
             "operator": cand.operator, "co_parents": list(cand.co_parents),
-            "status": "failed" if cand.failure else "trained",
+            "status": "failed" if cand.failure else "trained" if result is not None and result.ok else "untrained",
             "failure": cand.failure.to_json() if cand.failure else None,
             "fitness": report.fitness if report else None,
             "fitness_source": report.fitness_source if report else None,

@@ -19,12 +19,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bird.completed import DONE, END_STATES
 from bird.escape import printable, terminal
 from bird.files import load_yaml, read_json, read_text
 
 __all__ = ["run_statuses", "sweep_cells", "SweepFileError", "summarise", "headline", "main"]
 
-STATES = ("completed", "running", "failed")
+STATES = (DONE, "running", *(s for s in END_STATES if s != DONE))  # every other end state is not done
 _MAX_OVERRIDES = 1000       # overrides a multirun.yaml may hold
 _MAX_OVERRIDE_CHARS = 10_000  # characters of one (Hydra's parser is slow on a megabyte of choices)
 
@@ -152,10 +153,10 @@ def summarise(root: Path) -> dict[str, Any]:
 
 
 def headline(summary: dict[str, Any]) -> str:
-    return terminal(f"{summary['root']}: {summary['cells']} cells · {summary['completed']} completed · "
-            f"{summary['running']} running · {summary['failed']} failed · {summary['not_started']} not started · "
-            f"{summary['env_steps']:,} env steps · {summary['llm_calls']:,} LLM calls"
-            + (f" ({summary['note']})" if summary.get("note") else ""))
+    states = " · ".join(f"{summary[s]} {s}" for s in STATES)
+    return terminal(f"{summary['root']}: {summary['cells']} cells · {states} · {summary['not_started']} not started · "
+                    f"{summary['env_steps']:,} env steps · {summary['llm_calls']:,} LLM calls"
+                    + (f" ({summary['note']})" if summary.get("note") else ""))
 
 
 def _cell(value: Any, limit: int) -> str:
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         console.width = max(console.width, 160)
     for s in summaries:
         print(headline(s))
-        if args.all or s["running"] or s["failed"]:
+        if args.all or any(s[state] for state in STATES if state != DONE):
             console.print(_table(s, args.all))
     return 0
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bird.completed import RUN_ENTRIES, clear_previous_run, completed_result
+from bird.completed import END_STATES, RUN_ENTRIES, clear_previous_run, completed_result, end_state
 from bird.config.load import ConfigError, config_hash
 
 
@@ -67,3 +67,42 @@ def test_clearing_removes_every_record_of_the_previous_search_and_nothing_else(t
     assert clear_previous_run(tmp_path) == list(RUN_ENTRIES)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".hydra", "__main__.log", "notes.txt"]
     assert clear_previous_run(tmp_path) == []
+
+
+# -- how a search ends (bird.completed.end_state) ------------------------------------------------------------------
+SCORED = {"policy_trainings": 4, "n_trained": 3, "failures": {"timeout": 1}, "returned": {"candidate_id": "it1-c2"},
+          "no_return_reason": None, "returned_score": 0.4, "no_score_reason": None}
+
+
+def test_a_search_with_a_scored_returned_reward_ends_completed():
+    assert end_state(SCORED) == ("completed", None)
+    assert end_state({**SCORED, "policy_trainings": 0, "n_trained": 0}) == ("completed", None)  # learner=none
+
+
+@pytest.mark.parametrize("kind", ["train_error", "ambiguous_answer", "a_kind_added_later"])
+def test_a_search_whose_every_training_failed_ends_failed_whatever_the_failure_kind(kind):
+    state, reason = end_state({**SCORED, "n_trained": 0, "failures": {kind: 4, "parse_error": 1}})
+    assert state == "failed" and "no candidate trained" in reason
+    assert f"{kind} × 4" in reason and "parse_error × 1" in reason and "4 trainings" in reason
+
+
+def test_a_search_that_returned_nothing_ends_failed_with_the_no_return_reason():
+    assert end_state({**SCORED, "returned": None, "returned_score": None, "no_return_reason": "it1-c0: screened"}) \
+        == ("failed", "it1-c0: screened")
+
+
+def test_a_search_whose_returned_reward_has_no_score_ends_failed_naming_it_and_why():
+    state, reason = end_state({**SCORED, "returned_score": None, "no_score_reason": "every final-retrain seed failed"})
+    assert state == "failed" and "it1-c2" in reason and "every final-retrain seed failed" in reason
+
+
+def test_every_end_state_but_completed_is_run_again_and_counted_by_bird_status(cfg, tmp_path):
+    from bird import status
+
+    assert set(END_STATES) <= set(status.STATES)
+    for state in END_STATES:
+        run = _finished(tmp_path / state, cfg, status=state)
+        (run / "status.json").write_text(json.dumps({"state": state}))
+        assert (completed_result(run, cfg) is None) == (state != "completed")
+    counts = status.summarise(tmp_path)
+    assert all(counts[state] == 1 for state in END_STATES), counts

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +57,24 @@ def test_failure_is_data_and_the_search_goes_on(compose_cfg, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_search_whose_every_training_fails_exits_1_ended_failed_and_a_rerun_runs_it_again(tmp_path):
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "bird", "budget=smoke", "env=mujoco/inverted_pendulum", "budget.max_iterations=1",
+           "train.timeout_s=0.001", "run.progress=false", "video.record=none", f"hydra.run.dir={run}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "failed" and result["n_trained"] == 0 and result["policy_trainings"] == 2
+    assert result["status_reason"].startswith("no candidate trained") and "timeout × 2" in result["status_reason"]
+    assert f"the search ended failed: {result['status_reason']}" in proc.stderr
+    assert json.loads((run / "status.json").read_text())["state"] == "failed"
+    assert f"eureka on mujoco/inverted_pendulum seed 0: failed ({result['status_reason']})" in proc.stdout  # progress off
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert again.returncode == 1 and "already completed" not in again.stdout
+    assert "they are replaced by this run" in again.stderr  # run again from the start, not skipped
+
+
+@pytest.mark.slow
 def test_smoke_search_cli_writes_a_complete_run_directory(tmp_path):
     run = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "bird", "budget=smoke", "env=mujoco/hopper",
@@ -74,6 +93,30 @@ def test_smoke_search_cli_writes_a_complete_run_directory(tmp_path):
     for name in ("reward.py", "prompt.json", "response.txt", "verify.json", "curve.csv", "candidate.json"):
         assert (cand / name).exists(), name
     assert "returned_score" in proc.stdout  # the summary table
+    # the live line: each checkpoint it shows with the score that checkpoint has in curve.csv, the last one included
+    shown = re.findall(r"\[(?:it \d/\d|final)\]\s+(\S+)\s+([\d,]+)/[\d,]+ steps  checkpoint score (-?[\d.]+)", proc.stderr)
+    assert {cid for cid, _, _ in shown} >= {"it1-c0", "it2-c1", "final-s1000"}, proc.stderr[-3000:]
+    for cid, steps, score in shown:
+        folder = run / ("final/seed1000" if cid == "final-s1000" else f"candidates/{cid}")
+        curve = {int(row.split(",")[0]): float(row.split(",")[1])
+                 for row in (folder / "curve.csv").read_text().splitlines()[1:]}
+        assert f"{curve[int(steps.replace(',', ''))]:.3f}" == score, (cid, steps, score, curve)
+    assert sum(int(steps.replace(",", "")) == 2048 for cid, steps, _ in shown if cid == "final-s1000") == 1
+    # ties: smoke's first checkpoint scores the untrained policy (said at start); an iteration whose ranked candidates
+    # all have one fitness is recorded, said on the live display and in the summary line
+    assert result["caveats"] == [next(line for line in proc.stderr.splitlines()
+                                      if line.startswith("bird: note: budget=smoke: the first of 2 checkpoints (1,024 "
+                                                         "env steps) comes before the first policy update"))[12:]]
+    fitness = {}
+    for path in run.glob("candidates/*/candidate.json"):
+        cand = json.loads(path.read_text())
+        fitness.setdefault(cand["iteration"], set()).add(cand["fitness"])
+    tied = [it for it, values in sorted(fitness.items()) if len(values) == 1]
+    assert result["tied_iterations"] == tied and tied  # Hopper at smoke: every fitness is the untrained policy's
+    assert [it["all_tied"] for it in result["iterations"]] == [it in tied for it in (1, 2)]
+    for it in tied:
+        assert f"iteration {it}: all 2 ranked candidates tie on fitness " in proc.stderr
+    assert f"· {len(tied)} of 2 selections tied on fitness ·" in proc.stdout
 
 
 @pytest.mark.slow
@@ -111,6 +154,19 @@ def test_joblib_multirun_sweep_runs_every_cell(tmp_path):
     results = [json.loads(p.read_text()) for p in sweep.rglob("result.json")]
     assert sorted(r["method"] for r in results) == ["eureka", "zeroshot"]
     assert all(math.isfinite(r["returned_score"]) and not r["failures"] for r in results)
+
+
+@pytest.mark.slow
+def test_a_sweep_cell_that_ends_failed_fails_the_sweep_after_its_other_cells_ran(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bird", "-m", "budget=smoke", "budget.max_iterations=1", "method=zeroshot",
+         "env=mujoco/inverted_pendulum", "train.timeout_s=0.001,0", "run.progress=false", "video.record=none",
+         f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${hydra.job.num}"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode != 0 and "SearchNotDone" in proc.stderr, proc.stderr[-3000:]
+    ends = sorted(json.loads(p.read_text())["status"] for p in sweep.rglob("result.json"))
+    assert ends == ["completed", "failed"]  # the failed cell came first; the second still ran
 
 
 ZEROSHOT = ["budget=smoke", "budget.max_iterations=1", "method=zeroshot", "env=mujoco/inverted_pendulum",

@@ -23,7 +23,7 @@ PACKAGE_DIRS = {"bird": "bird", "envs": "bird.envs", "analysis": "bird.analysis"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("bird.types", "bird.registry", "bird.plugins", "bird.config", "bird.methods", "bird.files",
               "bird.escape", "bird.runlock", "bird.completed", "bird.progress", "bird.jax_cache", "bird.environment",
-              "bird.fidelity", "bird.state_codec", "bird.sealed")),
+              "bird.fidelity", "bird.state_codec", "bird.sealed", "bird.lifetime")),
     ("envs", ("bird.envs",)),
     ("llm", ("bird.llm",)),
     ("reward", ("bird.reward",)),

@@ -1,4 +1,5 @@
-"""`python -m bird.bundle pack RUNS... --out NAME.bird` · `verify NAME.bird` · `replay NAME.bird --out DIR [cells]`."""
+"""`python -m bird.bundle pack RUNS... --out NAME.bird` · `verify NAME.bird` · `replay NAME.bird --out DIR [cells]` ·
+`compare RUN_A RUN_B`."""
 
 from __future__ import annotations
 
@@ -59,7 +60,32 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--tol", action="append", default=[], metavar="METRIC=RTOL[,ATOL]",
                     help="tolerance of a metric (a curve column or JSON key; * = any other number) for cells "
                          "not expected to be bit-for-bit")
+    cp = sub.add_parser("compare", help="compare two run directories of one search: what it computed, not how it ran")
+    cp.add_argument("runs", nargs=2, type=Path, metavar="RUN", help="two run directories (A, then B)")
+    cp.add_argument("--tol", action="append", default=[], metavar="METRIC=RTOL[,ATOL]",
+                    help="tolerance of a metric (a curve column or JSON key; * = any other number); default: exact")
     return p
+
+
+def _compare(a: Path, b: Path, tolerance: dict[str, Tolerance]) -> int:
+    """Print what differs between run directories `a` and `b`; 0 when identical (or within --tol), else 1."""
+    from bird.bundle.compare import compare_runs, read_run
+
+    for run in (a, b):
+        if not (run / "result.json").is_file():
+            raise BundleError(f"{run} is not a finished run directory (no result.json)")
+    exact = {"*": Tolerance()} if not tolerance else {}
+    found = compare_runs(read_run(a), read_run(b), {**exact, **tolerance})
+    listed = [f"only in {a}: {p}" for p in found.only_recorded] + [f"only in {b}: {p}" for p in found.only_replayed] \
+        + [f"{d}{' (within tolerance)' * d.within_tolerance}" for d in found.differences]
+    verdict = "identical" if found.identical else "within tolerance" if found.within_tolerance else "differ"
+    print(f"{a} and {b}: {verdict}" + (f" ({len(listed)} difference(s); A is 'recorded', B 'replayed')"
+                                       if listed else ""))
+    for line in listed[:50]:
+        print(f"  {line}")
+    if len(listed) > 50:
+        print(f"  ... and {len(listed) - 50} more")
+    return 0 if found.within_tolerance else 1
 
 
 def _tolerances(items: list[str]) -> dict[str, Tolerance]:
@@ -94,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = verify(args.bundle)
             print(terminal(report.render()))  # member names, cell ids and transcript fields are the sender's
             return 0 if report.ok else 1
+        if args.command == "compare":
+            return _compare(*args.runs, _tolerances(args.tol))
         from bird.bundle.replay import replay
 
         result = replay(args.bundle, args.out, args.cells, args.overrides, _tolerances(args.tol), args.trust_config,

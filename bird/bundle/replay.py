@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -130,9 +131,13 @@ def replay(path: str | Path, out: str | Path, cells: list[str] | None = None, ov
     _fill_cache(bundle, chosen, ResponseCache(cache_dir))
     expected = {c["id"]: c for c in check.cells}
     report = ReplayReport(Path(path), out, [])
-    for cid in chosen:
+    for k, cid in enumerate(chosen, 1):  # progress per cell, on stderr (the report goes to stdout)
+        print(f"replay: cell {k}/{len(chosen)} {cid} ...", file=sys.stderr, flush=True)
         report.cells.append(_replay_cell(bundle, cid, configs.get(cid), out / cid, work / "runs" / cid,
                                          expected.get(cid, {}), tolerance))
+        done = report.cells[-1]
+        print(f"replay: cell {k}/{len(chosen)} {cid}: {done.status} ({done.wall_s:.1f} s)", file=sys.stderr,
+              flush=True)
     (out / "replay_report.json").write_text(json.dumps(report.to_json(), indent=1) + "\n")
     return report
 

@@ -138,8 +138,9 @@ class _Rename(ast.NodeTransformer):
 def _pick(comps_a: dict[str, Any], comps_b: dict[str, Any], rng: random.Random) -> str:
     """A module of B that A lacks (by component name), drawn uniformly [ours]."""
     fresh = sorted(set(comps_b) - set(comps_a))
-    if not fresh:
-        raise CrossoverError("parent B has no reward module that parent A lacks")
+    if not fresh:  # e.g. the offline synthesiser's programs for one task, which share their component names
+        raise CrossoverError(f"parent B has no reward module that parent A lacks (A computes {sorted(comps_a)}, B "
+                             f"{sorted(comps_b)})")
     return rng.choice(fresh)
 
 
@@ -219,6 +220,14 @@ def _ranked(state: SearchState) -> list[str]:
     return [cid for cid in state.reports if state.fitness(cid) is not None and state.candidates[cid].code]
 
 
+def _no_parents(state: SearchState) -> str:
+    """Why a crossover slot has no two parents: how many are ranked, and what the plan leaves to sampling (a plan of
+    K = 2 with one crossover slot, as budget=smoke gives R*, ranks one sampled candidate in iteration 1)."""
+    sampled = state.plan.n_candidates - state.plan.n_crossover
+    return (f"no two ranked parents to cross: {len(_ranked(state))} ranked so far (the plan gives crossover "
+            f"{state.plan.n_crossover} of {state.plan.n_candidates} slots, so {sampled} sampled per iteration)")
+
+
 def _child(cfg: BirdConfig, state: SearchState, index: int) -> Candidate:
     """One crossover child: parents drawn by crossover.parent; with backfill, redrawn while the child cannot be
     built or fails the checks (a pair already tried is swapped, A ↔ B [ours])."""
@@ -231,7 +240,7 @@ def _child(cfg: BirdConfig, state: SearchState, index: int) -> Candidate:
         a = get("parent", cfg.crossover.parent)(cfg, state, rng, cfg.crossover.temperature)
         b = draw_mate(cfg, state, cfg.crossover.parent, a, rng, cfg.crossover.temperature) if a else None
         if a is None or b is None:
-            cand.failure = Failure(FailureKind.SKIPPED, "no two ranked parents to cross")
+            cand.failure = Failure(FailureKind.SKIPPED, _no_parents(state))
             break
         if [a, b] in [t["parents"] for t in tried]:  # a pair already tried: the other way round, else give up
             if [b, a] in [t["parents"] for t in tried]:

@@ -554,7 +554,7 @@ class BudgetConfig:
 
 @dataclass
 class RunConfig:
-    # print live progress
+    # print live progress and the table of candidates at the end (false: only the one-line summary at the end)
     progress: bool = True
     # save the final policy of every candidate
     save_policies: bool = False

@@ -20,6 +20,7 @@ from typing import Any
 
 from bird.executors.jobs import assemble, call_learner, failed_result, prepare
 from bird.learners.job import TrainJob
+from bird.lifetime import watch_parent
 from bird.types import TrainResult
 
 __all__ = ["TrainPool", "default_workers", "drop_warm_workers"]
@@ -31,10 +32,12 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-def _init_worker(q: Any, env: dict[str, str]) -> None:
-    """A new worker: the progress queue, and the pool owner's environment as it is now (a forked worker would otherwise
-    have its fork server's)."""
+def _init_worker(q: Any, env: dict[str, str], owner: int) -> None:
+    """A new worker: it ends with its parent (the fork server it forked from, or the pool owner that spawned it), the
+    progress queue, and the pool owner's environment as it is now (a forked worker would otherwise have its fork
+    server's)."""
     global _progress_queue
+    watch_parent(getattr(sys.modules.get(PRELOAD), "SERVER_PID", owner))
     _progress_queue = q
     for name in set(os.environ) - set(env):
         del os.environ[name]
@@ -52,6 +55,7 @@ def _run(learner: str, group: list[TrainJob]) -> list[TrainResult]:
 
 
 PRELOAD = "bird.executors.preload"
+OWNER_VARIABLE = "BIRD_POOL_OWNER"  # the pid PRELOAD's server dies with, in its environment at start
 # Variables the preloaded modules (torch) read when imported: a worker forked from a server that started with other
 # values would not act on this process's, so such a change makes new workers spawn. (Not TORCHINDUCTOR_*: importing
 # torch._dynamo sets TORCHINDUCTOR_CACHE_DIR in the importing process, and only a compile reads it.)
@@ -118,9 +122,35 @@ def _context(start_method: str) -> Any:
     with _warm_lock:
         if _server_env is None:
             forkserver.set_forkserver_preload([PRELOAD])
-            forkserver.ensure_running()
+            _start_fork_server()
             _server_env = dict(os.environ)
         return _CONTEXTS["forkserver" if _forkable() else "spawn"]
+
+
+def _start_fork_server() -> None:
+    """Start this process's fork server from a thread that lives as long as this process: the server dies with the
+    thread that started it (bird.lifetime.die_with_parent, in PRELOAD), its workers with the server."""
+    from multiprocessing import forkserver
+
+    outcome: list[BaseException | None] = []
+
+    def own() -> None:
+        os.environ[OWNER_VARIABLE] = str(os.getpid())
+        try:
+            forkserver.ensure_running()
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller
+            outcome.append(exc)
+        finally:
+            os.environ.pop(OWNER_VARIABLE, None)
+            started.set()
+        threading.Event().wait()
+
+    started = threading.Event()
+    threading.Thread(target=own, name="bird-fork-server-owner", daemon=True).start()
+    started.wait()
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 class _Workers:
@@ -132,7 +162,7 @@ class _Workers:
         self.queue = self.ctx.Queue()
         self.sink: Callable[[str, int, int, float | None], None] | None = None
         self.executor = ProcessPoolExecutor(workers, mp_context=self.ctx, initializer=_init_worker,
-                                            initargs=(self.queue, dict(os.environ)))
+                                            initargs=(self.queue, dict(os.environ), os.getpid()))
         self._stop = threading.Event()
         self._drain = threading.Thread(target=self._drain_loop, daemon=True)
         self._drain.start()
@@ -152,7 +182,7 @@ class _Workers:
         """A fresh set of processes in place of a broken one."""
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.executor = ProcessPoolExecutor(self.key[0], mp_context=self.ctx, initializer=_init_worker,
-                                            initargs=(self.queue, dict(os.environ)))
+                                            initargs=(self.queue, dict(os.environ), os.getpid()))
 
     def shutdown(self) -> None:
         """Stop the processes without waiting for them to exit (their interpreters take a second or two)."""

@@ -4,6 +4,13 @@ which the first optimizer of every process imports (about 1.5 s of CPU)."""
 
 import os
 
+from bird.lifetime import die_with_parent
+
+# the pool owner that started this server (bird/executors/local.py sets it for the start); the workers it forks
+# watch this server (SERVER_PID) and end with it
+die_with_parent(int(os.environ.pop("BIRD_POOL_OWNER", os.getppid())))
+SERVER_PID = os.getpid()
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch reads it; a spawned worker sets the same
 
 import torch._dynamo  # noqa: E402,F401

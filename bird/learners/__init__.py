@@ -21,11 +21,14 @@ class Learner(Component):
     :param batched: `fn` takes every job of a stage in one call (a list) and returns a list of results.
     :param language: the reward language its jobs carry: "numpy" (source code) or "jax" (exported programs).
     :param needs: config key -> allowed values, checked when the config loads (Component).
+    :param first_update: env steps (train config, envs per training) before its first policy update, where known:
+        a checkpoint at or before it evaluates the untrained policy, the same whatever the reward.
     """
 
     trains: bool = True
     batched: bool = False
     language: str = "numpy"
+    first_update: Any = None
 
 
 def _sb3_ppo(job: Any, progress: Any = None) -> TrainResult:
@@ -47,7 +50,7 @@ def _no_learner(job: Any, progress: Any = None) -> TrainResult:
     return TrainResult(job.candidate_id, job.seed, (), 0, 0.0)
 
 
-register("learner", "sb3_ppo")(Learner(_sb3_ppo))
+register("learner", "sb3_ppo")(Learner(_sb3_ppo, first_update=lambda train, n_envs: train.n_steps * n_envs))
 register("learner", "jax_ppo")(Learner(
     _jax_ppo, batched=True, language="jax", needs_task=("jax_env",),  # trains Brax envs, with exported programs
     needs={"reward.language": ("jax",), "reward.contract": ("compute_reward",), "reward.form": ("direct",),

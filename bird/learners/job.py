@@ -125,3 +125,21 @@ def final_learner(cfg: BirdConfig) -> str:
     """The learner of the final retrain and of GRACE's DataExpandRL: final.learner, else train.learner. `none` (with
     a fitness that needs no policy) stops the search before any RL: GRACE's offline reward learning."""
     return cfg.final.learner or cfg.train.learner
+
+
+def untrained_checkpoint(cfg: BirdConfig) -> str | None:
+    """What the run should say at start when its first checkpoint comes before the learner's first policy update
+    (budget=smoke with SB3 PPO): that checkpoint scores the untrained policy, the same for every reward, and a
+    fitness aggregated over checkpoints (feedback.aggregate other than `final`) can then tie every candidate."""
+    first_update = get("learner", loop_learner(cfg)).first_update
+    n_envs = cfg.train.n_envs or cfg.budget.n_envs
+    if first_update is None or cfg.feedback.aggregate == "final" or cfg.budget.n_checkpoints < 2:
+        return None
+    first, update = cfg.budget.env_steps // cfg.budget.n_checkpoints, first_update(cfg.train, n_envs)
+    if first > update:
+        return None
+    return (f"budget={cfg.budget.name}: the first of {cfg.budget.n_checkpoints} checkpoints ({first:,} env steps) "
+            f"comes before the first policy update ({update:,} steps: train.n_steps × {n_envs} envs), so it scores the "
+            f"untrained policy, the same for every reward; with feedback.aggregate={cfg.feedback.aggregate} the "
+            "fitness of every candidate may tie, and the tie rule then picks (docs/selection.md)")
+

@@ -80,13 +80,20 @@ class _BirdCallback(BaseCallback):
         except RewardProgramError as exc:
             self.failure = exc.failure
             return
+        before = len(self.curve)
         while self.pending and self.num_timesteps >= self.pending[0] and not self.stopped:
             self.pending.pop(0)
             self.curve.append(self.evaluate())
             self.stopped = self.keeper.should_stop()
+        if self.progress and len(self.curve) == before:  # steps only: no checkpoint was scored here
+            self.progress(self.job.candidate_id, self.num_timesteps, self.job.env_steps, None)
+        for ckpt in self.curve[before:]:
+            self.report(ckpt)
+
+    def report(self, ckpt: Checkpoint) -> None:
+        """Progress for a scored checkpoint: its own steps with its own score."""
         if self.progress:
-            last = self.curve[-1].score if self.curve else None
-            self.progress(self.job.candidate_id, self.num_timesteps, self.job.env_steps, last)
+            self.progress(self.job.candidate_id, ckpt.env_steps, self.job.env_steps, ckpt.score)
 
 
 def _labeller(job: TrainJob, reward: SandboxedReward | None) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
@@ -187,6 +194,7 @@ def train_ppo(job: TrainJob, progress: Progress | None = None) -> TrainResult:
         model.learn(total_timesteps=job.env_steps, callback=cb)
         if cb.failure is None and not cb.stopped:
             cb.curve.append(evaluate())
+            cb.report(cb.curve[-1])
         if cb.failure is None:
             shipped, choice = keeper.ship(job.out_dir, lambda params: _restore(model, vecnorm, params))
         if cb.failure is None and job.video is not None:  # films the shipped policy

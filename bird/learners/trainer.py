@@ -140,10 +140,13 @@ def main(result_fd: int) -> None:
             return
 
 
-def compile_main() -> None:
+def compile_main(host_pid: int) -> None:
     """The host's compile step (no reward program involved): build and compile the training program for the pickled
     (jobs, width) on stdin and write its executables to stdout (`GroupTraining.serialized_program`): the isolated
-    trainer loads them instead of tracing the program again. Exit status 0 on success."""
+    trainer loads them instead of tracing the program again. Exit status 0 on success. It dies with `host_pid`."""
+    from bird.lifetime import die_with_parent
+
+    die_with_parent(host_pid)
     from bird.jax_cache import without_persistent_cache
     from bird.learners.jax_executables import Executables, store_dir
     from bird.learners.jax_ppo import GroupTraining

@@ -87,9 +87,9 @@ def ensure_compiled(jobs: list[TrainJob], width: int, timeout_s: float) -> Failu
     if found is not None:
         _COMPILED[key] = found
         return found
-    code = BOOT.replace("main(int(sys.argv[1]))", "compile_main()")  # the trainer's start, without its wall
+    code = BOOT.replace("main(int(sys.argv[1]))", "compile_main(int(sys.argv[1]))")  # the trainer's start, no wall
     try:
-        proc = subprocess.run([sys.executable, "-I", "-c", code, "0", json.dumps(worker_paths()),
+        proc = subprocess.run([sys.executable, "-I", "-c", code, str(os.getpid()), json.dumps(worker_paths()),
                                trainer_wall.TRAINER_MODULE], input=pickle.dumps((jobs, width)),
                               capture_output=True, timeout=timeout_s, env={"PATH": os.defpath, **env})
     except subprocess.TimeoutExpired:

@@ -6,6 +6,8 @@ import pytest
 from scipy import optimize
 
 from bird.analysis import (
+    DEFAULT_L2,
+    DEFAULT_PRIOR_SD_ELO,
     bradley_terry,
     bradley_terry_intervals,
     l2_from_prior_sd_elo,
@@ -17,8 +19,8 @@ ELO = 400 / math.log(10)
 
 
 def test_three_wins_in_four_give_an_elo_gap_of_ln3():
-    # pairs: 1>0, 1<1.5, 2>0, 2>1.5 -> A wins 3 of 4, so sigma(d) = 3/4 and d = ln 3.
-    r = bradley_terry({"A": {"t": [1.0, 2.0]}, "B": {"t": [0.0, 1.5]}})
+    # pairs: 1>0, 1<1.5, 2>0, 2>1.5 -> A wins 3 of 4, so sigma(d) = 3/4 and d = ln 3 (the MLE: no prior to speak of)
+    r = bradley_terry({"A": {"t": [1.0, 2.0]}, "B": {"t": [0.0, 1.5]}}, l2=1e-6)
     assert r["A"] - r["B"] == pytest.approx(ELO * math.log(3), abs=0.01)
     assert (r["A"] + r["B"]) / 2 == pytest.approx(1500)
 
@@ -87,8 +89,10 @@ def test_ratings_match_an_independent_mm_fit_when_connected():
     assert strongly_connected(w)
     theta = _mm_mle(w)
     ref = 1500 + ELO * (theta - theta.mean())
-    r = bradley_terry(table)
+    r = bradley_terry(table, l2=1e-6)  # the MLE
     assert [r[m] for m in names] == pytest.approx(list(ref), abs=0.01)
+    shrunk = bradley_terry(table)  # the default prior pulls every rating towards the anchor
+    assert all(abs(shrunk[m] - 1500) < abs(r[m] - 1500) for m in names)
 
 
 def test_l2_penalty_is_lambda_sum_theta_squared_on_a_separated_pair():
@@ -101,11 +105,14 @@ def test_l2_penalty_is_lambda_sum_theta_squared_on_a_separated_pair():
     assert not r.strongly_connected
 
 
-def test_method_winning_everything_is_flagged_and_rated_far_above():
+def test_method_winning_everything_is_flagged_and_rated_far_above_without_a_prior_and_readably_with_it():
     table = {"A": {"t": [9.0, 9.5]}, "B": {"t": [0.0, 1.0]}, "C": {"t": [0.5, 1.5]}}
     with pytest.warns(UserWarning, match="not strongly connected"):
-        r = bradley_terry(table)
+        r = bradley_terry(table, l2=1e-6)
     assert not r.strongly_connected and r["A"] - max(r["B"], r["C"]) > 1000
+    with pytest.warns(UserWarning, match="not strongly connected"):
+        r = bradley_terry(table)
+    assert not r.strongly_connected and 0 < r["A"] - max(r["B"], r["C"]) < 3 * DEFAULT_PRIOR_SD_ELO
 
 
 def test_one_sided_pair_stays_identifiable_when_connected_through_a_third_method():
@@ -229,11 +236,63 @@ def test_text_scores_read_as_floats_and_seed_order_is_kept_from_a_shuffled_dataf
     assert a.low == b.low and a.high == b.high
 
 
-def test_interval_defaults_are_l2_1e6_anchor_1500_2000_resamples_seed_0():
+def test_interval_defaults_are_the_prior_anchor_1500_2000_resamples_seed_0():
     rng = np.random.default_rng(8)
     table = {m: {"t": rng.normal(mu, 1.0, size=4)} for m, mu in zip("PQ", [0, 0.5], strict=True)}
     default = bradley_terry_intervals(table)
-    explicit = bradley_terry_intervals(table, l2=1e-6, anchor=1500.0, confidence_level=0.95, n_resamples=2000,
-                                       method="BCa", random_state=0)
-    assert default == explicit
+    explicit = bradley_terry_intervals(table, l2=l2_from_prior_sd_elo(300.0), anchor=1500.0, confidence_level=0.95,
+                                       n_resamples=2000, method="BCa", random_state=0)
+    assert DEFAULT_PRIOR_SD_ELO == 300.0 and l2_from_prior_sd_elo(300.0) == DEFAULT_L2
+    assert default == explicit and default.l2 == DEFAULT_L2
     assert default != bradley_terry_intervals(table, n_resamples=2000, random_state=1)
+
+
+# -- intervals a reader can trust: resamples that are not strongly connected ---------------------------------------
+def _separated_gap(wins: int, l2: float) -> float:
+    """Elo gap of a pair where one side won all `wins` comparisons: minimise wins log(1 + e^-d) + l2 (d/2)^2 * 2."""
+    return ELO * optimize.brentq(lambda d: wins / (1 + math.exp(d)) - l2 * d, 0, 100)
+
+
+def test_a_pair_that_half_the_resamples_separate_has_the_known_interval_and_is_not_identifiable():
+    # A's two seeds straddle B's: resampling A gives {0,0} (B wins all 4), {2,2} (A wins all 4) or one of each
+    # (2-2: both at 1500), with probabilities 1/4, 1/4, 1/2; B's resamples are all [1, 1]. So half the resamples are
+    # not strongly connected, and the 2.5% and 97.5% percentiles are the separated fits: 1500 -/+ half the gap.
+    table = {"A": {"t": [0.0, 2.0]}, "B": {"t": [1.0, 1.0]}}
+    fit = bradley_terry_intervals(table, n_resamples=2000, method="percentile", random_state=0)
+    half = _separated_gap(4, DEFAULT_L2) / 2
+    assert fit.ratings == pytest.approx({"A": 1500.0, "B": 1500.0}) and fit.ratings.strongly_connected
+    assert (fit.low["A"], fit.high["A"]) == pytest.approx((1500 - half, 1500 + half), abs=1e-6)
+    assert fit.n_fits == 2001 and fit.not_connected_share == pytest.approx(0.5, abs=0.03)
+    assert not fit.identifiable
+    assert fit.describe("A") == f"1500 (not identifiable: {fit.not_connected_share:.1%} of resamples not " \
+                                "connected)"
+
+
+def test_a_method_that_never_loses_has_no_identifiable_interval_and_a_rating_set_by_the_prior():
+    table = {"A": {"t": [9.0, 9.5]}, "B": {"t": [0.0, 1.0]}}  # A beats B in every seed pair of every resample
+    with pytest.warns(UserWarning, match="not strongly connected"):
+        fit = bradley_terry_intervals(table, n_resamples=200, method="percentile", random_state=0)
+    gap = _separated_gap(4, DEFAULT_L2)
+    assert fit.ratings["A"] - fit.ratings["B"] == pytest.approx(gap, abs=1e-3) and gap < 2 * DEFAULT_PRIOR_SD_ELO
+    assert fit.n_not_connected == fit.n_fits and not fit.identifiable
+    assert fit.describe("A").startswith(f"{1500 + gap / 2:.0f} (rating set by the prior) (not identifiable: "
+                                        "100.0% of resamples")
+
+
+def test_a_pair_that_no_resample_separates_keeps_its_interval_with_no_share_shown():
+    # each method wins one task outright: every resample has A 4-0 on t1 and B 4-0 on t2, so W = [[4, 4], [4, 4]]
+    table = {"A": {"t1": [2.0, 3.0], "t2": [0.0, 1.0]}, "B": {"t1": [0.0, 1.0], "t2": [2.0, 3.0]}}
+    fit = bradley_terry_intervals(table, n_resamples=100, method="percentile", random_state=0)
+    assert fit.n_not_connected == 0 and fit.identifiable
+    assert (fit.low["A"], fit.high["A"]) == pytest.approx((1500.0, 1500.0))
+    assert fit.describe("A") == "1500 [1500, 1500]"
+
+
+@pytest.mark.parametrize("share, identifiable", [(0.025, True), (0.026, False)])
+def test_the_not_identifiable_threshold_is_one_tail_of_the_interval(share, identifiable):
+    from bird.analysis import BTIntervals, Ratings
+
+    fit = BTIntervals(Ratings({"A": 1500.0}), {"A": 1400.0}, {"A": 1600.0}, "BCa", 1000, round(share * 1000), 1000)
+    assert fit.identifiable is identifiable
+    assert fit.describe("A") == ("1500 [1400, 1600] (2.5% of resamples not connected)" if identifiable else
+                                 "1500 (not identifiable: 2.6% of resamples not connected)")

@@ -133,7 +133,8 @@ def test_leaderboard_numbers_match_hand_computed_values(tmp_path):
     }
     for method, want in expected.items():
         row = table.loc[method]
-        est, lo, hi = _parse_interval(row["mean [95% BCa]"])
+        assert row["mean [95% BCa]"].endswith(" (3 seeds < 5: about the seeds' range)")
+        est, lo, hi = _parse_interval(row["mean [95% BCa]"].removesuffix(" (3 seeds < 5: about the seeds' range)"))
         assert est == pytest.approx(want["mean"], abs=5e-4)
         # the bounds: scipy's BCa over seeds resampled within each task, computed here on its own
         a, h = (np.array(KNOWN[method][t]) for t in ("ant", "hopper"))  # the table orders tasks by name
@@ -144,6 +145,7 @@ def test_leaderboard_numbers_match_hand_computed_values(tmp_path):
         assert (row["IQM"], row["opt. gap"]) == (want["IQM"], want["opt. gap"])
         assert (row["tasks"], row["seeds"]) == (2, "3")
     elo_column = next(c for c in table.columns if c.startswith("Elo"))
-    elo = {m: _parse_interval(table.loc[m, elo_column]) for m in KNOWN}
-    assert elo["beta"][0] > 1500 > elo["alpha"][0]  # beta wins 5 of the 6 paired (task, seed) comparisons
-    assert all(lo <= est <= hi for est, lo, hi in elo.values())
+    elo = {m: table.loc[m, elo_column] for m in KNOWN}
+    assert float(elo["beta"].split()[0]) > 1500 > float(elo["alpha"].split()[0])  # beta wins 5 of the 6 pairs
+    # three seeds a cell: resamples that separate the two methods are too many for an interval to mean anything
+    assert all(" (not identifiable: " in cell and "[" not in cell for cell in elo.values())

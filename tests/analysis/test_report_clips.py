@@ -117,3 +117,30 @@ def test_build_leaderboard_picks_the_median_runs_clip_with_and_without_figures(t
         assert (row["seed"], row["returned_score"], row["n_runs"], row["clip_score"], row["description"]) == \
             (2, 0.5, 3, 0.25, "seed 2")
         assert row["path"].endswith("seed2/" + row["path"].split("seed2/")[1]) and row["path"].endswith("episode0.mp4")
+
+
+def test_a_leaderboard_without_any_clip_says_why_in_its_notes_and_on_the_page(tmp_path):
+    """As from a bundle packed without --with-media: result.json lists a clip whose file is not there; another run
+    recorded none."""
+    from synthetic_runs import add_clip
+
+    listed = add_clip(write_run(tmp_path / "runs", "eureka", "mujoco", "hopper", 0), _clip_file(tmp_path), 0.5)
+    (listed / "final" / "episode0.mp4").unlink()
+    off = write_run(tmp_path / "runs", "card", "mujoco", "hopper", 0)
+    result = json.loads((off / "result.json").read_text())
+    (off / "result.json").write_text(json.dumps({**result, "videos": {"record": "none", "clips": []}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        lb = build_leaderboard(read_runs(tmp_path / "runs"), n_resamples=50, bt_resamples=10, figures=False)
+    why = ("clips: none to show: 1 clip(s) the runs list are not in their directories (a bundle holds clips only "
+           "when packed with --with-media); 1 run(s) recorded none (video.record=none)")
+    assert lb.clips.empty and why in lb.notes
+    write_leaderboard(lb, tmp_path / "out")
+    page = (tmp_path / "out" / "leaderboard.html").read_text()
+    assert '<p class="remark">Clips: none to show: 1 clip(s) the runs list are not in their directories' in page
+
+
+def _clip_file(tmp_path):
+    path = tmp_path / "pattern.mp4"
+    path.write_bytes(b"not really a video")
+    return path

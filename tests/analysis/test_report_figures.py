@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from synthetic_runs import write_run
 
-from bird.analysis import build_leaderboard, plots, read_runs
+from bird.analysis import DEFAULT_L2, build_leaderboard, plots, read_runs
 from bird.analysis.bootstrap import interval
 from bird.analysis.bradley_terry import bradley_terry_intervals
 from bird.analysis.metrics import performance_profile
@@ -65,13 +65,17 @@ def artists(fig) -> dict:
     return {"axes": axes, "suptitle": fig._suptitle.get_text() if fig._suptitle else None}
 
 
-def _errorbars(ax) -> list[tuple[float, float, float, float]]:
-    """(x, y, bar start, bar end) of each error bar of an axes, in drawing order (along y for vertical bars)."""
+def _errorbars(ax) -> list[tuple[float, ...]]:
+    """(x, y, bar start, bar end) of each error bar of an axes, in drawing order (along y for vertical bars); (x, y)
+    for a marker drawn without a bar."""
     out = []
     for container in ax.containers:
-        line, _, (bars,) = container
-        (x0, y0), (x1, y1) = bars.get_segments()[0]
+        line, _, bars = container
         x, y = float(line.get_xdata()[0]), float(line.get_ydata()[0])
+        if not bars:
+            out.append((x, y))
+            continue
+        (x0, y0), (x1, y1) = bars[0].get_segments()[0]
         out.append((x, y, y0, y1) if x0 == x1 else (x, y, x0, x1))
     return out
 
@@ -106,7 +110,8 @@ def test_every_figure_is_drawn_and_each_is_the_plot_of_its_own_data(board):
     }
     for name, (fig, _) in expected.items():
         assert artists(lb.figures[name]) == artists(fig), name
-    assert lb.notes == bt_notes + [f"{name}: {note}" for name, (_, notes) in expected.items() for note in notes]
+    assert lb.notes == bt_notes + ["clips: none to show: the runs list none"] + [
+        f"{name}: {note}" for name, (_, notes) in expected.items() for note in notes]
     assert any(n.startswith("bradley_terry: ") for n in lb.notes)  # this sweep has some to pass on
 
 
@@ -134,10 +139,13 @@ def test_bradley_terry_panels_show_each_fits_ratings_with_the_leaderboards_penal
                      random_state=SIZES["random_state"])
         order = sorted(fit.ratings, key=fit.ratings.get)
         assert [t.get_text() for t in ax.get_yticklabels()] == order
-        for y, (m, (x, yy, lo, hi)) in enumerate(zip(order, _errorbars(ax), strict=True)):
-            assert (yy, x, lo, hi) == pytest.approx((y, fit.ratings[m], fit.low[m], fit.high[m]), abs=1e-9)
+        for y, (m, drawn) in enumerate(zip(order, _errorbars(ax), strict=True)):  # a bar only where identifiable
+            want = (fit.ratings[m], y, fit.low[m], fit.high[m]) if fit.identifiable else (fit.ratings[m], y)
+            assert drawn == pytest.approx(want, abs=1e-9)
         tasks = "2 tasks" if bench is None else "1 task"
         assert ax.get_title().split("\n")[1] == f"n = {tasks}; BCa B=12"
+        if not fit.identifiable:
+            assert ax.get_title().split("\n")[2] == f"{fit.not_connected_share:.1%} of fits not connected: no intervals"
     assert "l2=0.01;" in fig._suptitle.get_text()
 
 
@@ -211,6 +219,7 @@ def test_figures_that_cannot_be_drawn_are_none_and_their_notes_name_them(tmp_pat
     assert {k for k, v in lb.figures.items() if v is None} == {"bradley_terry", "epic", "paired"}
     assert lb.notes == [
         "mujoco: Bradley–Terry needs two methods, found ['alpha']",
+        "clips: none to show: the runs list none",
         "method_comparison: mujoco: alpha interval degenerate (one seed per task or constant scores)",
         "bradley_terry: no Bradley–Terry fits (need at least two methods sharing a task)",
         "epic: no EPIC data in the runs (no epic.csv): EPIC figure skipped",
@@ -219,7 +228,7 @@ def test_figures_that_cannot_be_drawn_are_none_and_their_notes_name_them(tmp_pat
 
 
 def test_defaults_are_the_documented_bootstrap_sizes_penalty_and_seed(tmp_path):
-    """build_leaderboard(source) alone: 10,000 resamples for means, 1,000 for Elo, 2,000 for curves, l2 = 1e-6,
+    """build_leaderboard(source) alone: 10,000 resamples for means, 1,000 for Elo, 2,000 for curves, l2 of the default prior,
     seed 0, figures drawn. Read back unrounded from the figures (the tables round)."""
     root = tmp_path / "runs"
     # six irregular scores per method (each wins some seed pairs): enough distinct resamples that one resample
@@ -238,10 +247,22 @@ def test_defaults_are_the_documented_bootstrap_sizes_penalty_and_seed(tmp_path):
     for m, (_, _, lo, hi) in zip(sorted(table), _errorbars(lb.figures["method_comparison"].axes[0]), strict=True):
         iv = _quiet(interval, table[m], "BCa", n_resamples=10_000, random_state=0)
         assert (lo, hi) == pytest.approx((iv.low, iv.high), abs=1e-12)
-    fit = _quiet(bradley_terry_intervals, table, l2=1e-6, n_resamples=1_000, random_state=0)
+    fit = _quiet(bradley_terry_intervals, table, l2=DEFAULT_L2, n_resamples=1_000, random_state=0)
     assert fit.ratings.strongly_connected and fit.n_not_connected < fit.n_fits  # bounds the data set, not the penalty
     bars = [bound for bar in _errorbars(lb.figures["bradley_terry"].axes[0]) for bound in bar[2:]]
     order = sorted(fit.ratings, key=fit.ratings.get)
     assert bars == pytest.approx([bound for m in order for bound in (fit.low[m], fit.high[m])], abs=1e-9)
     curves = _quiet(plots.plot_curves, coll.iterations, "iteration", 2_000, 0)[0]
     assert artists(lb.figures["curves_iteration"]) == artists(curves)
+
+
+def test_a_method_with_no_in_loop_score_draws_no_line_and_the_notes_say_why():
+    rows = [{"benchmark": "metaworld", "task": "reach", "method": m, "seed": s, "iteration": i,
+             "env_steps_cum": 1000.0 * i, "incumbent_score": (0.1 * i + 0.01 * s) if m == "eureka" else np.nan}
+            for m in ("card", "eureka") for s in (0, 1) for i in (1, 2)]
+    fig, notes = _quiet(plots.plot_curves, pd.DataFrame(rows), "iteration", 30, 0)
+    assert [line.get_label() for line in fig.axes[0].lines] == ["eureka"]
+    assert notes == ["card: no line: the reward it would return after each iteration was never trained in the loop "
+                     "(no in-loop score; e.g. CARD's last, feedback-less iteration, or a screened candidate)"]
+    assert "no line for card" in fig._suptitle.get_text()
+

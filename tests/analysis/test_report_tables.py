@@ -11,7 +11,7 @@ import pytest
 from synthetic_runs import write_run
 
 from bird.analysis import build_leaderboard, read_runs
-from bird.analysis.bootstrap import interval
+from bird.analysis.bootstrap import few_seeds_label, interval
 from bird.analysis.bradley_terry import bradley_terry_intervals
 from bird.analysis.report import _bt_fits, _table
 from bird.analysis.tidy import score_table
@@ -50,23 +50,28 @@ def test_cells_use_the_leaderboards_bootstrap_size_and_seed(tmp_path):
         table, rows = score_table(runs), lb.tables[bench].set_index("method")
         for m in ("alpha", "beta"):
             iv = interval(table[m], "BCa", n_resamples=40, random_state=4)
-            assert rows.loc[m, "mean [95% BCa]"] == f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}]", (bench, m)
+            fewest = min(map(len, table[m].values()))
+            assert rows.loc[m, "mean [95% BCa]"] == (f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
+                                                     + few_seeds_label(fewest)), (bench, m)
         fit = bradley_terry_intervals(table, l2=0.01, n_resamples=12, random_state=4)
         assert fit.ratings.strongly_connected
         for m in ("alpha", "beta"):
-            cell = f"{fit.ratings[m]:.0f} [{fit.low[m]:.0f}, {fit.high[m]:.0f}]"
-            assert rows.loc[m, "Elo [95% BCa]"] == cell, (bench, m)  # the benchmark's own fit; pooled: the pooled
+            fewest = min(map(len, table[m].values()))
+            assert rows.loc[m, "Elo [95% BCa]"] == fit.describe(m) + few_seeds_label(fewest) * fit.identifiable, \
+                (bench, m)  # the benchmark's own fit, or the pooled one
     other = _board(coll, random_state=5).tables["pooled"]
     assert not other.equals(lb.tables["pooled"])  # the seed matters at this size, so the comparison above can fail
 
 
-def test_a_rating_set_by_the_penalty_is_marked_not_identifiable(tmp_path):
-    """alpha beats beta in every seed pair: the win graph is not strongly connected."""
+def test_a_rating_set_by_the_prior_has_its_interval_marked_not_identifiable(tmp_path):
+    """alpha beats beta in every seed pair of every resample: the win graph is never strongly connected."""
     coll = _runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.9, 0.8], ("beta", "mujoco", "hopper"): [0.1, 0.2]})
     for cell in _board(coll).tables["mujoco"]["Elo [95% BCa]"]:
-        assert cell.endswith("] (not identifiable)")
-    mixed = _runs(tmp_path / "mixed", MIXED)
-    assert not any("identifiable" in c for c in _board(mixed).tables["mujoco"]["Elo [95% BCa]"])
+        assert cell.endswith(" (rating set by the prior) (not identifiable: 100.0% of resamples not "
+                             "connected)") and "[" not in cell
+    ties = {("alpha", "mujoco", "hopper"): [0.5, 0.5, 0.5], ("beta", "mujoco", "hopper"): [0.5, 0.5, 0.5]}
+    assert _board(_runs(tmp_path / "ties", ties)).tables["mujoco"]["Elo [95% BCa]"].tolist() == \
+        ["1500 [1500, 1500] (3 seeds < 5: about the seeds' range)"] * 2
 
 
 def test_a_method_lacking_tasks_gets_no_aggregate_and_a_note_in_its_benchmark_and_pooled(tmp_path):
@@ -86,7 +91,7 @@ def test_one_benchmark_has_no_pooled_table(tmp_path):
     lb = _board(_runs(tmp_path, {k: v for k, v in MIXED.items() if k[1] == "mujoco"}))
     assert list(lb.tables) == ["mujoco"]
     assert list(lb.tables["mujoco"].columns) == ["method", "tasks", "seeds", "mean [95% BCa]", "IQM", "opt. gap",
-                                                 "Elo [95% BCa]", "env steps / run", "LLM calls / run",
+                                                 "Elo [95% BCa]", "selections tied", "env steps / run", "LLM calls / run",
                                                  "cost USD (total)"]
 
 
@@ -127,16 +132,65 @@ def test_table_rows_for_a_hand_made_benchmark(tmp_path):
     coll = _runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.2, 0.4, 0.9], ("alpha", "mujoco", "ant"): [0.1, 0.3]})
     notes: list[str] = []
     fits, _ = _bt_fits(coll.runs, 12, 0.01, 4, notes)
-    table = _table(coll.runs, "mujoco", fits.get("mujoco"), 40, 4, notes)
+    table, remarks = _table(coll.runs, "mujoco", fits.get("mujoco"), 40, 4, notes)
     row = table.iloc[0].to_dict()
     cells = score_table(coll.runs)["alpha"]
     iv = interval(cells, "BCa", n_resamples=40, random_state=4)
+    assert remarks == []  # one method: nothing to separate
     assert row == {"method": "alpha", "tasks": 2, "seeds": "2–3",
-                   "mean [95% BCa]": f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}]",
-                   "IQM": row["IQM"], "opt. gap": row["opt. gap"],
+                   "mean [95% BCa]": f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}] (2 seeds < 5: about the "
+                                     "seeds' range)",
+                   "IQM": row["IQM"], "opt. gap": row["opt. gap"], "selections tied": "n/a (not recorded)",
                    "env steps / run": "4e+04", "LLM calls / run": "1", "cost USD (total)": "0.00"}
     assert iv.estimate == pytest.approx((np.mean([0.2, 0.4, 0.9]) + 0.2) / 2)
     assert notes == ["mujoco: Bradley–Terry needs two methods, found ['alpha']"]
+
+
+# -- small samples: intervals over fewer than five seeds are labelled, and overlaps said in words ------------------
+def test_intervals_over_fewer_than_five_seeds_say_they_are_about_the_seeds_range():
+    assert few_seeds_label(2) == " (2 seeds < 5: about the seeds' range)"
+    assert few_seeds_label(1) == " (1 seed < 5: about the seeds' range)"
+    assert few_seeds_label(5) == few_seeds_label(9) == ""
+
+
+def test_the_overview_labels_small_n_intervals_and_says_too_few_seeds_where_they_overlap(tmp_path):
+    two = _board(_runs(tmp_path / "two", {("alpha", "mujoco", "hopper"): [0.2, 0.6],
+                                          ("beta", "mujoco", "hopper"): [0.3, 0.7]}))
+    rows = two.tables["mujoco"].set_index("method")
+    assert all(cell.endswith("] (2 seeds < 5: about the seeds' range)") for cell in rows["mean [95% BCa]"])
+    assert two.remarks == {"mujoco": ["Too few seeds to separate methods: alpha and beta (fewer than 5 seeds a cell, "
+                                      "and their mean intervals overlap)."]}
+    apart = _board(_runs(tmp_path / "apart", {("alpha", "mujoco", "hopper"): [0.90, 0.91],
+                                              ("beta", "mujoco", "hopper"): [0.10, 0.11]}))
+    assert apart.remarks == {}  # two seeds, but intervals that do not overlap: nothing to say
+    five = _board(_runs(tmp_path / "five", {("alpha", "mujoco", "hopper"): [0.2, 0.6, 0.4, 0.5, 0.3],
+                                            ("beta", "mujoco", "hopper"): [0.3, 0.7, 0.5, 0.4, 0.6]}))
+    assert five.remarks == {} and not any("seeds' range" in c for c in five.tables["mujoco"]["mean [95% BCa]"])
+
+
+def test_the_page_and_the_markdown_show_the_small_n_labels_and_the_remark(tmp_path):
+    from bird.analysis import write_leaderboard
+
+    lb = _board(_runs(tmp_path / "runs", {("alpha", "mujoco", "hopper"): [0.2, 0.6],
+                                          ("beta", "mujoco", "hopper"): [0.3, 0.7]}))
+    md = write_leaderboard(lb, tmp_path / "out").read_text()
+    page = (tmp_path / "out" / "leaderboard.html").read_text()
+    for text in (md, page):
+        assert "Too few seeds to separate methods: alpha and beta" in text
+        assert text.count("(2 seeds &lt; 5: about the seeds&#x27; range)" if text is page else
+                          "(2 seeds < 5: about the seeds' range)") == 4  # overview and per-task, both methods
+
+
+def test_the_overview_counts_the_selections_that_were_ties_from_result_json(tmp_path):
+    coll = _runs(tmp_path / "runs", {("alpha", "mujoco", "hopper"): [0.2, 0.6], ("beta", "mujoco", "hopper"): [0.3]})
+    for run in (tmp_path / "runs").rglob("result.json"):  # 1 iteration each (synthetic runs); alpha seed 0 tied
+        result = json.loads(run.read_text())
+        if result["method"] == "alpha":
+            run.write_text(json.dumps({**result, "tied_iterations": [1] if result["seed"] == 0 else []}))
+    rows = _board(read_runs(tmp_path / "runs", warn=False)).tables["mujoco"].set_index("method")
+    assert rows.loc["alpha", "selections tied"] == "1 of 2"
+    assert rows.loc["beta", "selections tied"] == "n/a (not recorded)"  # a result.json from before ties were kept
+    assert len(coll.runs) == 3
 
 
 def _baseline_runs(root, scores: dict, accuracy: dict | None = None):

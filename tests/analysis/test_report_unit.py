@@ -73,7 +73,7 @@ def test_one_method_gets_no_ratings_and_a_note(tmp_path):
     for seed in (0, 1):
         _set_scores(write_run(tmp_path / "runs", "alpha", "mujoco", "hopper", seed), 0.5 + 0.1 * seed)
     lb = _board(tmp_path / "runs")
-    assert lb.notes == ["mujoco: Bradley–Terry needs two methods, found ['alpha']"]
+    assert lb.notes == ["mujoco: Bradley–Terry needs two methods, found ['alpha']", "clips: none to show: the runs list none"]
     assert not any(c.startswith("Elo") for c in lb.tables["mujoco"].columns)
     assert lb.header[0] == "2 runs; 1 method; 1 task."
     assert _default_pair(read_runs(tmp_path / "runs", warn=False).runs, {}) is None

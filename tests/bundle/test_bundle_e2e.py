@@ -103,6 +103,18 @@ def test_pack_verify_replay_offline_without_key_gives_identical_results(recorded
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((out / "replay_report.json").read_text())
     assert [c["status"] for c in report["cells"]] == ["identical"] * 4, report
+    # progress per cell on stderr, as each starts and ends, in the report's order
+    said = [line for line in proc.stderr.splitlines() if line.startswith("replay: cell ")]
+    want = [(f"replay: cell {k}/4 {c['id']} ...", f"replay: cell {k}/4 {c['id']}: identical (")
+            for k, c in enumerate(report["cells"], 1)]
+    assert len(said) == 8 and all(s == a and e.startswith(b) for (a, b), s, e in zip(want, said[::2], said[1::2],
+                                                                                        strict=True)), said
+    # and each replayed search's one-line summary (run.progress=false), between them
+    assert proc.stdout.count(": completed · returned ") == 4, proc.stdout[-3000:]
+    # the command-line comparison of a recorded run with its replay
+    same = subprocess.run([sys.executable, "-m", "bird.bundle", "compare", str(recorded / "sweep" / _sweep_dir(cells[0])),
+                           str(out / cells[0]["id"])], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert same.returncode == 0 and same.stdout.endswith(": identical\n"), same.stdout + same.stderr
     for cell in cells:  # the acceptance criteria, checked on the files themselves
         old, new = recorded / "sweep" / _sweep_dir(cell), out / cell["id"]
         r_old, r_new = (json.loads((d / "result.json").read_text()) for d in (old, new))

@@ -331,3 +331,25 @@ def test_replay_names_a_trusted_plugin_missing_here_or_an_entry_point_not_instal
                                           "is not installed here"):
         replay(_with_plugin(tmp_path / "b", "ep_gone", source="entry point"), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_bundle_compare_on_the_command_line_says_identical_within_tolerance_or_what_differs(tmp_path, capsys):
+    from bird.bundle.__main__ import main
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        shutil.copytree(SMOKE_RUNS / "mujoco-inverted_pendulum" / "eureka-s0", d)
+    assert main(["compare", str(a), str(b)]) == 0
+    assert capsys.readouterr().out == f"{a} and {b}: identical\n"
+    curve = b / "candidates" / "it1-c0" / "curve.csv"
+    head, first, *rest = curve.read_text().splitlines()
+    cells = first.split(",")
+    cells[1] = repr(float(cells[1]) + 1e-7)  # the first checkpoint's score, moved a little
+    curve.write_text("\n".join([head, ",".join(cells), *rest]) + "\n")
+    assert main(["compare", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert f"{a} and {b}: differ (1 difference(s)" in out and "candidates/it1-c0/curve.csv:row 0:score" in out
+    assert main(["compare", str(a), str(b), "--tol", "score=0.01"]) == 0
+    assert ": within tolerance (1 difference(s)" in capsys.readouterr().out
+    assert main(["compare", str(a), str(tmp_path)]) == 2
+    assert "is not a finished run directory" in capsys.readouterr().err

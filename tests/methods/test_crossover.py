@@ -67,7 +67,8 @@ def test_module_insert_adds_a_module_of_b_to_a_and_the_child_runs(hopper):
 
 def test_parents_with_no_module_to_insert_give_no_child():
     b_only_forward = PARENT_B.replace('    comps["upright"] = upright\n', "")
-    with pytest.raises(CrossoverError, match="no reward module that parent A lacks"):
+    with pytest.raises(CrossoverError, match=r"no reward module that parent A lacks \(A computes \['ctrl', "
+                                             r"'forward'\], B \['forward'\]\)$"):
         module_insert(PARENT_A, b_only_forward, random.Random(0))
 
 

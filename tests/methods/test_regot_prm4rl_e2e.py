@@ -145,10 +145,12 @@ def test_prm4rl_re_asks_a_screened_program_and_trains_the_next(compose_cfg, tmp_
 
 
 @pytest.mark.slow
-def test_prm4rl_whose_every_program_is_screened_ends_with_an_explained_failure(compose_cfg, tmp_path):
+def test_prm4rl_whose_every_program_is_screened_ends_failed_with_the_reason(compose_cfg, tmp_path):
     cfg = compose_cfg("method=prm4rl", *FAST, "verify.progress_bound=1e-9")
     result = search(cfg, tmp_path)
-    assert result["status"] == "completed" and result["returned"] is None and result["returned_score"] is None
+    assert result["status"] == "failed" and result["returned"] is None and result["returned_score"] is None
     assert result["llm_calls"] == 1 + cfg.generate.parse_retries and result["env_steps"] == 0
     assert "it1-c0: screened after 3 attempt(s): progress screen" in result["no_return_reason"]
-    assert json.loads((tmp_path / "status.json").read_text())["state"] == "completed"
+    assert result["status_reason"] == result["no_return_reason"]
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["state"] == "failed" and status["error"] == result["status_reason"]

@@ -107,6 +107,9 @@ def test_rstar_smoke_search_crosses_parents_aligns_literals_and_keeps_its_critic
         else:
             assert c["failure"]["kind"] in ("skipped", "operator_error", "runtime_error", "non_finite")
             assert c["failure"]["kind"] == "skipped" or record["draws"]
+            if c["failure"]["kind"] == "skipped":  # smoke's K = 2 leaves one sampled parent in iteration 1: said so
+                assert c["failure"]["reason"] == ("no two ranked parents to cross: 1 ranked so far (the plan gives "
+                                                  "crossover 1 of 2 slots, so 1 sampled per iteration)")
     critics = json.loads((run / "critics.json").read_text())
     assert len(critics) == 5 and all(c["ok"] for c in critics)
     aligned = [json.loads(p.read_text()) for p in (run / "candidates").glob("it2-*/alignment.json")]

@@ -77,9 +77,10 @@ def test_ones_own_resume_uses_the_endpoint_given_again_or_trusted(tmp_path, monk
                                          "llm.base_url": srv.base_url, "llm.api_key_env": "MY_TOKEN",
                                          "budget.max_iterations": 1})
         (run / "result.json").unlink()
-        assert resume_main([str(run), "--trust-config"]) == 0
+        assert resume_main([str(run), "--trust-config"]) == 1  # the server answers no program: nothing trains
         assert srv.requests and all(h.get("authorization") == f"Bearer {SECRET}" for h in srv.headers)
-    assert json.loads((run / "result.json").read_text())["status"] == "completed"
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "failed" and result["failures"] == {"parse_error": len(srv.requests)}
 
 
 def test_a_received_limit_looser_than_this_machines_stops_the_resume(tmp_path, capsys):
