@@ -227,7 +227,8 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     else:
         add("paired", plots.plot_paired(runs, *pair, n_resamples=n_resamples, random_state=random_state))
     add("profiles", plots.plot_profiles(runs))
-    add("reward_accuracy", plots.plot_reward_accuracy(coll.iterations))
+    if "reward_accuracy_test" in coll.iterations and coll.iterations["reward_accuracy_test"].notna().any():
+        add("reward_accuracy", plots.plot_reward_accuracy(coll.iterations))  # GRACE Fig. 2, where runs record it
     return Leaderboard(tables, figs, notes, header, clips, tasks, runs, remarks)
 
 

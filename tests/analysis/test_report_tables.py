@@ -232,3 +232,23 @@ def test_a_collection_without_a_baseline_has_no_fraction_column(tmp_path):
     coll = _baseline_runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.2, 0.4], ("beta", "mujoco", "hopper"): [0.1, 0.3]})
     table = _board(coll).tables["mujoco"]
     assert "of baseline" not in table and "reward acc. (test)" not in table
+
+
+def test_runs_that_record_reward_accuracy_per_generation_get_gracess_fig_2(tmp_path):
+    for seed, accs in enumerate([(0.6, 0.9), (0.7, 0.8)]):
+        run = write_run(tmp_path, "grace", "babyai", "a", seed, iterations=2, candidates=1)
+        result = json.loads((run / "result.json").read_text())
+        for it, acc in zip(result["iterations"], accs, strict=True):
+            it["reward_accuracy"] = {"metric": "demo_pairwise", "returned": "it1-c0", "train": 1.0, "test": acc}
+        (run / "result.json").write_text(json.dumps(result))
+    coll = read_runs(tmp_path, warn=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        board = build_leaderboard(coll, **SIZES, curve_resamples=20)
+    ax = board.figures["reward_accuracy"].axes[0]
+    test_line = next(line for line in ax.get_lines() if line.get_label() == "grace test")
+    assert test_line.get_xdata().tolist() == [1, 2] and test_line.get_ydata() == pytest.approx([0.65, 0.85])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        none = build_leaderboard(_runs(tmp_path / "none", {("a", "mujoco", "h"): [0.1]}), **SIZES, curve_resamples=20)
+    assert "reward_accuracy" not in none.figures

@@ -165,7 +165,8 @@ def answer_demo_request(ctx: dict[str, Any], purpose: str, rng: random.Random, l
     for line in (ctx.get("parent_code") or "").splitlines():
         if line.startswith(SPEC_MARKER):
             parent = json.loads(line[len(SPEC_MARKER):])
-    pairs = _pairs(ctx) or ([(t["a"], t["b"]) for t in parent["terms"]] if parent else [])
+    # a mutation shown no misscored grid state keeps measuring its parent's cell classes
+    pairs = _pairs(ctx) or [p for t in (parent or {}).get("terms", []) if is_grid_pair(p := (t["a"], t["b"]))]
     if not pairs:
         shown = ", ".join(f"{f['name']} ({f['size']}, {(f.get('unit') or 'no unit')[:40]})" for f in ctx["obs_fields"][:8])
         raise LLMError(f"offline synthesiser cannot write a {purpose!r} reward class for this state: its programs "
