@@ -94,8 +94,9 @@ class Component:
     :param mate: a parent rule's choice of a second parent (crossover).
     :param needs_task: what the task must offer (TaskOffers fields: success_flag, reference_reward, ...), checked
         when the config loads.
-    :param needs_policy: a fitness that reads a trained policy (its checkpoints); False for one computed without
-        RL (GRACE's demo fitness), so a search ranking on it trains nothing in the loop.
+    :param needs_policy: a fitness or feedback format that reads a trained policy (its checkpoints, rollouts); False
+        for one computed without RL (GRACE's demo fitness and feedback), so a search using only such trains nothing in
+        the loop.
     """
 
     fn: Any

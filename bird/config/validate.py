@@ -7,7 +7,7 @@ from pathlib import Path
 
 import bird.methods
 from bird import registry
-from bird.config.needs import needs_judgement
+from bird.config.needs import needs_judgement, reads_policy
 from bird.config.schema import BirdConfig
 from bird.config.validate_search import check_search
 from bird.config.validate_task import check_task
@@ -145,7 +145,7 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
     for item in cfg.generate.resample_on:
         if item not in kinds:
             problems.append(f"generate.resample_on: {item!r} is not a failure kind; allowed: {kinds}")
-    if cfg.final.retrain and (cfg.final.learner or cfg.train.learner) == "none" and _ranks_on_policy(cfg):
+    if cfg.final.retrain and (cfg.final.learner or cfg.train.learner) == "none" and reads_policy(cfg):
         problems.append("final.learner: the final retrain needs a learner other than 'none' (set final.learner); "
                         "only a search whose fitness needs no policy (GRACE's demo fitness) may stop before RL")
     for key, allowed in _ENUMS.items():
@@ -156,12 +156,6 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
         problems.append(f"env.id={cfg.env.id!r}: unknown suite {suite!r}; allowed: {registry.names('suite')}")
     if cfg.generate.prompt not in template_sets():
         problems.append(f"generate.prompt={cfg.generate.prompt!r}: no template set; allowed: {template_sets()}")
-
-
-def _ranks_on_policy(cfg: BirdConfig) -> bool:
-    """The fitness or a report metric reads a trained policy (registry.Component.needs_policy)."""
-    names = [cfg.feedback.fitness, *cfg.feedback.report_metrics]
-    return any(n in registry.names("fitness") and registry.declared("fitness", n).needs_policy for n in names)
 
 
 def _check_couplings(cfg: BirdConfig, problems: list[str]) -> None:

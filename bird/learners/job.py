@@ -106,19 +106,13 @@ def learner_trains(name: str) -> bool:
     return bool(get("learner", name).trains)
 
 
-def _reads_policy(cfg: BirdConfig) -> bool:
-    """Whether anything the loop ranks or reports reads a trained policy (a fitness declares needs_policy)."""
-    from bird.config.needs import needs_judgement
-    from bird.registry import declared
-
-    names = [cfg.feedback.fitness, *cfg.feedback.report_metrics]
-    return any(declared("fitness", n).needs_policy for n in names) or needs_judgement(cfg)
-
-
 def loop_learner(cfg: BirdConfig) -> str:
-    """The learner of the loop's trainings: train.learner, or `none` when nothing the loop ranks or reports reads a
-    policy (GRACE's demo fitness: its train.learner then trains only the final retrain and DataExpandRL)."""
-    return cfg.train.learner if _reads_policy(cfg) else "none"
+    """The learner of the loop's trainings: train.learner, or `none` when nothing the loop ranks, reports or shows
+    reads a policy (bird/config/needs.py reads_policy; GRACE's demo fitness: its train.learner then trains only the
+    final retrain and DataExpandRL)."""
+    from bird.config.needs import reads_policy
+
+    return cfg.train.learner if reads_policy(cfg) else "none"
 
 
 def final_learner(cfg: BirdConfig) -> str:
