@@ -12,6 +12,7 @@ from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.fidelity import config_substitutes
 from bird.learners.job import untrained_checkpoint
+from bird.learners.job import final_learner, learner_trains
 from bird.llm.base import Generator
 from bird.plugins import describe as describe_plugins
 from bird.rundir import SCHEMA_VERSION
@@ -69,6 +70,8 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
             "candidate_id": cand.id, "code_path": f"candidates/{cand.id}/reward.py" if cand.code else None,
             "in_loop_score": aggregate_score(cfg.feedback.aggregate, state.results.get(cand.id))},
         "returned_score": float(np.mean(scores)) if scores else None,
+        # offline reward learning (GRACE with train.learner=none): no policy is trained, the reward is the product
+        "stops_before_rl": cfg.final.retrain and not learner_trains(final_learner(cfg)),
         "no_return_reason": why_nothing_returned(state),
         "no_score_reason": None if scores or cand is None else no_score_reason,
         "returned_score_per_seed": scores,

@@ -33,6 +33,7 @@ def test_grace_with_no_learner_stops_before_rl_with_accuracy_only(compose_cfg, t
     result = search(compose_cfg("method=grace", "env=babyai/PlaceBetween", "train.learner=none", *SMALL_DEMOS),
                     tmp_path)
     assert result["returned"] is not None and result["returned_score"] is None and result["env_steps"] == 0
+    assert (result["status"], result["stops_before_rl"]) == ("completed", True)  # the reward is the product
     assert result["reward_accuracy"]["test"] is not None and not (tmp_path / "final").exists()
     assert any(s.startswith("PlaceBetween, OpenMatchingDoor, SortColors: bird's own") for s in result["substitutes"])
 
