@@ -163,6 +163,12 @@ def test_positive_control_the_old_few_shot_example_is_caught():
         "brax/half_cheetah", "metaworld/pick_place", "mujoco/half_cheetah"]
 
 
+def test_a_babyai_level_is_named_by_its_name_and_a_one_word_level_only_with_its_suite():
+    assert eval_task_mentions("walk to it, as in GoToRedBall") == ["babyai/GoToRedBall"]
+    assert eval_task_mentions("Open the drawer; pick up the cube") == ["metaworld/drawer_open"]  # not babyai/Open
+    assert eval_task_mentions("the BabyAI-Open level and babyai/Pickup") == ["babyai/Open", "babyai/Pickup"]
+
+
 def test_positive_control_thresholds_in_any_unit_and_names_only_as_env_code_are_caught():
     facts = hidden_facts("metaworld/drawer_close")
     assert facts.thresholds == (0.065,)
