@@ -74,6 +74,8 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _epic(args: argparse.Namespace) -> int:
+    from bird.escape import terminal
+
     from .epic_bench import EpicSettings, evaluate_run, write_epic_csv
     from .rundir import find_run_dirs
 
@@ -84,15 +86,21 @@ def _epic(args: argparse.Namespace) -> int:
     if not dirs:
         print("no run directories with result.json found", file=sys.stderr)
         return 1
+    evaluated = 0
     for d in dirs:
-        rows = evaluate_run(d, s, refs)
+        try:
+            rows = evaluate_run(d, s, refs)
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a run bird will not read: skipped, the others go on
+            print(terminal(f"{d}: skipped ({exc})"), file=sys.stderr)
+            continue
+        evaluated += 1
         path = write_epic_csv(d, rows)
         print(f"{path}")
         for r in rows:
             reason = f"  ({r['reason']})" if r["reason"] else ""
-            print(f"  it{r['iteration']} {r['candidate'] or '-':8s} distance {r['distance']:.4f}  "
-                  f"random median {r['random_median']:.4f}{reason}")
-    return 0
+            print(terminal(f"  it{r['iteration']} {r['candidate'] or '-':8s} distance {r['distance']:.4f}  "
+                           f"random median {r['random_median']:.4f}{reason}"))
+    return 0 if evaluated else 1
 
 
 def _source(paths: Sequence[str], out: str | None = None):

@@ -4,13 +4,14 @@ For a run directory: read `result.json`'s `iterations[*].best_candidate`, run ea
 sandbox on the task's cached competent-policy dataset (analysis/epic_data.py), canonicalise it with the
 dataset's paired mean samples, and take the Pearson distance to the canonical reference reward. Writes
 `epic.csv` (iteration,candidate,distance,random_median,reason). See docs/analysis.md for the definitions.
+The run directory may be someone else's: its files are read as bird/files.py reads them (regular files inside the
+run, within their caps, bounded parsing; config.yaml as received data, bird/config/received.py).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bird.files import write_text
+from bird.files import read_json, read_text, write_json, write_text
 
 from .epic import canonicalize_samples, pearson_distance
 from .epic_data import Dataset, cache_dir, competent_dataset
@@ -136,22 +137,27 @@ def task_reference(env_id: str, s: EpicSettings, log: Callable[[str], None] = pr
         return ref
     path = _random_cache(env_id, s)
     if path.is_file():
-        ref.random_distances = np.asarray(json.loads(path.read_text())["distances"], dtype=float)
+        ref.random_distances = np.asarray(read_json(path, "record")["distances"], dtype=float)
     else:
         log(f"[epic] {env_id}: {s.n_random} random rewards")
         ref.random_distances = np.array([distance(r, ref, s.discount) for r in random_rewards(ds, s.n_random, s.seed)])
-        path.write_text(json.dumps({"distances": ref.random_distances.tolist()}) + "\n")
+        write_json(path, {"distances": ref.random_distances.tolist()})
     return ref
 
 
 def _contract(run: Path) -> str:
-    """The run's reward-program contract (config.yaml `reward.contract`, default compute_reward)."""
-    from omegaconf import OmegaConf
+    """The run's reward-program contract (config.yaml `reward.contract`, default compute_reward), read as received
+    data (bird/config/received.py: an interpolation is refused, never resolved)."""
+    from bird.config.received import load_received
 
     cfg = run / "config.yaml"
     if not cfg.is_file():
         return "compute_reward"
-    return str(OmegaConf.select(OmegaConf.load(cfg), "reward.contract", default="compute_reward"))
+    reward = load_received(cfg).get("reward") or {}
+    contract = reward.get("contract", "compute_reward") if isinstance(reward, dict) else None
+    if not isinstance(contract, str):
+        raise ValueError(f"{cfg}: reward.contract={contract!r} is not a contract name")
+    return contract
 
 
 def _best_candidates(result: dict) -> list[tuple[int, str | None]]:
@@ -160,13 +166,16 @@ def _best_candidates(result: dict) -> list[tuple[int, str | None]]:
 
 def evaluate_run(run_dir: str | Path, s: EpicSettings, refs: dict[str, TaskReference] | None = None,
                  log: Callable[[str], None] = print) -> list[dict]:
-    """epic.csv rows for one run directory: one per iteration (distance NaN with a reason when undefined)."""
+    """epic.csv rows for one run directory: one per iteration (distance NaN with a reason when undefined). Raises
+    OSError or ValueError for a run whose result.json, config.yaml or reward.py bird will not read."""
     from bird.config.schema import EnvConfig
     from bird.envs.registry import make_adapter
     from bird.reward.sandbox import RewardProgramError
 
     run = Path(run_dir)
-    result = json.loads((run / "result.json").read_text())
+    result = read_json(run / "result.json", "result", run)
+    if not isinstance(result, dict):
+        raise ValueError(f"{run / 'result.json'} is not a JSON object")
     env_id = result.get("env") or f"{result['suite']}/{result['task']}"
     refs = {} if refs is None else refs
     if env_id not in refs:
@@ -190,7 +199,7 @@ def evaluate_run(run_dir: str | Path, s: EpicSettings, refs: dict[str, TaskRefer
             row["reason"] = f"missing {code_path.relative_to(run)}"
         else:
             try:
-                with candidate_reward(code_path.read_text(), obs_index, s) as fn:
+                with candidate_reward(read_text(code_path, "text", run), obs_index, s) as fn:
                     row["distance"] = distance(fn, ref, s.discount)
                 if not math.isfinite(row["distance"]):
                     row["reason"] = "candidate reward is constant (after canonicalisation) on the dataset"

@@ -3,7 +3,8 @@
 Gym MuJoCo: a PPO policy trained on the task's reference reward (`train_ppo`, `code=None`), rolled out with its
 VecNormalize statistics, sampling from the policy's action distribution. States are dicts of named arrays:
 "obs" plus the task's extra simulator fields (`bird.envs.mujoco.reference.EXTRA_FIELDS`).
-Cache: $BIRD_CACHE_DIR/epic (default ~/.cache/bird/epic)/<suite>__<task>/ppo_steps<N>_seed<S>/.
+Cache: $BIRD_CACHE_DIR/epic (default ~/.cache/bird/epic)/<suite>__<task>/ppo_steps<N>_seed<S>/, written atomically
+and read back as bird/files.py reads a file someone else may have written (a cache can be shared).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bird.files import atomic_writer, load_npz, loads, read_json, write_json
 
 __all__ = ["Dataset", "cache_dir", "competent_dataset", "rollout", "train_reference_policy"]
 
@@ -40,20 +43,19 @@ class Dataset:
         arrays = {f"{g}/{k}": v for g in ("obs", "next_obs", "mean_obs") for k, v in getattr(self, g).items()}
         arrays.update(acts=self.acts, mean_acts=self.mean_acts, env_reward=self.env_reward, episode=self.episode)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez_compressed(tmp, meta=json.dumps(self.meta), **arrays)
-        os.replace(tmp, path)
+        with atomic_writer(path) as fh:
+            np.savez_compressed(fh, meta=json.dumps(self.meta), **arrays)
 
     @classmethod
     def load(cls, path: Path) -> Dataset:
-        with np.load(path) as z:
-            groups: dict[str, State] = {"obs": {}, "next_obs": {}, "mean_obs": {}}
-            for key in z.files:
-                g, _, k = key.partition("/")
-                if g in groups:
-                    groups[g][k] = z[key]
-            return cls(groups["obs"], z["acts"], groups["next_obs"], groups["mean_obs"], z["mean_acts"],
-                       z["env_reward"], z["episode"], json.loads(str(z["meta"])))
+        z = load_npz(path, "arrays")
+        groups: dict[str, State] = {"obs": {}, "next_obs": {}, "mean_obs": {}}
+        for key, value in z.items():
+            g, _, k = key.partition("/")
+            if g in groups:
+                groups[g][k] = value
+        return cls(groups["obs"], z["acts"], groups["next_obs"], groups["mean_obs"], z["mean_acts"],
+                   z["env_reward"], z["episode"], loads(str(z["meta"])))
 
 
 def cache_dir() -> Path:
@@ -123,7 +125,7 @@ def train_reference_policy(env_id: str, steps: int, seed: int, out_dir: Path) ->
     last = res.curve[-1]
     info = {"env_id": env_id, "steps": res.env_steps, "seed": seed, "score": last.score,
             "quantity": last.quantity, "episode_length": last.episode_length, "wall_s": res.wall_s}
-    (out_dir / "policy.json").write_text(json.dumps(info, indent=1) + "\n")
+    write_json(out_dir / "policy.json", info)
     return info
 
 
@@ -163,7 +165,7 @@ def competent_dataset(env_id: str, policy_steps: int, n_transitions: int, n_mean
     ds = rollout(env_id, policy, n_transitions, seed=10_000 + seed)
     pool = rollout(env_id, policy, max(n_mean, 1), seed=20_000 + seed)  # fresh episodes for D_S, D_A
     ds.mean_obs, ds.mean_acts = _mean_samples(pool, n_mean, np.random.default_rng(seed))
-    info = json.loads((root / "policy.json").read_text())
+    info = read_json(root / "policy.json", "record")
     ds.meta.update(policy=info, policy_steps=policy_steps, n_transitions=n_transitions, n_mean=n_mean,
                    mean_episodes=pool.meta["episodes"], deterministic=False)
     ds.save(path)

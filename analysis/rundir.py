@@ -255,7 +255,8 @@ def _epic_rows(path: Path) -> list[dict]:
 def _read_one(path: Path) -> tuple[dict, list[dict], list[dict], list[dict]]:
     status = _read_json(path / "status.json", "status", path)
     if status.get("state") != "completed":
-        raise _Corrupt(f"status.json state={str(status.get('state'))[:40]!r} (not completed)")
+        why = f": {str(status.get('error'))[:200]}" if status.get("error") else ""
+        raise _Corrupt(f"status.json state={str(status.get('state'))[:40]!r} (not completed{why})")
     result = _read_json(path / "result.json", "result", path)
     _check_result(result)
     run = _run_row(path, status, result)

@@ -48,9 +48,12 @@ def replay(bundle: Path, out: Path) -> tuple[float, list[str]]:
     env = {k: v for k, v in os.environ.items() if "KEY" not in k and not k.startswith(("OPENAI", "BIRD_CACHE"))}
     netns = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-n", "-c"]
     start = time.monotonic()
-    subprocess.run([*netns, sys.executable, "-m", "bird.bundle", "replay", str(bundle), "--out", str(out)],
-                   capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run([*netns, sys.executable, "-m", "bird.bundle", "replay", str(bundle), "--out", str(out),
+                           "--set", "verify.call_timeout_s=60"],  # the sweep's own limit: limits come from here
+                          capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.monotonic() - start
+    if not (out / "replay_report.json").is_file():
+        raise SystemExit(f"replay wrote no report (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     report = json.loads((out / "replay_report.json").read_text())
     return wall, [c["status"] for c in report["cells"]]
 

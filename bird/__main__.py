@@ -1,4 +1,5 @@
-"""`python -m bird [overrides]`: compose the config with Hydra, validate it, run one search."""
+"""`python -m bird [overrides]`: compose the config with Hydra, validate it, run one search. With `--plan`, print
+what the run or sweep (`-m`) would cost instead (bird.plan) and run nothing."""
 
 from __future__ import annotations
 
@@ -41,10 +42,11 @@ def main(cfg: DictConfig) -> None:
     if done is not None:
         print(f"bird: {run_dir} already completed (returned_score {done.get('returned_score')}); skipped")
         return
+    from bird.sweeps import cell_limits
     from bird.tracking import TrackerUnavailable
 
     try:
-        result = search(bcfg, run_dir)
+        result = search(bcfg, run_dir, cell_limits(bcfg))
     except (MissingAPIKeyError, TrackerUnavailable, ConfigError, CheckpointError, UnsafeFileError) as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -65,4 +67,8 @@ if __name__ == "__main__":
     except ConfigError as exc:
         print(f"bird: {exc}", file=sys.stderr)
         sys.exit(2)
+    if "--plan" in sys.argv[1:]:
+        from bird.plan import main as plan
+
+        sys.exit(plan([a for a in sys.argv[1:] if a != "--plan"]))
     main()

@@ -26,6 +26,7 @@ import numpy as np
 
 from bird.config.load import ConfigError, config_hash
 from bird.config.schema import BirdConfig
+from bird.files import LIMITS, append_text, loads, open_in_place, read_bytes, write_bytes
 from bird.state import SearchState
 from bird.state_codec import CodecError, decode, encode, register_saved
 
@@ -35,7 +36,6 @@ __all__ = ["CHECKPOINT_NAME", "PICKLE_NAME", "CheckpointError", "SavedSearch", "
 CHECKPOINT_NAME = "search_state.json"
 PICKLE_NAME = "checkpoint.pkl"  # what bird wrote before its checkpoints were JSON: never loaded unless trusted
 _FORMAT = 2
-_MAX_BYTES = 4 << 30  # a checkpoint larger than this is not one bird wrote (the trajectory store is the bulk)
 # append-only files whose lines after the checkpoint belong to the in-flight iteration
 _CUT_FILES = ("screens.jsonl", "population.jsonl", "islands.jsonl", "subtasks.jsonl")
 _JOURNAL = "llm_calls.jsonl"
@@ -62,21 +62,6 @@ class SavedSearch:
     format: int = _FORMAT
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Temp file in the same folder, fsync, rename, fsync the folder: the old or the new file, never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
@@ -91,7 +76,7 @@ def save(root: Path, cfg: BirdConfig, state: SearchState, ledger: dict[str, Any]
         data = _dumps(saved)
     finally:
         state.judge = judge
-    _write_atomic(root / CHECKPOINT_NAME, data)
+    write_bytes(root / CHECKPOINT_NAME, data, durable=True)  # the old or the new checkpoint after a crash
 
 
 def _dumps(saved: SavedSearch) -> bytes:
@@ -127,14 +112,11 @@ def load(root: Path, cfg: BirdConfig) -> SavedSearch | None:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    """The checkpoint document's JSON (size-capped), with its format checked."""
+    """The checkpoint document's JSON (a regular file within its cap, bounded parsing: bird/files.py), with its
+    format checked."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_BYTES + 1)
-        if len(data) > _MAX_BYTES:
-            raise ValueError(f"larger than {_MAX_BYTES} bytes")
-        doc = json.loads(data)
-    except (OSError, ValueError, RecursionError) as exc:
+        doc = loads(read_bytes(path, "checkpoint"), max_string=LIMITS["checkpoint"])  # arrays are long strings
+    except (OSError, ValueError) as exc:
         raise CheckpointError(f"{path} cannot be read ({type(exc).__name__}: {exc}); delete it or set "
                               f"run.resume=false to start the search over") from None
     if not isinstance(doc, dict) or doc.get("bird_checkpoint") != _FORMAT:
@@ -159,7 +141,7 @@ def convert_pickle(root: Path) -> bool:
     import pickle
 
     try:
-        saved = pickle.loads(path.read_bytes())  # noqa: S301 - the user vouched for this file (--trust-pickles)
+        saved = pickle.loads(read_bytes(path, "checkpoint"))  # noqa: S301 - the user vouched for it (--trust-pickles)
     except Exception as exc:  # noqa: BLE001 - any unpickling problem means the same thing to the user
         raise CheckpointError(f"{path} cannot be read ({type(exc).__name__}: {exc}); delete it or set "
                               f"run.resume=false to start the search over") from None
@@ -171,7 +153,7 @@ def convert_pickle(root: Path) -> bool:
         data = _dumps(saved)
     except CodecError as exc:
         raise CheckpointError(f"{path} holds state this bird cannot save ({exc})") from None
-    _write_atomic(root / CHECKPOINT_NAME, data)
+    write_bytes(root / CHECKPOINT_NAME, data, durable=True)
     path.unlink()
     return True
 
@@ -185,35 +167,41 @@ def restore_rng(saved: SavedSearch) -> None:
 _CAND = re.compile(r"^it(\d+)-")
 
 
+def _cut(path: Path, size: int | None = None) -> bytes:
+    """Truncate the append-only log `path` to `size` bytes (None: after its last whole line) and return what was cut;
+    the log is opened as bird/files.py opens a file changed in place (never through a link, regular files only)."""
+    with os.fdopen(open_in_place(path, os.O_RDWR), "rb+") as fh:
+        data = fh.read() if size is None else b""
+        size = data.rfind(b"\n") + 1 if size is None else size
+        fh.seek(size)
+        tail = fh.read()
+        fh.truncate(size)
+    return tail
+
+
 def _move_tail(root: Path, size: int) -> tuple[int, float]:
     """Move journal lines written after the checkpoint to the lost-calls journal; (calls, cost) moved."""
     path = root / _JOURNAL
     if _size(path) <= size:
         return 0, 0.0
-    with open(path, "rb+") as fh:
-        fh.seek(size)
-        tail = fh.read()
-        fh.truncate(size)
-    lines = [ln for ln in tail.decode(errors="replace").splitlines() if ln.strip()]
+    lines = [ln for ln in _cut(path, size).decode(errors="replace").splitlines() if ln.strip()]
     entries = []
     for ln in lines:
         try:
-            entries.append(json.loads(ln))
+            entry = loads(ln)
         except ValueError:
             continue  # the line being written when the process died
-    with open(root / _LOST_JOURNAL, "a", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(e) + "\n" for e in entries)
-    return len(entries), float(sum(e.get("cost_usd") or 0.0 for e in entries))
+        if isinstance(entry, dict):
+            entries.append(entry)
+    append_text(root / _LOST_JOURNAL, "".join(json.dumps(e) + "\n" for e in entries))
+    costs = [e.get("cost_usd") for e in entries]
+    return len(entries), float(sum(c for c in costs if isinstance(c, int | float) and not isinstance(c, bool)))
 
 
 def _drop_partial_line(path: Path) -> None:
     """Cut a last line left half-written by a killed process (no trailing newline)."""
-    if not path.exists() or _size(path) == 0:
-        return
-    data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        with open(path, "rb+") as fh:
-            fh.truncate(data.rfind(b"\n") + 1)
+    if _size(path) > 0:
+        _cut(path)
 
 
 def rewind(root: Path, saved: SavedSearch) -> dict[str, Any]:
@@ -233,8 +221,7 @@ def rewind(root: Path, saved: SavedSearch) -> dict[str, Any]:
         if name not in saved.sizes:  # a checkpoint written before bird cut this file: leave it as it is
             continue
         if _size(root / name) > saved.sizes[name]:
-            with open(root / name, "rb+") as fh:
-                fh.truncate(saved.sizes[name])
+            _cut(root / name, saved.sizes[name])
     lost_calls, lost_cost = _move_tail(root, saved.sizes.get(_JOURNAL, 0))
     _drop_partial_line(root / "events.jsonl")
     return {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "from_iteration": done,

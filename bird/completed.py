@@ -24,6 +24,10 @@ END_STATES = {
     DONE: "a reward was returned and its policy trained and scored (returned_score is a number)",
     "failed": "the search raised, or ended without a scored returned reward: trainings ran in the loop and none "
               "trained, nothing could be returned, or the returned reward has no score; status_reason says which",
+    "incomplete": "it ran to its end, but LLM calls failed after every retry (llm_failed_calls, llm_last_error): a "
+                  "re-run asks them again and takes the answers that came back from the response cache",
+    "budget_exhausted": "it ran to its end, but the sweep's caps (budget.sweep_max_llm_calls, sweep_max_cost_usd) "
+                        "refused some of its calls (llm_refused_calls): a re-run with a higher cap goes on",
 }
 
 
@@ -35,14 +39,24 @@ class SearchNotDone(RuntimeError):
 def end_state(result: Mapping[str, Any]) -> tuple[str, str | None]:
     """(state, reason) for a search that ran to its end, from its result.json content: DONE with no reason, or
     another END_STATES state with the reason. Reads `policy_trainings`, `n_trained`, `failures`, `returned`,
-    `no_return_reason`, `returned_score` and `no_score_reason`; failure kinds are counted, never singled out."""
+    `no_return_reason`, `returned_score`, `no_score_reason`, `llm_failed_calls`, `llm_last_error`,
+    `llm_refused_calls`, `stop_reason` and `stops_before_rl` (offline reward learning: a returned reward without a
+    score is the product); failure kinds are counted, never singled out. Lost or refused LLM calls
+    come first: the provider or the sweep's cap, not the method, decided what the search could do, and a re-run
+    goes on from there."""
+    if result.get("llm_failed_calls"):
+        return "incomplete", (f"{result['llm_failed_calls']} LLM call(s) failed after every retry; the last: "
+                              f"{str(result.get('llm_last_error') or '?')[:300]}")
+    if result.get("llm_refused_calls"):
+        return "budget_exhausted", (f"the sweep's caps refused {result['llm_refused_calls']} LLM call(s): "
+                                    f"{result.get('stop_reason') or 'generation stopped'}")
     if result.get("policy_trainings") and not result.get("n_trained"):
         kinds = ", ".join(f"{kind} × {n}" for kind, n in (result.get("failures") or {}).items())
         return "failed", (f"no candidate trained: every one of the loop's {result['policy_trainings']} trainings "
                           f"failed (candidate failures: {kinds or 'none recorded'})")
     if result.get("returned") is None:
         return "failed", result.get("no_return_reason") or "no candidate could be returned"
-    if result.get("returned_score") is None:
+    if result.get("returned_score") is None and not result.get("stops_before_rl"):
         cid = result["returned"].get("candidate_id")
         return "failed", f"the returned reward {cid} has no score: {result.get('no_score_reason') or 'not trained'}"
     return DONE, None
@@ -52,7 +66,7 @@ def end_state(result: Mapping[str, Any]) -> tuple[str, str | None]:
 RUN_ENTRIES = ("status.json", "config.yaml", "task.json", "events.jsonl", "llm_calls.jsonl", "candidates", "demos.json",
                "decomposition.json", "population.jsonl", "screens.jsonl", "expand", "final", "result.json",
                "search_state.json", "checkpoint.pkl", "lost_llm_calls.jsonl", "environment.json", "islands.jsonl",
-               "critics.json", "subtasks.jsonl", "tracker.json", "tensorboard", "wandb", "mlruns")
+               "critics.json", "subtasks.jsonl", "tracker.json", "tensorboard", "wandb", "mlruns", "llm_batches.jsonl")
 
 
 def completed_result(run_dir: Path, cfg: BirdConfig) -> dict[str, Any] | None:

@@ -25,10 +25,12 @@ from bird.config.searchpath import CONF_DIR, find, options
 from bird.config.validate import METHODS_DIR
 
 __all__ = ["MATCHES", "Verdict", "Row", "Table", "load_table", "load_protocol", "known_methods", "chain", "config_values",
-           "table_problems", "render_rows", "render_readme", "protocol_differences", "config_substitutes", "resolved",
-           "main"]
+           "table_problems", "citation_problems", "protocol_citation_problems", "render_rows", "render_readme",
+           "protocol_differences", "config_substitutes", "resolved", "main"]
 
-MATCHES = ("paper", "BIRD", "both", "neither")
+#: paper = the method's paper; BIRD = BIRD's matched run; both; release = BIRD's release file of a method outside BIRD's
+#: matched comparison; neither (with the reason)
+MATCHES = ("paper", "BIRD", "both", "release", "neither")
 UNRECORDED = "unrecorded"  # the verdict of a value a user's method sets: bird holds no fidelity data for it
 PROTOCOL_FILE = METHODS_DIR / "protocol.yaml"
 _BLOCKS = ("table", "inherited", "substitutes")
@@ -312,6 +314,61 @@ def config_substitutes(cfg: BirdConfig) -> list[str]:
     return list(dict.fromkeys(out + protocol_differences(cfg)))
 
 
+# -- citations (`--check`): every value tagged paper, BIRD or both cites the release or a paper it was read in --------
+
+#: a release, as owner/repo@commit (a path after ':' names a file in it)
+_RELEASE = re.compile(r"\b[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b")
+#: a place in a paper: a section, table, figure, appendix, algorithm, equation, page, or a line of its TeX source
+_PAPER = re.compile(r"§\s*[\w.-]+|\b(?:Tables?|Figs?\.?|App\.|Appendix|Alg\.|Eq\.|Section|p\.)\s*(?:[A-Z]?[\d.]*\d|[IVX]+\b)"
+                    r"|\b[\w-]+\.tex:\d+")
+#: what a committed citation never points at: a place outside the project
+_OUTSIDE = re.compile(r"/work/|\.\./shared/|\bshared/(?:methods|papers)/")
+_CITED = ("paper", "BIRD", "both", "release")
+
+
+def _cites(source: str, aliases: dict[str, str]) -> bool:
+    """True when `source` names a release (owner/repo@commit, or a short name the table declares as one) or a place
+    in a paper."""
+    if _RELEASE.search(source) or _PAPER.search(source):
+        return True
+    return any(name in source for name, ref in aliases.items() if _RELEASE.search(ref))
+
+
+def _aliases(path: Path) -> dict[str, str]:
+    raw = (yaml.safe_load(path.read_text()) or {}).get("aliases") or {}
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _row_citation_problems(where: str, rows: dict[str, Row], aliases: dict[str, str]) -> list[str]:
+    out = []
+    for key, row in rows.items():
+        for label, v in (("", row.verdict), (" (own)", row.own)):
+            if v is None or key == "method":  # the method's own name cites nothing
+                continue
+            if v.matches in _CITED and not _cites(v.source, aliases):
+                out.append(f"{where}: {key}{label} is tagged {v.matches!r} but its source cites no release "
+                           f"(owner/repo@commit:path) or paper place (§, Table, Fig., App., Alg., Eq.): {v.source!r}")
+            if _OUTSIDE.search(v.source + " " + v.note):
+                out.append(f"{where}: {key}{label} cites a path outside the project: {v.source!r}")
+    return out
+
+
+def citation_problems(method: str) -> list[str]:
+    """Every row of methods/<method>/fidelity.yaml (and its `own` verdict) tagged paper, BIRD or both whose source cites
+    neither a release nor a paper place, or that points outside the project. A table names its short release names
+    in `aliases:` (e.g. `rf_agent.yaml: safety-research/bird@54a9ce3:configs/methods/rf_agent.yaml`)."""
+    table, path = load_table(method), _data_file(method)
+    aliases = _aliases(path)
+    bad = [f"{path}: alias {k!r} = {v!r} is not owner/repo@commit[:path]" for k, v in aliases.items()
+           if not _RELEASE.search(v)]
+    return bad + _row_citation_problems(f"methods/{method}/fidelity.yaml", {**table.rows, **table.inherited}, aliases)
+
+
+def protocol_citation_problems() -> list[str]:
+    """citation_problems for BIRD's matched protocol (methods/protocol.yaml)."""
+    return _row_citation_problems("methods/protocol.yaml", load_protocol(), _aliases(PROTOCOL_FILE))
+
+
 def _title(name: str, overrides: list[str]) -> str:
     if name == "protocol":
         return "BIRD's matched protocol (methods/protocol.yaml)"
@@ -327,8 +384,9 @@ def _print_report(method: str, overrides: list[str]) -> None:
     overrides = task_for([method], overrides)  # a task the method runs on (the default task may refuse it)
     cfg = compose([f"method={method}", *overrides])
     print(f"method={method} {' '.join(overrides)}  (budget {cfg.budget.name}, protocol {cfg.budget.protocol})")
-    print("verdicts: paper = the method's paper; BIRD = BIRD's matched run; both; neither (with the reason); "
-          f"{UNRECORDED} = a user's value, not compared\n")
+    print("verdicts: paper = the method's paper; BIRD = BIRD's matched run; both; release = BIRD's release file of a "
+          f"method outside BIRD's matched comparison; neither (with the reason); {UNRECORDED} = a user's value, not "
+          "compared\n")
     current = None
     for name, key, value, v in resolved(cfg, method, overrides):
         if name != current:
@@ -348,10 +406,12 @@ def main(argv: list[str] | None = None) -> int:
                         "BIRD_CONFIG_PATH)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. budget=matched env=metaworld/push")
     parser.add_argument("--write", action="store_true", help="rewrite the generated tables in the README files")
-    parser.add_argument("--check", action="store_true", help="exit 1 if a table, its data or a config disagree")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if a table, its data or a config disagree, or a tagged value cites no source")
     args = parser.parse_args(argv)
     if args.write or args.check:
         problems = [p for m in methods() for p in table_problems(m)]
+        problems += [p for m in methods() for p in citation_problems(m)] + protocol_citation_problems()
         for p in problems:
             print(p, file=sys.stderr)
         stale = write_documents() if args.write else stale_documents()

@@ -132,26 +132,38 @@ def _pass_exchanges(cdir: Path) -> list[tuple[str, list[dict], list[str]]]:
     return out
 
 
-def _env(run: Path) -> Any:
-    """The run's env config (config.yaml's env section), where it holds a task file (its hidden facts come from it)."""
+def _env(run: Path, trust: bool = False) -> Any:
+    """The run's env config (config.yaml's env section, read as received data: bird/config/received.py), where it
+    holds a task file (its hidden facts come from it). Raises ConfigError when the config holds an interpolation, or
+    its task names code or files the user has not vouched for (unless `trust`)."""
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
+    from bird.config.errors import ConfigError
+    from bird.config.received import load_received
+    from bird.config.received_task import check_received_task
     from bird.config.schema import EnvConfig
 
     path = run / "config.yaml"
     if not path.is_file():
         return None
-    env = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), OmegaConf.load(path).get("env", {})))
+    section = load_received(path).get("env") or {}
+    check_received_task(section, trust=trust)
+    try:
+        env = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), section))
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"{path}: env: {exc}") from None
     return env if isinstance(env, EnvConfig) and env.task is not None else None
 
 
-def audit_run(run_dir: str | Path) -> list[str]:
-    """Findings in a run directory's saved prompts (generator-authored text shown back to it is left out)."""
+def audit_run(run_dir: str | Path, trust: bool = False) -> list[str]:
+    """Findings in a run directory's saved prompts (generator-authored text shown back to it is left out). Raises
+    ConfigError when its config.yaml is refused (`_env`; `trust`: --trust-config)."""
     run = Path(run_dir)
     task = _read_json(run / "task.json")
     if task is None:
         return [f"{run}: no task.json (not a run directory)"]
-    facts = hidden_facts(_env(run) or task["env_id"])
+    facts = hidden_facts(_env(run, trust) or task["env_id"])
     prompts, examples, authored = _run_texts(run)
     found = [f"{where}: {leak}" for where, text in prompts for leak in find_leaks(_strip(text, authored), facts)]
     found += [f"few-shot example {i + 1} names evaluation task {t}" for i, ex in enumerate(examples)
@@ -160,14 +172,26 @@ def audit_run(run_dir: str | Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bird.leaks RUN_DIR...`: print every finding; exit 1 when there is one."""
-    args = sys.argv[1:] if argv is None else argv
-    if not args:
-        print("usage: python -m bird.leaks RUN_DIR [RUN_DIR ...]", file=sys.stderr)
-        return 2
+    """`python -m bird.leaks [--trust-config] RUN_DIR...`: print every finding; exit 1 when there is one, 2 when a
+    run's config is refused."""
+    import argparse
+
+    from bird.config.errors import ConfigError
+
+    parser = argparse.ArgumentParser(prog="python -m bird.leaks", description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    parser.add_argument("--trust-config", action="store_true",
+                        help="build the hidden facts of a task whose config.yaml names code or files (imports and "
+                             "reads them; default: refused unless it is your own task file on the config search path)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     status = 0
-    for run in args:
-        found = audit_run(run)
+    for run in args.runs:
+        try:
+            found = audit_run(run, args.trust_config)
+        except ConfigError as exc:
+            print(f"{run}: not audited: {exc}")
+            status |= 2
+            continue
         status |= bool(found)
         print(f"{run}: {'no leaks found' if not found else f'{len(found)} finding(s)'}")
         for line in found:

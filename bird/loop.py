@@ -33,6 +33,7 @@ from bird.learners.job import final_learner, learner_trains, make_job, video_spe
 from bird.learners.video import summarise_clips
 from bird.llm.base import Generator
 from bird.llm.factory import make_generator, make_judge
+from bird.llm.sweep import SweepLimits
 from bird.progress import ProgressDisplay, print_summary
 from bird.result import budget_caveats, build_result
 from bird.reward.checks import random_transitions
@@ -52,17 +53,19 @@ from bird.types import Candidate, Report, TrainResult
 __all__ = ["search", "make_plan"]
 
 
-def search(cfg: BirdConfig, run_dir: Path) -> dict[str, Any]:
+def search(cfg: BirdConfig, run_dir: Path, sweep: SweepLimits | None = None) -> dict[str, Any]:
     """Run one search and write its run directory, continuing from its checkpoint after a crash; returns the
-    result.json content. Raises RunLockedError when another process owns the directory."""
+    result.json content. `sweep`: the LLM limits it shares with the other cells of its sweep (bird.llm.sweep).
+    Raises RunLockedError when another process owns the directory."""
     harden_host()  # the parent holds the API keys: same-user processes may not read its environ or memory
     run = RunDir(run_dir)
     with RunLock(run.root) as lock:
         saved = _resumable_or_cleared(cfg, run.root)
-        return _search(cfg, run, lock, saved)
+        return _search(cfg, run, lock, saved, sweep)
 
 
-def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.SavedSearch | None) -> dict[str, Any]:
+def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.SavedSearch | None,
+            sweep: SweepLimits | None = None) -> dict[str, Any]:
     start = time.monotonic()
     run.status("running", method=cfg.method, env=cfg.env.id, seed=cfg.seed, budget=cfg.budget.name)
     ui = ProgressDisplay(cfg.run.progress)
@@ -76,7 +79,7 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
         preflight(cfg.reward.language or "numpy")  # a sandbox that cannot start here is refused before any work
         adapter = make_adapter(cfg.env)
         write_json(run.root / "task.json", adapter.spec.to_json())
-        generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl")
+        generator = make_generator(cfg.llm, cfg.budget, run.root / "llm_calls.jsonl", sweep)
         tracker = open_tracker(cfg, run, generator)
         plan = make_plan(cfg)
         pool = make_executor(cfg, plan.workers, ui.train_progress)

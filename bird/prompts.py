@@ -11,7 +11,7 @@ from bird.envs.abstraction import generic_class_abstraction
 from bird.envs.base import ObsField, TaskSpec
 from bird.registry import register
 
-__all__ = ["templates", "render_obs_index", "render_fields", "obs_fields_context", "IMPORT_INSTRUCTIONS"]
+__all__ = ["templates", "system_template", "render_obs_index", "render_fields", "obs_fields_context", "IMPORT_INSTRUCTIONS"]
 
 
 @cache
@@ -26,6 +26,12 @@ def templates(name: str, language: str = "numpy") -> dict[str, str]:
     if language != "numpy":
         folders += [f / language for f in folders if (f / language).is_dir()]
     return {p.stem: p.read_text() for f in folders for p in sorted(f.glob("*.txt"))}
+
+
+def system_template(t: dict[str, str], suite: str) -> str:
+    """A template set's system prompt for `suite`: its system_<suite>.txt when it has one (CARD's robot-arm text is
+    system_metaworld.txt), else system.txt."""
+    return t.get(f"system_{suite}", t["system"])
 
 
 def _parents(name: str) -> list[str]:

@@ -97,6 +97,8 @@ class Component:
     :param needs_policy: a fitness or feedback format that reads a trained policy (its checkpoints, rollouts); False
         for one computed without RL (GRACE's demo fitness and feedback), so a search using only such trains nothing in
         the loop.
+    :param reasoning_temperature: an llm backend: (the role's LLMConfig) -> the only temperature the provider accepts
+        while reasoning (llm.reasoning_effort other than none), which it is then not sent; None = any temperature.
     """
 
     fn: Any
@@ -112,6 +114,7 @@ class Component:
     mate: Callable[..., Any] | None = None
     needs_task: tuple[str, ...] = ()
     needs_policy: bool = True
+    reasoning_temperature: Callable[[Any], float | None] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

@@ -11,8 +11,7 @@ from bird.components.fitness import aggregate_score, resolve_fitness
 from bird.config.load import config_hash
 from bird.config.schema import BirdConfig
 from bird.fidelity import config_substitutes
-from bird.learners.job import untrained_checkpoint
-from bird.learners.job import final_learner, learner_trains
+from bird.learners.job import final_learner, learner_trains, untrained_checkpoint
 from bird.llm.base import Generator
 from bird.plugins import describe as describe_plugins
 from bird.rundir import SCHEMA_VERSION
@@ -63,6 +62,7 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
         "seed": cfg.seed, "budget": cfg.budget.name, "config_hash": config_hash(cfg), "choices": cfg.choices,
         "plugins": describe_plugins(cfg.plugins),
         "generator": generator.describe() if cfg.train.reward_source == "candidate" else _NO_GENERATOR,
+        "judge": None if state.judge is None else state.judge.describe(),
         "reward_source": cfg.train.reward_source, "substitutes": substitutes(cfg, state),
         "plan": state.plan.__dict__, "score_definition": state.spec.score_definition,
         "fitness_source": resolve_fitness(cfg.feedback.fitness, state.spec.suite),
@@ -84,7 +84,10 @@ def build_result(cfg: BirdConfig, state: SearchState, generator: Generator, scor
         "stop_reason": state.stop_reason, "policy_trainings": state.policy_trainings,
         "n_trained": sum(r.ok for r in state.results.values()),
         "llm_calls": totals["calls"], "llm_cached_calls": totals["cached_calls"],
-        "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"]},
+        "llm_refused_calls": totals.get("refused_calls", 0),
+        "llm_failed_calls": totals["failed_calls"], "llm_last_error": totals.get("last_error"),
+        "tokens": {"input": totals["input_tokens"], "output": totals["output_tokens"],
+                   "cached_input": totals.get("cached_input_tokens", 0), "cache_write": totals.get("cache_write_tokens", 0)},
         "cost_usd": totals["cost_usd"], "env_steps": state.env_steps, "wall_s": round(wall, 2),
         "resumes": resumes,
         **_reward_accuracy(state),

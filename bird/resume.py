@@ -3,7 +3,8 @@
 The saved config.yaml is the config; overrides may change execution-only keys (train.executor, ray.address,
 train.workers, ...), never what the search computes (the checkpoint's config hash must match). The saved config is
 read as data (bird/config/received.py): its endpoints, credentials and paths are this machine's, and a sandbox or
-trainer limit looser than this machine's stops the resume, unless --trust-config.
+trainer limit looser than this machine's, or a task naming code or files that is not your own task file
+(bird/config/received_task.py), stops the resume, unless --trust-config.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="convert the checkpoint.pkl an earlier bird wrote into the JSON checkpoint first; "
                              "unpickling runs code its writer chose: only for a directory you wrote yourself")
     parser.add_argument("--trust-config", action="store_true",
-                        help="take the saved config's endpoints, credentials, paths and looser limits as they are "
-                             "(default: this machine's; only for a directory you wrote yourself)")
+                        help="take the saved config's endpoints, credentials, paths, looser limits and the code its "
+                             "task names as they are (default: this machine's; only for a directory you wrote "
+                             "yourself)")
     args = parser.parse_args(argv)
     from bird.checkpoint import CHECKPOINT_NAME, PICKLE_NAME, CheckpointError, convert_pickle
     from bird.completed import DONE, completed_result

@@ -2,19 +2,30 @@
 
 Counts cells exactly as Hydra's basic sweeper expands them (`hydra.sweeper.params` plus overrides) and plans
 each cell's env steps from its composed config; CPU-hours divide those steps by a measured one-core training
-throughput (`bench/bench_throughput.py`). LLM time and queueing are not included.
+throughput (`bench/bench_throughput.py`). LLM time and queueing are not included; `python -m bird.plan -m ...`
+adds the LLM calls, tokens and dollars.
+
+It also holds the sweep-wide LLM limits' two ends: `SweepCaps`, the Hydra callback (conf/config.yaml) that writes the
+sweep's ledger before any cell starts and refuses a launcher whose cells cannot share it, and `cell_limits`, what a
+cell of the sweep opens (bird.llm.sweep).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
-from bird.config.load import CONF_DIR, compose
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from bird.config.load import CONF_DIR, ConfigError, compose
+from bird.config.schema import BirdConfig
 from bird.config.searchpath import options
 
-__all__ = ["sweep_names", "cells", "planned_env_steps", "estimate", "MEASURED_STEPS_PER_S"]
+__all__ = ["sweep_names", "cells", "planned_env_steps", "estimate", "MEASURED_STEPS_PER_S", "SweepCaps",
+           "cell_limits", "SHARED_SWEEP_DIR"]
 
 # One bird training on one core at budget=matched's learner settings (SB3 PPO at its defaults on one env, as BIRD's
 # matched runs), env steps per CPU second of the process (bench/bench_throughput.py --repeats 3, 2026-12-01, the
@@ -91,6 +102,82 @@ def estimate(name: str, overrides: list[str] | None = None,
             "env_steps": sum(g["env_steps"] for g in groups.values()),
             "cpu_h": sum(g["cpu_h"] for g in groups.values()), "steps_per_s": rates,
             "by_method": {f"{m} × {s}": g for (m, s), g in sorted(groups.items())}}
+
+
+# Launchers whose cells all see the sweep directory, where the sweep's ledger lives: the ones that run cells on this
+# machine, and Slurm through submitit, whose own job folder (${hydra.sweep.dir}/.submitit) must already be on a
+# filesystem every node mounts. Ray's cells run on nodes that may not see it: give each cell its share up front.
+SHARED_SWEEP_DIR = {
+    "hydra._internal.core_plugins.basic_launcher.BasicLauncher": "the basic launcher (one machine)",
+    "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher": "joblib (one machine)",
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher": "submitit_local (one machine)",
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher":
+        "submitit_slurm (its job folder is on a filesystem every node mounts)",
+}
+
+
+def _capped(budget: Any) -> bool:
+    return budget.sweep_max_llm_calls is not None or budget.sweep_max_cost_usd is not None
+
+
+def _n_cells(config: DictConfig) -> int:
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    params = config.hydra.sweeper.get("params") or {}
+    task = list(config.hydra.overrides.task)
+    parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()] + task)
+    return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
+
+
+class SweepCaps(Callback):
+    """Before a capped sweep launches a cell: refuse a launcher whose cells cannot share the sweep directory (saying
+    each cell's share instead), and write the caps into the sweep's ledger (bird.llm.sweep), keeping what earlier
+    runs of the same sweep directory spent."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from bird.llm.sweep import SweepLedger
+
+        budget = config.budget
+        if not _capped(budget):
+            return
+        launcher = str(config.hydra.launcher.get("_target_", "?"))
+        if launcher not in SHARED_SWEEP_DIR:
+            n = _n_cells(config)
+            share = [f"budget.max_llm_calls={budget.sweep_max_llm_calls // n}"] if budget.sweep_max_llm_calls else []
+            if budget.sweep_max_cost_usd is not None:
+                share.append(f"budget.max_cost_usd={budget.sweep_max_cost_usd / n:.4g}")
+            print(f"bird: budget.sweep_max_llm_calls/sweep_max_cost_usd need a sweep directory every cell can lock, and "
+                  f"the launcher {launcher} does not promise one (allowed: {', '.join(SHARED_SWEEP_DIR.values())}). "
+                  f"Give each of the {n} cells its share up front instead: {' '.join(share)} (and no sweep cap)",
+                  file=sys.stderr)
+            sys.exit(2)
+        ledger = SweepLedger(Path(config.hydra.sweep.dir))
+        spent = ledger.set_caps(budget.sweep_max_llm_calls, budget.sweep_max_cost_usd)
+        print(f"bird: sweep caps {budget.sweep_max_llm_calls} LLM calls, USD {budget.sweep_max_cost_usd}; spent so far "
+              f"{spent['calls']} calls, USD {spent['cost_usd']:.4f} ({ledger.path})", file=sys.stderr)
+
+
+def cell_limits(cfg: BirdConfig) -> Any:
+    """The LLM limits a search shares with the other cells of its sweep (bird.llm.sweep.SweepLimits), None when it
+    sets none. Raises ConfigError for sweep limits outside a multirun, or a capped cell that does not see the ledger."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from bird.llm.sweep import open_ledger
+
+    capped = _capped(cfg.budget)
+    if not capped and not cfg.llm.sweep_max_concurrency:
+        return None
+    hc = HydraConfig.get()
+    if hc.mode != RunMode.MULTIRUN:
+        raise ConfigError("budget.sweep_max_llm_calls, budget.sweep_max_cost_usd and llm.sweep_max_concurrency hold "
+                          "across the cells of a sweep (python -m bird -m ...); for one search use budget.max_llm_calls, "
+                          "budget.max_cost_usd and llm.max_concurrency")
+    try:
+        return open_ledger(Path(hc.sweep.dir), capped, cfg.llm.sweep_max_concurrency)
+    except FileNotFoundError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
 """`python -m bird.envs list | demos env=<suite>/<task> n=16 seed=0 [kind=both] | frames env=... out=x.gif`
 | check TASK [episodes=2 seed=0] | describe TASK [view=...] | anchor TASK [episodes=100 seed=0]`.
 
-TASK is an env id (gym/pendulum) or the path of a task file (my_task.yaml); `check` exits 1 on a problem."""
+TASK is an env id (gym/pendulum) or the path of a task file (my_task.yaml); `check` exits 1 on a problem. A task file
+that is not on the config search path is received (docs/security.md): one naming code or files is refused unless
+--trust-config."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ def _frames(a: dict[str, Any]) -> None:
     from bird.envs.frames import render_episode, write_video
     from bird.envs.registry import make_adapter
 
-    adapter = make_adapter(env_config(a["env"]))
+    adapter = make_adapter(env_config(a["env"], a["trust"]))
     policy = adapter.expert_policy() if a["policy"] == "expert" else None
     frames = render_episode(adapter, a["seed"], policy, max_steps=a["max_steps"] or None, every=a["every"])
     print(write_video(frames, a["out"]), f"{len(frames)} frames")
@@ -71,7 +73,7 @@ def _frames(a: dict[str, Any]) -> None:
 def _check(task: str, a: dict[str, Any]) -> int:
     from bird.envs.check import check_task
 
-    report = check_task(env_config(task), a["episodes"], a["seed"])
+    report = check_task(env_config(task, a["trust"]), a["episodes"], a["seed"])
     for note in report.notes:
         print(f"note: {note}")
     for finding in report.problems:
@@ -83,7 +85,7 @@ def _check(task: str, a: dict[str, Any]) -> int:
 def _describe(task: str, a: dict[str, Any]) -> int:
     from bird.envs.check import describe_task
 
-    print(describe_task(env_config(task), a["view"]), end="")
+    print(describe_task(env_config(task, a["trust"]), a["view"]), end="")
     return 0
 
 
@@ -91,7 +93,7 @@ def _anchor(task: str, a: dict[str, Any]) -> int:
     from bird.envs.check import measure_anchor
     from bird.envs.registry import make_adapter
 
-    env = env_config(task)
+    env = env_config(task, a["trust"])
     base = measure_anchor(make_adapter(env), a["episodes"], a["seed"])
     print(f"{env.id}: uniform-random quantity {base['quantity_mean']:.6g} (std {base['quantity_std']:.3g}, "
           f"{a['episodes']} episodes, seeds {a['seed']}..{a['seed'] + a['episodes'] - 1})")
@@ -105,13 +107,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bird.envs", description=__doc__)
     parser.add_argument("command", choices=sorted(_DEFAULTS))
     parser.add_argument("args", nargs="*", help="TASK for check/describe/anchor, then key=value")
+    parser.add_argument("--trust-config", action="store_true",
+                        help="a task file from elsewhere than the config search path may name code and files (they "
+                             "are imported and read); default: refused")
     ns = parser.parse_args(argv)
     args = list(ns.args)
     task = args.pop(0) if ns.command in _TASK_COMMANDS and args and "=" not in args[0] else None
     if ns.command in _TASK_COMMANDS and task is None:
         raise SystemExit(f"usage: python -m bird.envs {ns.command} TASK [key=value ...] (TASK: gym/pendulum or a .yaml)")
     try:
-        a = _kv(args, _DEFAULTS[ns.command])
+        a = {**_kv(args, _DEFAULTS[ns.command]), "trust": ns.trust_config}
         if task is not None:
             commands = {"check": _check, "describe": _describe, "anchor": _anchor}
             raise SystemExit(commands[ns.command](task, a))

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from bird.config.schema import EnvConfig
-from bird.envs.gym.taskfile import read_env_file
+from bird.envs.gym.taskfile import read_env_file, typed_env
 
 __all__ = [
     "Demos", "available_envs", "cache_dir", "demo_path", "env_config", "generate_demos", "load_demos", "record_episode",
@@ -72,16 +72,24 @@ def available_envs(suite: str = "*") -> list[str]:
     return sorted(f"{p.parent.name}/{p.stem}" for p in paths if "-" not in p.stem)
 
 
-def env_config(env_id: str) -> EnvConfig:
+def env_config(env_id: str, trust: bool = False) -> EnvConfig:
     """EnvConfig from the option env/<suite>/<task>.yaml on the config search path (bird's conf/ first, then
     BIRD_CONFIG_PATH; hyphens in the task name read as underscores), or from the env option file (a task file) at the
-    path `env_id` when it ends in .yaml."""
+    path `env_id` when it ends in .yaml. A file elsewhere than on the search path is received: read as data, and its
+    task may name code or files only under `trust` (bird/config/received_task.py; a ConfigError otherwise)."""
+    from bird.config.received import load_received
+    from bird.config.received_task import check_received_task, on_search_path
     from bird.config.searchpath import find
 
     if env_id.endswith((".yaml", ".yml")):
-        if not Path(env_id).is_file():
+        path = Path(env_id)
+        if not path.is_file():
             raise ValueError(f"no task file {env_id!r}")
-        return read_env_file(Path(env_id))
+        if on_search_path(path):
+            return read_env_file(path)
+        data = load_received(path)
+        check_received_task(data, trust=trust)
+        return typed_env(data, str(path))
     suite, _, task = env_id.partition("/")
     path = find("env", f"{suite}/{task.replace('-', '_')}") if suite and task else None
     if path is None:

@@ -46,6 +46,8 @@ def _table(out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
                    "budget.max_iterations=1", "budget.max_candidates=1", "budget.env_steps=256",
                    "budget.final_env_steps=256", "env.horizon=50"], {}),
         "bundle": ([py, "bench/bench_bundle.py", "--repeats", "1", "--out", str(out)], {}),
+        "prompt_cache": ([py, "bench/bench_prompt_cache.py", "--out", str(out / "prompt_cache.json"), "--set",
+                          "budget.env_steps=256", "env.horizon=50"], {}),
         "warm_pool": ([py, "bench/bench_warm_pool.py", "--repeats", "1", "--set", "budget.max_iterations=1",
                        "budget.max_candidates=1", "budget.env_steps=256", "budget.final_env_steps=256"], {}),
         "pool_start": ([py, "bench/bench_pool_start.py", "--repeats", "1", "--set", "budget.max_iterations=1",

@@ -86,6 +86,19 @@ def method_smoke_overrides(method: str) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="session")
+def smoke_bundle() -> Path:
+    """The recorded smoke runs (tests/analysis/fixtures/smoke_runs) packed once per session, shared by every test
+    that reads a bundle (and by every xdist worker). Read it only: a test that edits a bundle edits a copy."""
+    from bird.bundle import pack
+
+    def make(folder: Path) -> str:
+        pack([Path(__file__).parent / "analysis" / "fixtures" / "smoke_runs"], folder / "smoke.bird")
+        return str(folder / "smoke.bird")
+
+    return Path(session_share.once("smoke_bundle", make))
+
+
+@pytest.fixture(scope="session")
 def smoke_run(compose_cfg):
     """Memoised offline smoke searches, shared by every test that reads a real run directory in one session (and by
     every xdist worker): smoke_run(*overrides) -> (run directory, result.json content). Each keeps a copy of its run

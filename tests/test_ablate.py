@@ -48,8 +48,14 @@ def test_diff_rda_era_u_is_the_net_change_of_the_release_hill_climb():
     assert any(ln.startswith("train.checkpoint_selection") and "'best_own_return'" in ln for ln in lines)
 
 
-def test_era_s_is_era_u_ranked_on_the_native_signal():
-    assert method_diff("era_u", "era_s") == {"method": ("era_u", "era_s"), "feedback.fitness": ("judge_score", "native")}
+def test_era_s_is_era_u_ranked_on_the_native_signal_with_the_releases_unjudged_feedback():
+    assert method_diff("era_u", "era_s") == {
+        "method": ("era_u", "era_s"), "feedback.fitness": ("judge_score", "native"),
+        "feedback.format": ("subtask_judge", "fitness_digest"), "feedback.show_score": (False, True),
+        "feedback.score_shown": ("benchmark_score", "native"),
+        "feedback.summarisation": ("per_candidate_per_subtask", "appended"),
+        "generate.behavioural_analysis": (True, False), "train.collect_episodes": (0, 3), "judge.repeats": (2, 1),
+        "judge.state_table": (True, False)}
 
 
 def _own_keys(path: Path) -> set[str]:

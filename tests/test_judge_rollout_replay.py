@@ -60,7 +60,8 @@ def test_a_vlm_judge_replays_each_rollout_from_its_own_reset(compose_cfg, tmp_pa
     except RenderingUnavailable as exc:
         pytest.skip(f"no offscreen GL here ({exc})")
     cfg = compose_cfg(f"method={method}", "env=mujoco/inverted_pendulum", "judge.mode=vlm", "judge.rollouts=2",
-                      "judge.repeats=1", "feedback.judge_keyframes=3")
+                      "judge.repeats=1", "feedback.judge_keyframes=3",
+                      "generate.env_representation=full_source")  # RE-GoT's abstraction is Meta-World's only
     adapter = make_adapter(cfg.env)
     path = tmp_path / "rollouts.npz"
     save_rollouts(path, collect_rollouts(adapter, _pushing, 2, SEED))

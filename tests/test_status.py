@@ -42,7 +42,8 @@ def test_cli_prints_running_iteration_and_failure_reason(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "bird.status", str(sweep)], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "6 cells · 1 completed · 1 running · 1 failed · 3 not started" in proc.stdout
+    assert ("6 cells · 1 completed · 1 running · 1 failed · 0 incomplete · 0 budget_exhausted · 3 not started"
+            in proc.stdout)
     assert "2/5" in proc.stdout and "MissingAPIKeyError: set ANTHROPIC_API_KEY" in proc.stdout
     assert "eureka/seed0" not in proc.stdout  # completed runs only with --all
     missing = subprocess.run([sys.executable, "-m", "bird.status", str(tmp_path / "nope")], capture_output=True,

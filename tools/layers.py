@@ -33,8 +33,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("components", ("bird.components",)),
     ("stages", ("bird.stages",)),
     ("loop", ("bird.loop", "bird.result")),
-    ("applications", ("bird.__main__", "bird.hydra_guard", "bird.resume", "bird.sweeps", "bird.ablate", "bird.diff", "bird.leaks",
-                      "bird.status", "bird.method_branches", "bird.analysis", "bird.annotate", "bird.bundle")),
+    ("applications", ("bird.__main__", "bird.hydra_guard", "bird.resume", "bird.sweeps", "bird.ablate", "bird.diff",
+                      "bird.leaks", "bird.status", "bird.method_branches", "bird.analysis", "bird.annotate", "bird.bundle",
+                      "bird.plan")),
 )
 
 

@@ -26,7 +26,10 @@ def _replay_description() -> str:
             f"  paths: {keys('path')}\n"
             f"A recorded limit looser than this machine's stops the replay before any work: {keys('limit')}.\n"
             "Set a value yourself with --set KEY=VALUE, or accept the recorded ones with --trust-config. An "
-            "interpolation (${...}) in a recorded config is refused, never resolved.\n"
+            "interpolation (${...}) in a recorded config is refused, never resolved. A recorded task (env.task) that "
+            "names code or files (a module:Class, a function, a source file) stops the replay unless it is your own "
+            "task file on the config search path, is in a plugin the runs import (named with --plugin), or "
+            "--trust-config.\n"
             f"Kept as recorded, since no client is built and no key read (the recorded server is part of the answers' "
             f"keys): {keys('endpoint', inert=True)}.")
 
@@ -53,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override for every cell (execution-only keys such as train.workers=1)")
     rp.add_argument("--trust-config", action="store_true",
-                    help="take the recorded endpoints, paths and looser limits as they are (a bundle you made)")
+                    help="take the recorded endpoints, paths, looser limits and the code a recorded task names as they "
+                         "are (a bundle you made)")
     rp.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE",
                     help="a plugin module the bundle's runs import, which you trust replay to import (it must be on "
                          "this machine's Python path; a bundle names plugins, it never holds their code)")

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bird.files import load_npz, loads, loads_lines, read_bytes
+
 __all__ = ["Difference", "Tolerance", "DEFAULT_TOLERANCE", "read_run", "compare_runs", "MEDIA_SUFFIXES",
            "EXECUTION_FILES"]
 
@@ -115,34 +117,40 @@ def _csv(text: str) -> dict[str, Any]:
     return {"header": rows[0], "rows": [[num(c) for c in row] for row in rows[1:]]}
 
 
-def _npz(path: Path) -> dict[str, str]:
+def _npz(path: Path, root: Path) -> dict[str, str]:
     import numpy as np
 
-    with np.load(path, allow_pickle=False) as data:
-        return {name: f"{data[name].dtype}{list(data[name].shape)}:"
-                      f"{hashlib.sha256(np.ascontiguousarray(data[name]).tobytes()).hexdigest()}"
-                for name in sorted(data.files)}
+    return {name: f"{arr.dtype}{list(arr.shape)}:{hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()}"
+            for name, arr in sorted(load_npz(path, "arrays", root).items())}
 
 
 def read_file(root: Path, rel: str) -> Any:
-    """One record of a run, parsed and with its execution-only fields left out."""
+    """One record of a run, parsed and with its execution-only fields left out. Read as bird/files.py reads a file
+    another person may have written (a regular file inside `root`, within its cap; JSON with bounds): OSError or
+    ValueError otherwise."""
     path = root / rel
-    if rel == "llm_calls.jsonl":
-        lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-        return sorted(json.dumps({k: c.get(k) for k in _JOURNAL_FIELDS}, sort_keys=True) for c in lines)
-    if rel.endswith(".json"):
-        return _drop(json.loads(path.read_text()), _json_keys(rel))
-    if rel.endswith(".jsonl"):
-        return [_drop(json.loads(ln), _json_keys(rel)) for ln in path.read_text().splitlines() if ln.strip()]
-    if rel.endswith(".csv"):
-        return _csv(path.read_text())
     if rel.endswith(".npz"):
-        return _npz(path)
-    data = path.read_bytes()
+        return _npz(path, root)
+    data = read_bytes(path, "media", root)
+    if rel == "llm_calls.jsonl":
+        return sorted(json.dumps({k: c.get(k) for k in _JOURNAL_FIELDS}, sort_keys=True) for c in _objects(data))
+    if rel.endswith(".json"):
+        return _drop(loads(data), _json_keys(rel))
+    if rel.endswith(".jsonl"):
+        return [_drop(line, _json_keys(rel)) for line in loads_lines(data)]
+    if rel.endswith(".csv"):
+        return _csv(data.decode("utf-8"))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _objects(data: bytes) -> list[dict[str, Any]]:
+    lines = loads_lines(data)
+    if not all(isinstance(line, dict) for line in lines):
+        raise ValueError("a journal line is not a JSON object")
+    return lines
 
 
 def read_run(root: Path, media: bool = False) -> dict[str, Any]:

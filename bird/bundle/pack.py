@@ -13,7 +13,7 @@ from bird.bundle.archive import FORMAT, SCHEMA_VERSION, BundleError, sha256, wri
 from bird.bundle.compare import EXECUTION_FILES, MEDIA_SUFFIXES
 from bird.bundle.transcript import Transcript, collect_transcript
 from bird.environment import describe_environment
-from bird.files import read_bytes
+from bird.files import read_bytes, read_json
 from bird.llm.cache import ResponseCache, default_cache_dir
 
 __all__ = ["pack", "PackResult", "TEXT_SUFFIXES", "cell_id"]
@@ -113,14 +113,18 @@ def _parquet(rows: list[dict[str, Any]]) -> bytes:
 def _candidate_rows(cell: str, run: Path) -> list[dict[str, Any]]:
     rows = []
     for path in sorted((run / "candidates").glob("*/candidate.json")):
-        c = json.loads(path.read_text())
         code = path.parent / "reward.py"
+        try:
+            c = read_json(path, "record", run)
+            code_sha = sha256(read_bytes(code, "text", run)) if code.exists() else None
+        except (OSError, ValueError) as exc:
+            raise BundleError(f"{run}: {path.relative_to(run).parent} is not packed ({str(exc)[:200]})") from None
         rows.append({"cell": cell, "id": c["id"], "iteration": c["iteration"], "index": c["index"],
                      "parent_id": c.get("parent_id"), "operator": c.get("operator"), "status": c.get("status"),
                      "failure_kind": (c.get("failure") or {}).get("kind"), "fitness": c.get("fitness"),
                      "score": c.get("score"), "final_score": c.get("final_score"), "env_steps": c.get("env_steps"),
                      "reward_path": f"runs/{cell}/candidates/{c['id']}/reward.py" if code.exists() else None,
-                     "reward_sha256": sha256(code.read_bytes()) if code.exists() else None})
+                     "reward_sha256": code_sha})
     return rows
 
 
@@ -145,7 +149,7 @@ def pack(runs: list[Path], out: Path, with_media: bool = False, cache_dir: Path 
     cells, run_rows, cand_rows, call_rows, left_out, problems = [], [], [], [], [], []
     for run in dirs:
         try:
-            result = json.loads((run / "result.json").read_text())
+            result = read_json(run / "result.json", "result", run)
         except (OSError, ValueError):
             raise BundleError(f"{run}: no readable result.json; only completed runs can be packed") from None
         if result.get("status") != "completed":

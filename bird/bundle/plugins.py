@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
 from bird.bundle.archive import BundleError
 from bird.bundle.reader import Bundle
+from bird.files import load_yaml
 from bird.plugins import ENTRY_POINT_GROUP, PluginError, entry_point_modules
 from bird.plugins import load as load_plugins
 
@@ -17,11 +16,11 @@ __all__ = ["check_plugins", "config_plugins"]
 
 
 def config_plugins(bundle: Bundle, cid: str) -> list[str]:
-    """`plugins` of the cell's config.yaml as written (no interpolation is resolved)."""
+    """`plugins` of the cell's config.yaml as written (bounded YAML without aliases; no interpolation is resolved)."""
     try:
-        data = yaml.safe_load(bundle.read(f"runs/{cid}/config.yaml"))
-    except yaml.YAMLError as exc:
-        raise BundleError(f"{cid}: config.yaml cannot be read ({exc})") from None
+        data = load_yaml(bundle.read(f"runs/{cid}/config.yaml").decode("utf-8"))
+    except ValueError as exc:  # BundleError too
+        raise BundleError(f"{cid}: config.yaml cannot be read ({str(exc)[:200]})") from None
     value = (data.get("plugins") or []) if isinstance(data, dict) else []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise BundleError(f"{cid}: config.yaml plugins={value!r} is not a list of module names")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from bird.bundle.reader import Bundle
 from bird.bundle.transcript import closest_difference
 from bird.bundle.verify import verify
 from bird.config.load import ConfigError
+from bird.files import write_json
 from bird.llm.cache import ReplayMissError, ResponseCache
 
 __all__ = ["replay", "ReplayReport", "REPLAY_OVERRIDES"]
@@ -138,7 +138,7 @@ def replay(path: str | Path, out: str | Path, cells: list[str] | None = None, ov
         done = report.cells[-1]
         print(f"replay: cell {k}/{len(chosen)} {cid}: {done.status} ({done.wall_s:.1f} s)", file=sys.stderr,
               flush=True)
-    (out / "replay_report.json").write_text(json.dumps(report.to_json(), indent=1) + "\n")
+    write_json(out / "replay_report.json", report.to_json())  # atomic: a link planted under --out is replaced
     return report
 
 
@@ -166,7 +166,10 @@ def _replay_cell(bundle: Bundle, cid: str, config: tuple[Any, list[str]] | None,
         return CellReplay(cid, "failed", "-", expectation, f"{type(exc).__name__}: {exc}"[:2000],
                           time.monotonic() - start, config_notes=notes)
     wall = time.monotonic() - start
-    comparison = compare_runs(read_run(recorded), read_run(target), tolerance)
+    try:
+        comparison = compare_runs(read_run(recorded), read_run(target), tolerance)
+    except (OSError, ValueError) as exc:  # a record of the bundle's run bird will not read (bird/files.py's rules)
+        return CellReplay(cid, "failed", "-", expectation, f"not compared: {exc}"[:2000], wall, config_notes=notes)
     return replace(_verdict(cid, comparison, expectation, wall), config_notes=notes)
 
 

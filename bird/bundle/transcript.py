@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bird.bundle.archive import sha256
+from bird.bundle.archive import BundleError, sha256
+from bird.files import loads_lines, read_text
 from bird.llm.base import Request, record_key
 from bird.llm.cache import ResponseCache, is_key
 
@@ -32,12 +33,28 @@ def _answer_hash(response: dict[str, Any]) -> str:
     return sha256(json.dumps(response, sort_keys=True).encode())
 
 
-def collect_transcript(run: Path, cache: ResponseCache) -> Transcript:
-    """The transcript of the run directory `run`, answers read from `cache`."""
-    out = Transcript()
+_ENTRY_FIELDS = ("provider", "model", "request", "response")
+
+
+def _journal(run: Path) -> list[dict[str, Any]]:
+    """The calls `run/llm_calls.jsonl` lists (none when there is no journal)."""
     journal = run / "llm_calls.jsonl"
-    calls = [json.loads(ln) for ln in journal.read_text().splitlines() if ln.strip()] if journal.exists() else []
-    for seq, call in enumerate(calls):
+    if not journal.exists() and not journal.is_symlink():
+        return []
+    try:
+        calls = loads_lines(read_text(journal, "journal", run))
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{journal}: not a readable journal ({str(exc)[:200]})") from None
+    if not all(isinstance(c, dict) for c in calls):
+        raise BundleError(f"{journal}: a line is not a JSON object")
+    return calls
+
+
+def collect_transcript(run: Path, cache: ResponseCache) -> Transcript:
+    """The transcript of the run directory `run`, answers read from `cache`. Raises BundleError when the journal is
+    not a regular file within its cap (bird/files.py) or not JSON lines of objects."""
+    out = Transcript()
+    for seq, call in enumerate(_journal(run)):
         key = call.get("key")
         if not key:
             if call.get("provider") == "offline" or "key" in call:
@@ -50,7 +67,7 @@ def collect_transcript(run: Path, cache: ResponseCache) -> Transcript:
                                "iteration": call.get("iteration"), "error": call["error"]})
             continue
         entry = cache.get(key)
-        if entry is None:
+        if entry is None or not all(k in entry for k in _ENTRY_FIELDS):
             out.missing.append({"seq": seq, "key": key, "purpose": call.get("purpose"),
                                 "iteration": call.get("iteration")})
             continue
@@ -92,7 +109,9 @@ def _fields(provider: str, model: str, req: dict[str, Any]) -> list[tuple[str, A
     """A request as (field, value) pairs in the order a reader checks them."""
     out: list[tuple[str, Any]] = [("provider", provider), ("model", model), ("purpose", req["purpose"]),
                                   ("seed", req["seed"]), ("sample_index", req["sample_index"]),
-                                  ("temperature", req["temperature"]), ("max_tokens", req["max_tokens"]),
+                                  ("temperature", req["temperature"]),
+                                  ("reasoning_effort", req.get("reasoning_effort", "none")),
+                                  ("max_tokens", req["max_tokens"]),
                                   ("len(messages)", len(req["messages"]))]
     for i, m in enumerate(req["messages"]):
         out += [(f"messages[{i}].role", m["role"]), (f"messages[{i}].content", m["content"]),

@@ -14,6 +14,7 @@ from bird.components import (  # noqa: F401  (registers)
     demo_fitness,
     demo_margin,
     demo_views,
+    digest_feedback,
     fitness,
     formats,
     goal_states,

@@ -16,7 +16,7 @@ import numpy as np
 from bird.components.context import initial_user_message
 from bird.config.schema import BirdConfig
 from bird.llm.base import Generator, LLMError, Message, Request
-from bird.prompts import obs_fields_context, templates
+from bird.prompts import obs_fields_context, system_template, templates
 from bird.registry import get, register
 from bird.reward.checks import verify_code
 from bird.reward.contracts import read_answer
@@ -55,7 +55,7 @@ def _critic_request(cfg: BirdConfig, state: SearchState, index: int) -> Request:
     user, shown = initial_user_message(cfg.generate.prompt, cfg.generate.env_representation, state,
                                        cfg.generate.field_view, name="critic_user",
                                        extra={"code_output_tip": t.get("code_output_tip", "")})
-    system = t.get("critic_system", t["system"]).format(signature=t.get("signature", ""), action_dim=state.spec.action_dim,
+    system = t.get("critic_system", system_template(t, state.spec.suite)).format(signature=t.get("signature", ""), action_dim=state.spec.action_dim,
                                                         code_output_tip=t.get("code_output_tip", ""))
     context = {"obs_fields": obs_fields_context(state.spec, cfg.generate.field_view), "action_dim": state.spec.action_dim,
                "contract": "compute_reward", "critic": index, **shown}

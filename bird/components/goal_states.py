@@ -24,7 +24,7 @@ from bird.config.schema import BirdConfig
 from bird.envs.base import TaskSpec
 from bird.llm.base import Generator, LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
-from bird.prompts import obs_fields_context, templates
+from bird.prompts import obs_fields_context, system_template, templates
 from bird.registry import register
 
 __all__ = ["goal_request", "read_goal_indexes"]
@@ -64,7 +64,8 @@ def goal_request(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, episode: i
                                    stride=cfg.demos.stride, trajectory=text)
     context = {"obs_fields": obs_fields_context(spec, cfg.generate.field_view), "trajectory": rows,
                "n_states": len(states)}
-    return Request(purpose="goal_states", messages=(Message("system", t["system"]), Message("user", user)),
+    return Request(purpose="goal_states", messages=(Message("system", system_template(t, spec.suite)),
+                                                    Message("user", user)),
                    context=context, temperature=cfg.generate.temperature, max_tokens=cfg.generate.max_tokens,
                    sample_index=episode, seed=seed)
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from bird.components.demo_views import state_dict
+from bird.config.roles import judge_temperature
 from bird.config.schema import BirdConfig
 from bird.envs.frames import RenderingUnavailable, render_episode
 from bird.envs.registry import make_adapter
@@ -137,7 +138,7 @@ def _judge(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResul
     user = t["judge_user"].format(task=state.spec.description, code=cand.code, component_stats=stat_text, evidence=evidence)
     req = Request(purpose="judge", messages=(Message("system", t["judge_system"]), Message("user", user, tuple(images))),
                   context={"task": state.spec.description, "code": cand.code, "component_stats": stats, **ctx},
-                  temperature=cfg.judge.temperature if cfg.judge.temperature is not None else 0.0,
+                  temperature=judge_temperature(cfg),
                   max_tokens=cfg.generate.max_tokens, seed=state.seed)
     [answer] = state.judge.complete_many([req])
     kind = f"{ctx['judge_mode']}:{state.judge.model}"

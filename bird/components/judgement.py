@@ -24,6 +24,8 @@ import numpy as np
 
 from bird.components.demo_views import state_dict
 from bird.components.judge import save_keyframes
+from bird.components.subtasks import render_subtasks
+from bird.config.roles import judge_temperature
 from bird.config.schema import BirdConfig
 from bird.envs.frames import RenderingUnavailable, render_episode
 from bird.envs.registry import make_adapter
@@ -92,7 +94,7 @@ def subtasks_of(state: SearchState) -> list[dict[str, str]]:
     """The subtasks a judge scores: the current list, or the whole task as one subtask."""
     if state.subtasks:
         return state.subtasks
-    return [{"name": "task", "description": state.spec.description, "done_when": "the task is achieved"}]
+    return [{"name": "task", "description": state.spec.description}]
 
 
 def _episode_rows(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int, every: int | None,
@@ -179,8 +181,7 @@ def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, ep: int, repe
              subtasks: list[dict[str, str]], scale: ScoreScale, shown: tuple[str, dict, list]) -> Request:
     t = templates(cfg.generate.prompt)
     evidence, ctx, images = shown
-    listing = "\n".join(f"{i}. {s['name']}: {s['description']} (done when: {s['done_when']})"
-                        for i, s in enumerate(subtasks, start=1))
+    listing = render_subtasks(subtasks)
     user = t.get("score_user", USER).format(task=state.spec.description, subtasks=listing, code=cand.code,
                                             evidence=evidence, components=_render_components(ctx["components"]),
                                             scale=scale.instruction)
@@ -188,7 +189,7 @@ def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, ep: int, repe
                    messages=(Message("system", t.get("score_system", SYSTEM).strip()), Message("user", user, tuple(images))),
                    context={"task": state.spec.description, "subtasks": subtasks, "scale": scale.name, "code": cand.code,
                             "rollout": ctx},
-                   temperature=cfg.judge.temperature if cfg.judge.temperature is not None else 0.0,
+                   temperature=judge_temperature(cfg),
                    max_tokens=cfg.generate.max_tokens, sample_index=100 * ep + repeat, seed=state.seed)
 
 

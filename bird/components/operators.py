@@ -15,7 +15,7 @@ from bird.components.context import initial_user_message
 from bird.components.thought import DEFAULT_PARENT, current_thought, thought_prompt
 from bird.config.schema import BirdConfig
 from bird.llm.base import Message, Request
-from bird.prompts import obs_fields_context, templates
+from bird.prompts import obs_fields_context, system_template, templates
 from bird.registry import declared, get, register
 from bird.state import SearchState
 
@@ -159,7 +159,7 @@ def operator_request(cfg: BirdConfig, state: SearchState, sample_index: int, pla
     tip, asked = thought_prompt(cfg, state, None)  # the parents' thoughts are in their blocks; only the instruction
     user = "\n\n".join([user.rstrip(), *tip]) if tip else user
     context.update(asked)
-    system = t["system"].format(signature=t.get("signature", ""), code_output_tip=t.get("code_output_tip", ""),
+    system = system_template(t, state.spec.suite).format(signature=t.get("signature", ""), code_output_tip=t.get("code_output_tip", ""),
                                 action_dim=state.spec.action_dim)
     return Request(purpose=op.purpose, messages=(Message("system", system), Message("user", user)), context=context,
                    temperature=cfg.generate.temperature, max_tokens=cfg.generate.max_tokens,

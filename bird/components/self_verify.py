@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bird.config.roles import judge_temperature
 from bird.config.schema import BirdConfig
 from bird.llm.base import LLMError, Message, Request
 from bird.prompts import templates
@@ -36,7 +37,7 @@ def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, report: Repor
     user = t.get("self_verify_user", _DEFAULT).format(code=cand.code, feedback=report.feedback,
                                                       task=state.spec.description)
     context: dict[str, Any] = {"code": cand.code, "feedback": report.stats, "task": state.spec.description}
-    return Request("self_verify", (Message("user", user),), context, temperature=0.0, max_tokens=1024,
+    return Request("self_verify", (Message("user", user),), context, temperature=judge_temperature(cfg), max_tokens=1024,
                    sample_index=cand.index, seed=state.seed)
 
 

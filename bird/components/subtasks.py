@@ -3,9 +3,12 @@ with decompose.co_evolve, revised after each iteration from the feedback the met
 (safety-research/bird@54a9ce3:configs/methods/rda.yaml generate.decomposition, update.co_evolve.subtasks;
 bird/components/phases.py `run_decompose`, `run_subtask_reflection`); BIRD paper Table 5 choice (5) "co-evolve subtasks".
 
-A subtask is {"name", "description", "done_when"}: what to achieve and an observable condition that says it is done
-(read by judges, including the offline one). The generator chooses how many (about 5 for a simple task, about 10 for
-a long one; at most MAX_SUBTASKS) unless decompose.n_subtasks pins the count. A revision may change at most one
+A subtask is {"name", "description"} and, when the generator gives one, "done_when": an observable condition that says
+it is done (read by judges, including the offline one). As the release's prompt, the ask advises against numeric
+thresholds the task does not state (phases.py `_decompose_prompt`: "Avoid numeric thresholds unless they are explicitly
+defined in the success condition"; bird shows no success condition, so: unless the task states them). The generator
+chooses how many (about 5 for a simple task, about 10 for a long one; at most MAX_SUBTASKS) unless
+decompose.n_subtasks pins the count. A revision may change at most one
 subtask and keeps the count; returning the list unchanged declines. The current list is SearchState.subtasks (plain
 data); every revision is a line of subtasks.jsonl. An invalid answer is re-asked decompose.retries times, then the old
 list is kept (recorded).
@@ -29,21 +32,28 @@ from bird.state import SearchState
 __all__ = ["subtask_problems", "render_subtasks", "co_evolve_subtasks"]
 
 MAX_SUBTASKS = 12  # the release's cap on an `auto` list (bird/components/phases.py MAX_AUTO_SUBTASKS)
-_KEYS = ("name", "description", "done_when")
+_KEYS = ("name", "description")  # required; "done_when" is optional
+_OPTIONAL = ("done_when",)
 SYSTEM = ("You are a reinforcement-learning expert who breaks robot and locomotion tasks into an ordered list of "
           "subtasks that a reward function can shape one after another. Answer with one JSON object.")
-ASK = ("The environment:\n{env_repr}\n\nTask: {task}\n\nBreak the task into {count} ordered subtasks that together "
-       "achieve it. For each give a short name, one sentence saying what the agent must achieve, and `done_when`: a "
-       "condition on the observation fields that says the subtask is done.\n"
-       'Answer as JSON: {{"subtasks": [{{"name": str, "description": str, "done_when": str}}]}}')
-AUTO_COUNT = "as few as the task needs: about 5 for a simple task, about 10 for a complex or long-horizon one"
+ASK = ("The environment:\n{env_repr}\n\nTask: {task}\n\nBreak the task into ordered, high-level subtasks that describe "
+       "the main stages of achieving it. {count} Each subtask is a distinct, measurable phase of progress, not a "
+       "perception or reasoning step (such as \"identify the goal\"), and the last one is the agent achieving the "
+       "task. For each give a short name and one sentence saying what the agent must achieve; you may add "
+       "`done_when`, an observable condition that says the subtask is done. Avoid numeric thresholds unless the task "
+       "states them.\n"
+       'Answer as JSON: {{"subtasks": [{{"name": str, "description": str, "done_when": str (optional)}}]}}')
+AUTO_COUNT = "Use the fewest subtasks the task needs: about 5 for a simple task, about 10 for a complex or long-horizon one."
+PINNED_COUNT = "Use exactly {n} subtasks."
 REVISE = ("Task: {task}\n\nThe current subtask list:\n{subtasks}\n\nThe best reward function of the last iteration got "
           "this feedback:\n{feedback}\n\nDecide whether the list needs refining so that the next reward functions "
           "lead to natural, intended behaviour. If it does not, return the list unchanged. If it does, choose the ONE "
           "subtask that contributed most to unintended behaviour and revise it (its name, description or "
-          "`done_when`, which must stay observable); keep the same number of subtasks and every other subtask exactly "
-          "as it is. Say in `changes` which subtask you revised and why, or why none.\n"
-          'Answer as JSON: {{"subtasks": [{{"name": str, "description": str, "done_when": str}}], "changes": str}}')
+          "`done_when`, if it has one); keep the same number of subtasks and every other subtask exactly as it is. "
+          "Avoid numeric thresholds unless the task states them. Say in `changes` which subtask you revised and why, "
+          "or why none.\n"
+          'Answer as JSON: {{"subtasks": [{{"name": str, "description": str, "done_when": str (optional)}}], '
+          '"changes": str}}')
 
 
 def subtask_problems(answer: Any, n_subtasks: int | None = None,
@@ -53,8 +63,10 @@ def subtask_problems(answer: Any, n_subtasks: int | None = None,
     items = answer.get("subtasks") if isinstance(answer, dict) else None
     if not isinstance(items, list) or not items:
         return ["'subtasks' must be a non-empty list"]
-    problems = [f"subtasks[{i}] needs non-empty strings {list(_KEYS)}" for i, s in enumerate(items)
-                if not isinstance(s, dict) or not all(isinstance(s.get(k), str) and s[k].strip() for k in _KEYS)]
+    problems = [f"subtasks[{i}] needs non-empty strings {list(_KEYS)} (and a string {list(_OPTIONAL)} if any)"
+                for i, s in enumerate(items)
+                if not isinstance(s, dict) or not all(isinstance(s.get(k), str) and s[k].strip() for k in _KEYS)
+                or not all(isinstance(s.get(k, ""), str | None) for k in _OPTIONAL)]
     names = [s.get("name") for s in items if isinstance(s, dict)]
     if len(set(names)) != len(names):
         problems.append(f"subtask names repeat: {names}")
@@ -73,11 +85,15 @@ def subtask_problems(answer: Any, n_subtasks: int | None = None,
 
 
 def _clean(answer: dict[str, Any]) -> list[dict[str, str]]:
-    return [{k: str(s[k]).strip() for k in _KEYS} for s in answer["subtasks"]]
+    """The subtasks as plain strings; an empty or missing `done_when` is left out."""
+    return [{k: str(s[k]).strip() for k in (*_KEYS, *_OPTIONAL) if str(s.get(k) or "").strip()}
+            for s in answer["subtasks"]]
 
 
 def render_subtasks(subtasks: list[dict[str, str]]) -> str:
-    return "\n".join(f"{i}. {s['name']}: {s['description']} (done when: {s['done_when']})"
+    """One numbered line per subtask (its `done_when`, when it has one, in brackets)."""
+    return "\n".join(f"{i}. {s['name']}: {s['description']}" + (f" (done when: {s['done_when']})"
+                                                                 if s.get("done_when") else "")
                      for i, s in enumerate(subtasks, start=1))
 
 
@@ -108,7 +124,7 @@ def _ask(cfg: BirdConfig, state: SearchState, generator: Generator, request: Req
 def _subtask_list(cfg: BirdConfig, state: SearchState, generator: Generator) -> dict[str, Any]:
     """One request for the list; the record (with the prompt and every attempt) goes to decomposition.json."""
     t = templates(cfg.generate.prompt)
-    count = str(cfg.decompose.n_subtasks) if cfg.decompose.n_subtasks else AUTO_COUNT
+    count = PINNED_COUNT.format(n=cfg.decompose.n_subtasks) if cfg.decompose.n_subtasks else AUTO_COUNT
     env_repr = get("env_representation", cfg.generate.env_representation)(state.spec)
     user = t.get("subtasks_user", ASK).format(env_repr=env_repr, task=state.spec.description, count=count)
     request = Request(purpose="decompose", messages=(Message("system", t.get("subtasks_system", SYSTEM).strip()),

@@ -6,8 +6,10 @@ that condenses each candidate's feedback before the generator is shown it. BIRD 
 - per_candidate: one summary of the whole feedback text.
 - per_candidate_per_subtask: one summary per subtask of the feedback's per-subtask evidence (the subtask_judge format's
   judgements) plus the reward-component lines; a format without subtasks is summarised as one "task" subtask.
+- appended: one summary of the whole feedback, shown after it (the release's summary of a candidate no judge scored:
+  safety-research/bird@54a9ce3:bird/components/evaluation.py `_section_summary` appends it to the rollout digest).
 
-The summary replaces the text shown; the raw text and every exchange go to candidates/<id>/summary.json. The structured
+The summary replaces the text shown (`appended`: follows it); the raw text and every exchange go to candidates/<id>/summary.json. The structured
 context of a summarised report carries only the summary (what the generator is shown)."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bird.config.roles import judge_temperature
 from bird.config.schema import BirdConfig
 from bird.llm.base import LLMError, Message, Request
 from bird.prompts import templates
@@ -35,9 +38,11 @@ USER = ("Task: {task}\n{focus}\nFeedback on the reward function:\n{evidence}\n\n
 class Summarisation:
     name: str
     per_subtask: bool
+    appends: bool = False  # the feedback stays shown, the summary after it
 
 
 register("summarisation", "none")(Summarisation("none", per_subtask=False))
+register("summarisation", "appended", needs_judge=True)(Summarisation("appended", per_subtask=False, appends=True))
 register("summarisation", "per_candidate", needs_judge=True)(Summarisation("per_candidate", per_subtask=False))
 register("summarisation", "per_candidate_per_subtask", needs_judge=True)(
     Summarisation("per_candidate_per_subtask", per_subtask=True))
@@ -67,13 +72,14 @@ def _request(cfg: BirdConfig, state: SearchState, cand: Candidate, subtask: str 
                                                 Message("user", user)),
                    context={"task": state.spec.description, "subtask": subtask, "feedback_text": evidence,
                             "feedback": stats},
-                   temperature=cfg.judge.temperature if cfg.judge.temperature is not None else 0.0,
+                   temperature=judge_temperature(cfg),
                    max_tokens=cfg.generate.max_tokens, sample_index=cand.index * 100 + k, seed=state.seed)
 
 
 def summarise(cfg: BirdConfig, state: SearchState, cand: Candidate, text: str,
               stats: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(text, stats) to show for a candidate: unchanged for `none`; else the summary and {"summary": ...} only.
+    """(text, stats) to show for a candidate: unchanged for `none`; else the summary and {"summary": ...} only (with
+    `appended`, the text and its statistics followed by the summary).
     A failed summary call shows that piece's raw evidence instead (recorded)."""
     how: Summarisation = get("summarisation", cfg.feedback.summarisation)
     if how.name == "none" or not stats:
@@ -90,6 +96,8 @@ def summarise(cfg: BirdConfig, state: SearchState, cand: Candidate, text: str,
                       "error": str(answer)[:500] if failed else None})
     shown = "Summary of the feedback on this reward function:\n" + "\n".join(
         (f"- {p['subtask']}: " if p["subtask"] else "") + p["summary"] for p in parts)
+    if how.appends:
+        shown = f"{text}\n\n{shown}"
     state.records.setdefault(cand.id, {})["summary.json"] = {"how": how.name, "raw": text, "shown": shown,
                                                              "calls": calls, "judge": state.judge.describe()}
-    return shown, {"summary": parts}
+    return shown, ({**stats, "summary": parts} if how.appends else {"summary": parts})

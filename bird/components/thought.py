@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bird.config.roles import judge_temperature
 from bird.config.schema import BirdConfig
 from bird.llm.base import LLMError, Message, Request
 from bird.llm.blocks import outside_blocks
@@ -122,11 +123,10 @@ def _align_request(cfg: BirdConfig, state: SearchState, cand: Candidate) -> Requ
     t = templates(cfg.generate.prompt)
     thought = (state.thoughts.get(cand.id) or {}).get("stated") or "(no design idea was stated)"
     user = t.get("thought_alignment_user", DEFAULT_ALIGN_USER).replace("{thought}", thought).replace("{code}", cand.code or "")
-    temperature = cfg.judge.temperature if cfg.judge.temperature is not None else cfg.generate.temperature
     return Request(purpose="thought_alignment",
                    messages=(Message("system", t.get("thought_alignment_system", DEFAULT_ALIGN_SYSTEM).strip()),
                              Message("user", user)),
-                   context={"thought": thought, "code": cand.code}, temperature=temperature,
+                   context={"thought": thought, "code": cand.code}, temperature=judge_temperature(cfg),
                    max_tokens=cfg.generate.max_tokens, sample_index=cand.index, seed=state.seed)
 
 

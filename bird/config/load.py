@@ -118,7 +118,8 @@ def _method_choices(method: str, overrides: list[str], seen: tuple[str, ...] = (
 
 # Execution-only keys: they change how a run is carried out, never what it computes.
 _EXECUTION_KEYS = {"llm": ("cache", "cache_dir", "max_concurrency", "timeout_s", "max_retries", "retry_base_s",
-                           "retry_max_s"), "train": ("workers", "start_method", "executor", "resources"),
+                           "retry_max_s", "sweep_max_concurrency", "prompt_cache", "mode", "batch_poll_s"),
+                   "budget": ("sweep_max_llm_calls", "sweep_max_cost_usd"), "train": ("workers", "start_method", "executor", "resources"),
                    "run": ("progress", "save_policies", "resume"),
                    "ray": ("address", "num_cpus", "object_store_mb", "include_dashboard")}
 _EXECUTION_SECTIONS = ("video", "tracker")  # what is filmed and where it is logged never changes a result

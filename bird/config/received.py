@@ -4,8 +4,9 @@ It is read as plain YAML: an interpolation (`${...}`) in it is refused, never re
 (AUTHORITY: where bird connects and with which secret, where it writes outside the run directory, how loose its
 sandbox and trainer limits are) come from this machine: the schema's default or the command line's override. A
 received endpoint or path that differs is replaced by the local value and reported; a received limit looser than the
-local one stops the command with the keys named, since the local value would change the result. `trust=True`
-(`--trust-config`) accepts every received value, reported the same way. docs/security.md, "Trust boundary".
+local one stops the command with the keys named, since the local value would change the result, and so does a task
+section naming code or files (bird/config/received_task.py). `trust=True` (`--trust-config`) accepts every received
+value, reported the same way. docs/security.md, "Trust boundary".
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.load import ConfigError
+from bird.config.received_task import received_task
 from bird.config.schema import BirdConfig
+from bird.config.secrets import string_leaves
+from bird.files import load_yaml, read_text
 
 __all__ = ["AuthorityKey", "AUTHORITY", "add_authority_key", "load_received", "adopt"]
 
@@ -68,21 +71,18 @@ def add_authority_key(key: str, kind: str, unlimited: float | None = None,
     AUTHORITY.append(AuthorityKey(key, kind, unlimited, inert))
 
 
-def _interpolations(node: Any, where: str = "") -> list[str]:
-    if isinstance(node, dict):
-        return [p for k, v in node.items() for p in _interpolations(v, f"{where}.{k}" if where else str(k))]
-    if isinstance(node, list):
-        return [p for i, v in enumerate(node) for p in _interpolations(v, f"{where}[{i}]")]
-    return [where] if isinstance(node, str) and "${" in node else []
+def _interpolations(data: dict[str, Any]) -> list[str]:
+    return [where for where, text in string_leaves(data) if "${" in text]
 
 
 def load_received(path: Path) -> dict[str, Any]:
-    """A received config.yaml as plain data. Raises ConfigError when it is not a YAML mapping or holds an
+    """A received config.yaml as plain data: a regular file of at most LIMITS["config"] bytes, parsed with bounds and
+    without aliases (bird/files.py). Raises ConfigError when it cannot be read so, is not a YAML mapping or holds an
     interpolation (resolving one would run a resolver the file chose: `${oc.env:OPENAI_API_KEY}` reads a secret)."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: not a readable YAML config ({type(exc).__name__})") from None
+        data = load_yaml(read_text(Path(path), "config"))
+    except (OSError, ValueError) as exc:  # UnsafeFileError, UnicodeDecodeError, BoundedParseError, not YAML
+        raise ConfigError(f"{path}: not a readable YAML config ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a config (a YAML mapping)")
     if found := _interpolations(data):
@@ -106,7 +106,8 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
     """`received` with its authority keys set from this machine; returns (config data, notes on what differed).
 
     The local value of a key is the schema default, or the override given for it (which is merged last anyway).
-    Raises ConfigError naming every received limit looser than the local one, unless `trust`."""
+    Raises ConfigError naming every received limit looser than the local one, every plugin and every code target or
+    file of the task section (bird/config/received_task.py) the user has not vouched for, unless `trust`."""
     try:
         typed = OmegaConf.merge(OmegaConf.structured(BirdConfig), received)
         local = OmegaConf.merge(OmegaConf.structured(BirdConfig), OmegaConf.from_dotlist(list(overrides)))
@@ -136,15 +137,19 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
             OmegaConf.update(out, ak.key, ours, force_add=True)
             notes.append(f"{ak.key}: the received {theirs!r} is ignored; the local {ours!r} is used "
                          "(--trust-config takes the received value)")
+    task_notes, task_refusal = received_task(received.get("env"), overrides, trust)
+    refusals = [r for r in (task_refusal,) if r is not None]
     if code:
-        raise ConfigError("the received config imports code: " + ", ".join(code) + ". bird imports only the modules "
-                          "you name: give them yourself (e.g. " + code[0] + "; bundle replay: --plugin MODULE) or "
-                          "pass --trust-config")
+        refusals.append("the received config imports code: " + ", ".join(code) + ". bird imports only the modules "
+                        "you name: give them yourself (e.g. " + code[0] + "; bundle replay: --plugin MODULE) or "
+                        "pass --trust-config")
     if looser:
-        raise ConfigError("the received config loosens bird's limits: " + ", ".join(looser) + ". Limits come from "
-                          "this machine: give a value yourself (e.g. " + looser[0].split(" ")[0] + ") or pass "
-                          "--trust-config to accept the received ones")
-    return _plain(out), notes
+        refusals.append("the received config loosens bird's limits: " + ", ".join(looser) + ". Limits come from "
+                        "this machine: give a value yourself (e.g. " + looser[0].split(" ")[0] + ") or pass "
+                        "--trust-config to accept the received ones")
+    if refusals:
+        raise ConfigError("\n".join(refusals))
+    return _plain(out), notes + task_notes
 
 
 def _plain_value(value: Any) -> Any:

@@ -480,6 +480,9 @@ class LLMConfig:
     max_concurrency: int = 4
     # sampling temperature sent to the model; None = the method's (generate.temperature)
     temperature: float | None = None
+    # how much the model reasons before it answers: none (no reasoning parameter sent) | low | medium | high | xhigh |
+    # max, sent in the provider's own form (docs/llm.md: Anthropic adaptive thinking, OpenAI reasoning_effort)
+    reasoning_effort: str = "none"
     # retries on 429/5xx/timeouts before a candidate is recorded as llm_error
     max_retries: int = 6
     # first retry wait (s), doubled each retry with jitter; Retry-After from the server wins
@@ -494,8 +497,20 @@ class LLMConfig:
     cache: str = "readwrite"
     # cache directory (shared by all runs of a machine); None = ~/.cache/bird/llm
     cache_dir: str | None = None
-    # USD per million tokens, {input, output}
-    price_per_mtok: dict[str, float] = field(default_factory=lambda: {"input": 0.0, "output": 0.0})
+    # sync: one HTTP call per request | batch: each wave's independent requests as one provider batch (OpenAI Batch
+    # API, Anthropic Message Batches) at the batch price, polled every batch_poll_s; the same requests and answers,
+    # later: no method's protocol changes (docs/llm.md, "Batch mode")
+    mode: str = "sync"
+    batch_poll_s: float = 30.0
+    # mark the stable prefix of each request for the provider's prompt cache (Anthropic cache_control; OpenAI caches
+    # on its own): cached input tokens are recorded and priced as such (docs/llm.md, "Prompt caching")
+    prompt_cache: bool = True
+    # requests in flight at once across the cells of a sweep on one machine (None = no limit; docs/llm.md)
+    sweep_max_concurrency: int | None = None
+    # USD per million tokens, a mapping of input, output, cached_input, cache_write, batch (checked when the backend is
+    # built); None = the price table's entry for llm.backend and llm.model (conf/llm/prices/<backend>.yaml). Typed Any:
+    # OmegaConf cannot merge a mapping given on the command line into a typed optional dict
+    price_per_mtok: Any = None
 
 
 @dataclass
@@ -508,9 +523,12 @@ class JudgeConfig:
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    # temperature of judge calls; None = the generator's (llm.temperature, else generate.temperature)
     temperature: float | None = None
+    # None = llm.reasoning_effort
+    reasoning_effort: str | None = None
     max_concurrency: int | None = None
-    price_per_mtok: dict[str, float] | None = None
+    price_per_mtok: Any = None  # as llm.price_per_mtok; None = llm.price_per_mtok when the model is inherited
     # what the judge reads: vlm (keyframes as images) | state_text (per-step state summaries; a labelled substitute)
     mode: str = "state_text"
     # judge scores: registry family score_scale (unit: a number in [0, 1] | three_point: 0 / 1 / 2), normalised to [0, 1]
@@ -550,6 +568,10 @@ class BudgetConfig:
     # LLM calls / spend after which generation stops and the search finishes with what it has (None = no cap)
     max_llm_calls: int | None = None
     max_cost_usd: float | None = None
+    # the same, for every cell of a sweep together (calls that reach a provider; a cache hit is free): cells stop
+    # generating once the sweep's ledger reaches it (None = no cap; docs/llm.md "Before a real sweep")
+    sweep_max_llm_calls: int | None = None
+    sweep_max_cost_usd: float | None = None
 
 
 @dataclass

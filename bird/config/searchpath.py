@@ -101,7 +101,10 @@ def options(group: str, overrides: Sequence[str] = ()) -> list[str]:
 
 
 def find(group: str, name: str, overrides: Sequence[str] = ()) -> Path | None:
-    """The file Hydra composes for option `name` of `group` (the first folder that has it), or None."""
+    """The file Hydra composes for option `name` of `group` (the first folder that has it), or None; None for a name
+    that would leave the folder (absolute, or with a `..` part: a received run's env id is one such name)."""
+    if Path(name).is_absolute() or ".." in Path(name).parts:
+        return None
     for folder in config_dirs(overrides):
         path = folder / group / f"{name}.yaml"
         if path.is_file():

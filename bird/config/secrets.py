@@ -10,18 +10,19 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["secret_problems"]
+__all__ = ["secret_problems", "string_leaves"]
 
 _ENV = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:\s*['\"]?([^,}'\"\s]+)")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 _MIN_SECRET = 8  # shorter values are not searched for (too many false matches)
 
 
-def _leaves(node: Any, where: str = "") -> list[tuple[str, str]]:
+def string_leaves(node: Any, where: str = "") -> list[tuple[str, str]]:
+    """(dotted path, text) of every string in a tree of plain dicts and lists (a config as data), in order."""
     if isinstance(node, dict):
-        return [x for k, v in node.items() for x in _leaves(v, f"{where}.{k}" if where else str(k))]
+        return [x for k, v in node.items() for x in string_leaves(v, f"{where}.{k}" if where else str(k))]
     if isinstance(node, list):
-        return [x for i, v in enumerate(node) for x in _leaves(v, f"{where}[{i}]")]
+        return [x for i, v in enumerate(node) for x in string_leaves(v, f"{where}[{i}]")]
     return [(where, node)] if isinstance(node, str) else []
 
 
@@ -38,7 +39,7 @@ def secret_problems(cfg: DictConfig) -> list[str]:
     values = {os.environ[n] for n in names if len(os.environ.get(n, "")) >= _MIN_SECRET}
     raw = OmegaConf.to_container(cfg, resolve=False)
     problems = []
-    for where, text in _leaves(raw):
+    for where, text in string_leaves(raw):
         for var in _ENV.findall(text):
             if var in names or _SECRET_NAME.search(var) or os.environ.get(var) in values:
                 problems.append(f"{where}: an interpolation of the environment variable {var}, which holds a "

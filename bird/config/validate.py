@@ -8,6 +8,7 @@ from pathlib import Path
 import bird.methods
 from bird import registry
 from bird.config.needs import needs_judgement, reads_policy
+from bird.config.roles import check_roles
 from bird.config.schema import BirdConfig
 from bird.config.validate_search import check_search
 from bird.config.validate_task import check_task
@@ -30,6 +31,7 @@ def template_sets() -> list[str]:
 _ENUMS: dict[str, tuple[str, ...]] = {
     "train.reward_source": ("candidate", "reference"),
     "llm.cache": ("off", "readwrite", "record", "replay"),
+    "llm.mode": ("sync", "batch"),
     "demos.negative_kind": ("random",),
     "judge.mode": ("vlm", "state_text"),
     "budget.protocol": ("own", "matched"),
@@ -104,10 +106,12 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
                 "select.population_size", "demos.max_train", "demos.max_train_expert", "demos.max_train_negative",
                 "budget.max_policy_trainings", "decompose.n_subtasks",
-                "train.n_envs", "final.seeds"):
+                "train.n_envs", "final.seeds", "budget.sweep_max_llm_calls", "llm.sweep_max_concurrency"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
             problems.append(f"{key}={value}: must be >= 1 or null")
+    problems += [f"{k}={_get(cfg, k)}: must be >= 0 or null" for k in ("budget.max_cost_usd", "budget.sweep_max_cost_usd")
+                 if (_get(cfg, k) or 0) < 0]  # type: ignore[operator]
     if not 0.0 <= cfg.generate.temperature <= 2.0:
         problems.append(f"generate.temperature={cfg.generate.temperature}: must be in [0, 2]")
     if cfg.verify.call_timeout_s <= 0:
@@ -267,4 +271,5 @@ def validate(cfg: BirdConfig) -> list[str]:
     _check_schedule(cfg, problems)
     _check_judge_keys(cfg, problems)
     check_search(cfg, problems)
+    check_roles(cfg, problems)
     return problems

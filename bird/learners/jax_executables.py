@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from bird.files import read_bytes, write_bytes
 from bird.sealed import seal, unseal
 
 __all__ = ["Executables", "store_dir", "load_all", "StoredPrograms"]
@@ -81,9 +81,10 @@ class Executables:
 
 
 def _read_sealed(path: Path) -> bytes | None:
-    """The bytes sealed into the store file `path`, or None (absent, unreadable, torn, or not sealed by this user)."""
+    """The bytes sealed into the store file `path`, or None (absent, unreadable, torn, not sealed by this user, or
+    not a regular file of the store within its cap: bird/files.py)."""
     try:
-        return unseal(path.parent, path.name, path.read_bytes())
+        return unseal(path.parent, path.name, read_bytes(path, "executable"))
     except OSError:
         return None
 
@@ -96,12 +97,7 @@ def _write(path: Path, data: bytes) -> None:
         sealed = seal(path.parent, path.name, data)
         if sealed is None:
             return
-        data = sealed
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # as JAX's cache files: readable by whoever shares the cache directory
-        os.replace(tmp, path)
+        write_bytes(path, sealed, mode=0o644)  # as JAX's cache files: readable by whoever shares the cache directory
     except OSError:
         pass
 

@@ -1,6 +1,7 @@
 """An SB3 PPO policy on disk without pickle: `policy.npz` holds its parameters, its spaces and its observation
 statistics as plain arrays (read back with allow_pickle=False), where SB3's own `policy.zip` and VecNormalize's
-`.pkl` are pickles that run code when loaded."""
+`.pkl` are pickles that run code when loaded. It is written atomically and read as a bounded regular file
+(bird/files.py): a received run's policy can be neither a link to a host file nor a memory bomb."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bird.files import atomic_writer, load_npz, loads
 
 __all__ = ["POLICY_NAME", "save_policy", "load_policy"]
 
@@ -28,19 +31,19 @@ def save_policy(model: Any, vecnorm: Any, path: Path) -> None:
                "space/obs_low": policy.observation_space.low, "space/obs_high": policy.observation_space.high,
                "space/act_low": policy.action_space.low, "space/act_high": policy.action_space.high,
                "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
-    with open(path, "wb") as fh:
+    with atomic_writer(path) as fh:
         np.savez(fh, **arrays)
 
 
 def load_policy(path: Path, deterministic: bool = False) -> Act:
-    """`act(obs)` for a batch of raw observations (n, obs_dim): the saved policy on normalised observations."""
+    """`act(obs)` for a batch of raw observations (n, obs_dim): the saved policy on normalised observations.
+    Raises OSError (not a regular file within its cap) or ValueError (not a policy.npz bird wrote)."""
     import gymnasium as gym
     import torch
     from stable_baselines3.common.policies import ActorCriticPolicy
 
-    with np.load(path, allow_pickle=False) as z:
-        data = {k: z[k] for k in z.files}
-    meta = json.loads(data["meta"].tobytes())
+    data = load_npz(path, "arrays")
+    meta = loads(data["meta"].tobytes())
     obs_space = gym.spaces.Box(data["space/obs_low"], data["space/obs_high"], dtype=data["space/obs_low"].dtype)
     act_space = gym.spaces.Box(data["space/act_low"], data["space/act_high"], dtype=data["space/act_low"].dtype)
     policy = ActorCriticPolicy(obs_space, act_space, lambda _: 0.0, net_arch=meta["net_arch"])

@@ -9,6 +9,7 @@ from bird.config.schema import LLMConfig
 from bird.llm.api_base import Answer, ApiBackend
 from bird.llm.base import TRUNCATION_STOPS, AnswerTool, LLMError, Message, Request
 from bird.llm.content import read_parts
+from bird.llm.prompt_cache import anthropic_usage, mark_anthropic
 
 __all__ = ["AnthropicBackend"]
 
@@ -58,11 +59,17 @@ class AnthropicBackend(ApiBackend):
         }
         if system:
             params["system"] = "\n\n".join(m.content for m in system)
-        if request.temperature != 1.0:  # the SDK no longer names it; recent models answer 400 to any value but 1.0
-            params["extra_body"] = {"temperature": request.temperature}
+        if request.reasoning_effort != "none":  # adaptive thinking at that effort (its tokens count in max_tokens)
+            params["thinking"] = {"type": "adaptive"}
+            params["output_config"] = {"effort": request.reasoning_effort}
+        temperature = self.sent_temperature(request)  # None while thinking: the API takes only its default 1.0
+        if temperature is not None and temperature != 1.0:  # the SDK no longer names it; recent models answer 400
+            params["extra_body"] = {"temperature": temperature}  # to any value but 1.0
         if request.tool is not None:
             params.update(_tool_params(request.tool))
-        return params
+            if "thinking" in params:  # thinking takes no forced tool choice: the tool is offered, the prompt asks for it
+                params["tool_choice"] = {"type": "auto"}
+        return mark_anthropic(params, request) if self.cfg.prompt_cache else params
 
     def _call(self, request: Request) -> Answer:
         sdk = _import_sdk()
@@ -70,13 +77,49 @@ class AnthropicBackend(ApiBackend):
             out = self._client.messages.create(**self._params(request))
         except (sdk.AnthropicError, ValueError) as exc:  # ValueError: a truncated or non-JSON body
             raise self.classify_sdk_error(exc, sdk) from None
+        return self._answer(out)
+
+    def _answer(self, out: Any) -> Answer:
+        """An Answer from a Message (a call's or a batch result's)."""
         content = read_parts(out.content or [], "content block")  # thinking blocks set aside, never read as code
         finish = out.stop_reason or ""
         if not out.content and finish not in TRUNCATION_STOPS:  # no content at all; a cut answer stays cut
             finish = "empty"
-        usage = out.usage
-        n_in, n_out = (usage.input_tokens or 0, usage.output_tokens or 0) if usage else (0, 0)
-        return Answer(content.text, out.model or self.model, n_in, n_out, finish, content)
+        n_in, n_out, cached, written = anthropic_usage(out.usage)
+        return Answer(content.text, out.model or self.model, n_in, n_out, finish, content, cached, written)
+
+
+    # -- Message Batches (llm.mode=batch; bird/llm/batch.py) --------------------------------------------------------
+    def _batch_sdk(self, fn: Any) -> Any:
+        sdk = _import_sdk()
+        try:
+            return fn()
+        except (sdk.AnthropicError, ValueError) as exc:
+            raise self.classify_sdk_error(exc, sdk) from None
+
+    def batch_submit(self, items: list[tuple[str, Request]]) -> str:
+        """Create a Message Batch of (custom_id, request); returns its id."""
+        requests = []
+        for cid, request in items:
+            params = self._params(request)
+            params.update(params.pop("extra_body", None) or {})  # a batch request's params are the body itself
+            requests.append({"custom_id": cid, "params": params})
+        return self._batch_sdk(lambda: self._client.messages.batches.create(requests=requests)).id
+
+    def batch_ended(self, batch_id: str) -> bool:
+        return self._batch_sdk(lambda: self._client.messages.batches.retrieve(batch_id)).processing_status == "ended"
+
+    def batch_results(self, batch_id: str) -> dict[str, Answer | LLMError]:
+        out: dict[str, Answer | LLMError] = {}
+        for item in self._batch_sdk(lambda: list(self._client.messages.batches.results(batch_id))):
+            result = item.result
+            if result.type == "succeeded":
+                out[item.custom_id] = self._answer(result.message)
+            else:  # errored, canceled, expired
+                error = getattr(getattr(result, "error", None), "error", None)
+                out[item.custom_id] = LLMError(f"batch {batch_id}: request {result.type}"
+                                               + (f" ({getattr(error, 'message', error)})" if error else ""))
+        return out
 
 
 def make_anthropic(cfg: LLMConfig) -> AnthropicBackend:

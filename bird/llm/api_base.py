@@ -10,12 +10,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from bird import registry
 from bird.config.schema import LLMConfig
 from bird.llm.base import Generator, LLMError, Request, Response
 from bird.llm.content import Content
+from bird.llm.prices import Price, Usage, call_cost, resolve_price
 from bird.llm.retry import RetryPolicy, TransientError, call_with_retry, parse_retry_after
 
-__all__ = ["ApiBackend", "Answer", "MissingAPIKeyError", "cost_usd", "is_local_url", "resolve_api_key"]
+__all__ = ["ApiBackend", "Answer", "MissingAPIKeyError", "is_local_url", "resolve_api_key"]
 
 #: Sent as the key to a keyless local server (vLLM, llama.cpp, Ollama); the SDKs refuse an empty key.
 PLACEHOLDER_KEY = "bird-no-key"
@@ -35,6 +37,9 @@ class Answer:
     output_tokens: int
     finish_reason: str
     content: Content = field(default_factory=Content)
+    # parts of input_tokens: read from / written to the provider's prompt cache
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 def is_local_url(url: str | None) -> bool:
@@ -69,14 +74,6 @@ def resolve_api_key(cfg: LLMConfig, default_env: str) -> str:
     )
 
 
-def cost_usd(input_tokens: int, output_tokens: int, price_per_mtok: dict[str, float]) -> float:
-    """USD for one call from a {input, output} price table in USD per million tokens."""
-    unknown = set(price_per_mtok) - {"input", "output"}
-    if unknown:
-        raise ValueError(f"llm.price_per_mtok: unknown keys {sorted(unknown)}; allowed: ['input', 'output']")
-    return (input_tokens * price_per_mtok.get("input", 0.0) + output_tokens * price_per_mtok.get("output", 0.0)) / 1e6
-
-
 class ApiBackend(Generator):
     """Driver of an HTTP backend. Subclasses set `provider`, `key_env`, and implement `_connect` and `_call`.
 
@@ -91,7 +88,8 @@ class ApiBackend(Generator):
         super().__init__(cfg.model, cfg.max_concurrency)
         self.cfg = cfg
         self.policy = RetryPolicy(cfg.max_retries, cfg.retry_base_s, cfg.retry_max_s)
-        cost_usd(0, 0, cfg.price_per_mtok)  # validate the price table now
+        # llm.price_per_mtok, else the price table's entry (conf/llm/prices/); None = no price known
+        self.price: Price | None = resolve_price(self.provider, cfg.model, cfg.price_per_mtok)
         self._client: Any = None
         self._secret = ""
         if connect:
@@ -110,9 +108,37 @@ class ApiBackend(Generator):
         return self.provider if not self.cfg.base_url else f"{self.provider}@{self.cfg.base_url.rstrip('/')}"
 
     def prepare(self, request: Request) -> Request:
-        if self.cfg.temperature is None or self.cfg.temperature == request.temperature:
+        temperature = request.temperature if self.cfg.temperature is None else self.cfg.temperature
+        if temperature == request.temperature and self.cfg.reasoning_effort == request.reasoning_effort:
             return request
-        return replace(request, temperature=self.cfg.temperature)
+        return replace(request, temperature=temperature, reasoning_effort=self.cfg.reasoning_effort)
+
+    def sent_temperature(self, request: Request) -> float | None:
+        """The temperature to send for a prepared request; None while reasoning on a provider that then takes only
+        one (registry declaration `reasoning_temperature`, e.g. Anthropic's thinking): it is not sent, and the
+        model samples at that one (docs/llm.md)."""
+        if request.reasoning_effort != "none" and self._reasoning_temperature() is not None:
+            return None
+        return request.temperature
+
+    def _reasoning_temperature(self) -> float | None:
+        if self.cfg.backend not in registry.names("llm"):
+            return None
+        fixed = registry.declared("llm", self.cfg.backend).reasoning_temperature
+        return fixed(self.cfg) if fixed is not None else None
+
+    def sampling(self, request: Request) -> dict[str, Any]:
+        request = self.prepare(request)
+        out: dict[str, Any] = {"temperature": request.temperature, "reasoning_effort": request.reasoning_effort}
+        if self.sent_temperature(request) is None:  # not sent: the provider samples at its only reasoning temperature
+            out["temperature"] = self._reasoning_temperature()
+            if request.temperature != out["temperature"]:
+                out["requested_temperature"] = request.temperature
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "reasoning_effort": self.cfg.reasoning_effort,
+                "temperature": self.cfg.temperature}
 
     def complete(self, request: Request) -> Response:
         if self._client is None:
@@ -124,17 +150,24 @@ class ApiBackend(Generator):
             answer, attempts = call_with_retry(lambda: self._call_safely(request), self.policy, what)
         except LLMError as exc:
             raise LLMError(self.redact(str(exc))) from None
-        cost = cost_usd(answer.input_tokens, answer.output_tokens, self.cfg.price_per_mtok)
+        return self.response(answer, attempts, time.monotonic() - start)
+
+    def response(self, answer: Answer, attempts: int, latency_s: float, batch: bool = False) -> Response:
+        """The Response of an answer, costed at this backend's price (a batch call at the batch price)."""
+        usage = Usage(answer.input_tokens, answer.output_tokens, answer.cached_input_tokens, answer.cache_write_tokens)
+        cost = call_cost(usage, self.price, batch)
         return Response(
             text=answer.text,
             model=answer.model or self.model,
             input_tokens=answer.input_tokens,
             output_tokens=answer.output_tokens,
             cost_usd=cost,
-            latency_s=round(time.monotonic() - start, 4),
+            latency_s=round(latency_s, 4),
             finish_reason=answer.finish_reason,
             attempts=attempts,
             uncached_cost_usd=cost,
+            cached_input_tokens=answer.cached_input_tokens,
+            cache_write_tokens=answer.cache_write_tokens,
             thinking=answer.content.thinking,
             refusal=answer.content.refusal,
             tool_calls=answer.content.tool_calls,

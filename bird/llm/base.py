@@ -13,7 +13,7 @@ from typing import Any, Literal
 from bird.state_codec import register_saved
 
 __all__ = ["Message", "Request", "record_key", "Response", "LLMError", "BudgetExhausted", "Generator", "AnswerTool",
-           "TRUNCATION_STOPS", "StopClass", "stop_class"]
+           "TRUNCATION_STOPS", "StopClass", "stop_class", "NOT_APPLICABLE"]
 
 Role = Literal["system", "user", "assistant"]
 #: Stop reasons that mean the output limit cut the answer: OpenAI (and compatible servers) `length`, Anthropic
@@ -23,6 +23,8 @@ TRUNCATION_STOPS = frozenset({"length", "max_tokens", "model_context_window_exce
 _COMPLETE_STOPS = frozenset({"stop", "end_turn", "stop_sequence", "", "empty"})
 _REFUSAL_STOPS = frozenset({"refusal"})
 StopClass = Literal["complete", "truncated", "refused", "incomplete"]
+#: What a generator that samples no model (the offline synthesiser) records as its temperature and reasoning effort.
+NOT_APPLICABLE = "not applicable"
 
 
 def stop_class(reason: str) -> StopClass:
@@ -78,6 +80,7 @@ class Request:
     sample_index: int = 0  # distinguishes the K iid samples of one prompt (part of the cache key)
     seed: int = 0  # the search seed (used by deterministic generators)
     tool: AnswerTool | None = None  # the answer is asked for as this tool's call (None: in the text)
+    reasoning_effort: str = "none"  # set by an LLM backend from llm.reasoning_effort (ApiBackend.prepare)
 
     def key(self, provider: str, model: str) -> str:
         """Content address of this request for the response cache."""
@@ -86,7 +89,8 @@ class Request:
     def record(self) -> dict[str, Any]:
         """Every field the key is made from, as JSON: what a cache entry and a bundle's transcript keep of the
         request. Images appear as their SHA-256 digests (`image_sha256`, per message) when any message has one; the
-        answer tool (`tool`) only when there is one, so the keys of text answers stay what they were."""
+        answer tool (`tool`) and the reasoning effort only when there is one (not none), so the keys of plain text
+        answers stay what they were."""
         out: dict[str, Any] = {"purpose": self.purpose, "messages": self.messages_json(),
                                "temperature": self.temperature, "max_tokens": self.max_tokens,
                                "sample_index": self.sample_index, "seed": self.seed}
@@ -94,6 +98,8 @@ class Request:
             out["image_sha256"] = [[hashlib.sha256(i).hexdigest() for i in m.images] for m in self.messages]
         if self.tool is not None:
             out["tool"] = asdict(self.tool)
+        if self.reasoning_effort != "none":
+            out["reasoning_effort"] = self.reasoning_effort
         return out
 
     def messages_json(self) -> list[dict[str, Any]]:
@@ -129,6 +135,10 @@ def record_key(provider: str, model: str, record: dict[str, Any]) -> str:
             if not isinstance(record["tool"], dict):
                 raise ValueError("the answer tool must be a mapping")
             payload["tool"] = record["tool"]
+        if record.get("reasoning_effort", "none") != "none":
+            if not isinstance(record["reasoning_effort"], str):
+                raise ValueError("the reasoning effort must be text")
+            payload["reasoning_effort"] = record["reasoning_effort"]
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a request record ({type(exc).__name__}: {exc})") from None
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -156,6 +166,9 @@ class Response:
     refusal: str = ""
     tool_calls: tuple[dict[str, Any], ...] = ()
     set_aside: tuple[str, ...] = ()
+    # parts of input_tokens the provider read from / wrote to its prompt cache (priced as such)
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def truncated(self) -> bool:
@@ -215,8 +228,14 @@ class Generator(ABC):
             return None
         return self.prepare(request).key(self.cache_provider(), self.model)
 
+    def sampling(self, request: Request) -> dict[str, Any]:
+        """The temperature and reasoning effort `request` is answered with (a call record's fields); a generator
+        that samples no model records them as not applicable."""
+        return {"temperature": NOT_APPLICABLE, "reasoning_effort": NOT_APPLICABLE}
+
     def describe(self) -> dict[str, Any]:
-        return {"provider": self.provider, "model": self.model, "label": self.label}
+        return {"provider": self.provider, "model": self.model, "label": self.label,
+                "reasoning_effort": NOT_APPLICABLE}
 
 
 class BudgetExhausted(LLMError):

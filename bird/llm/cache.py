@@ -1,7 +1,8 @@
 """Content-addressed response cache shared by every run of a machine, safe for concurrent writers.
 
-Layout: `<dir>/<key[:2]>/<key>.json`, one file per answer, written to a temporary file in the same folder and
-moved into place with os.replace (atomic on POSIX and Windows), so a reader sees a whole entry or none.
+Layout: `<dir>/<key[:2]>/<key>.json`, one file per answer, written atomically and read back as a regular file within
+its cap, with bounded parsing (bird/files.py), so a reader sees a whole entry or none, and a shared cache can plant
+no link, FIFO or endless file in a search.
 Modes: off | readwrite (serve hits, store misses) | record (always call, overwrite) | replay (hits only).
 """
 
@@ -10,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bird.llm.base import Generator, Request, Response
+from bird.files import atomic_writer, read_json
+from bird.llm.base import Generator, LLMError, Request, Response
 
 __all__ = ["CACHE_MODES", "CachingGenerator", "ReplayMissError", "ResponseCache", "default_cache_dir", "is_key"]
 
@@ -66,8 +68,8 @@ class ResponseCache:
         if not is_key(key):
             return None
         try:
-            entry = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            entry = read_json(self.path(key), "answer", self.root)
+        except (OSError, ValueError):  # absent, a link leaving the cache, not a regular file, too large, not JSON
             return None
         return entry if isinstance(entry, dict) and entry.get("format") == _FORMAT else None
 
@@ -75,16 +77,8 @@ class ResponseCache:
         """Store atomically; concurrent writers of one key leave one whole entry (last writer wins)."""
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"format": _FORMAT, "key": key, **entry}, fh, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_writer(target, durable=True) as fh:
+            fh.write(json.dumps({"format": _FORMAT, "key": key, **entry}, indent=1).encode())
 
 
 class CachingGenerator(Generator):
@@ -102,6 +96,9 @@ class CachingGenerator(Generator):
 
     def prepare(self, request: Request) -> Request:
         return self.inner.prepare(request)
+
+    def sampling(self, request: Request) -> dict[str, Any]:
+        return self.inner.sampling(request)
 
     def cache_provider(self) -> str:
         return self.inner.cache_provider()
@@ -122,6 +119,32 @@ class CachingGenerator(Generator):
         self.cache.put(key, _to_entry(request, response, self))
         return response
 
+    @property
+    def batched(self) -> bool:
+        return bool(getattr(self.inner, "batched", False))
+
+    def complete_many(self, requests: Sequence[Request]) -> list[Response | LLMError]:
+        """Hits from the cache; the misses in one call to a batched inner generator (llm.mode=batch)."""
+        if not self.batched:
+            return super().complete_many(requests)
+        requests = [self.inner.prepare(r) for r in requests]
+        keys = [r.key(self.inner.cache_provider(), self.inner.model) for r in requests]
+        out: list[Response | LLMError | None] = [None] * len(requests)
+        if self.mode in ("readwrite", "replay"):
+            for i, key in enumerate(keys):
+                entry = self.cache.get(key)
+                if entry is not None:
+                    out[i] = _from_entry(entry)
+                elif self.mode == "replay":
+                    raise ReplayMissError(_describe_miss(requests[i], key, self), requests[i], key,
+                                          self.inner.cache_provider(), self.inner.model)
+        todo = [i for i, r in enumerate(out) if r is None]
+        for i, answer in zip(todo, self.inner.complete_many([requests[i] for i in todo]), strict=True):
+            if not isinstance(answer, Exception) and self.mode != "off":
+                self.cache.put(keys[i], _to_entry(requests[i], answer, self))
+            out[i] = answer
+        return out  # type: ignore[return-value]
+
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()  # the mode is in config.yaml; result.json must not differ between record/replay
 
@@ -139,6 +162,8 @@ def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> di
             "output_tokens": response.output_tokens,
             "cost_usd": response.cost_usd,
             "finish_reason": response.finish_reason,
+            # the parts of input_tokens the provider's prompt cache served or stored, when it reported any
+            **{k: v for k in ("cached_input_tokens", "cache_write_tokens") if (v := getattr(response, k))},
             # what was set aside beside the text (thinking, a refusal, tool calls, unread parts), when there was any
             **{k: v for k, v in _beside_text(response).items() if v},
         },
@@ -167,6 +192,8 @@ def _from_entry(entry: dict[str, Any]) -> Response:
         refusal=r.get("refusal", ""),
         tool_calls=tuple(r.get("tool_calls", ())),
         set_aside=tuple(r.get("set_aside", ())),
+        cached_input_tokens=int(r.get("cached_input_tokens", 0)),
+        cache_write_tokens=int(r.get("cache_write_tokens", 0)),
     )
 
 

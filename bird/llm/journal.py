@@ -29,12 +29,17 @@ class Ledger:
         self.max_calls = max_calls
         self.max_cost_usd = max_cost_usd
         self.lock = threading.Lock()
+        self.sweep: Any = None  # bird.llm.sweep.SweepLimits of a sweep's cell (set by the factory)
+        self.run_dir: Path | None = None  # where llm.mode=batch keeps its batch ids (set by the factory)
         self.totals: dict[str, Any] = {
             "calls": 0,
             "cached_calls": 0,
             "failed_calls": 0,
+            "refused_calls": 0,  # refused by the sweep's caps (not counted in `calls`)
             "input_tokens": 0,
             "output_tokens": 0,
+            "cached_input_tokens": 0,  # parts of input_tokens read from / written to the provider's prompt cache
+            "cache_write_tokens": 0,
             "cost_usd": 0.0,
             "uncached_cost_usd": 0.0,
         }
@@ -99,27 +104,45 @@ class JournalGenerator(Generator):
                 return exc
 
         head = list(requests[:admitted])
-        if len(head) <= 1 or self.max_concurrency == 1:
+        if head and getattr(self.inner, "batched", False):  # llm.mode=batch: one provider batch for the lot
+            out = self._batch(head)
+        elif len(head) <= 1 or self.max_concurrency == 1:
             out = [one(r) for r in head]
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(head))) as pool:
                 out = list(pool.map(one, head))
         return out + [BudgetExhausted(reason) for _ in requests[admitted:]]
 
+    def _batch(self, requests: list[Request]) -> list[Response | LLMError]:
+        """Answer `requests` through the batched inner generator, journalling each as a call."""
+        start = time.time()
+        out = self.inner.complete_many(requests)
+        for request, answer in zip(requests, out, strict=True):
+            ok = not isinstance(answer, Exception)
+            self._record(request, answer if ok else None, None if ok else f"{type(answer).__name__}: {answer}",
+                         start, isinstance(answer, BudgetExhausted))
+        return out
+
     def _call(self, request: Request) -> Response:
         start = time.time()
         error: str | None = None
         response: Response | None = None
+        refused = False
         try:
             response = self.inner.complete(request)
             return response
+        except BudgetExhausted as exc:  # the sweep's caps (bird.llm.sweep): the call was never made
+            error = f"{type(exc).__name__}: {exc}"
+            refused = True
+            raise
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            self._record(request, response, error, start)
+            self._record(request, response, error, start, refused)
 
-    def _record(self, request: Request, response: Response | None, error: str | None, start: float) -> None:
+    def _record(self, request: Request, response: Response | None, error: str | None, start: float,
+                refused: bool = False) -> None:
         entry: dict[str, Any] = {
             "t": start,
             "purpose": request.purpose,
@@ -128,19 +151,27 @@ class JournalGenerator(Generator):
             "sample_index": request.sample_index,
             "iteration": request.context.get("iteration"),
             "key": self.inner.cache_key(request),  # the request's response-cache address (bird.bundle packs by it)
+            **self.inner.sampling(request),  # temperature and reasoning effort as answered
             "latency_s": round(time.time() - start, 4),
             "error": error,
         }
         ledger = self.ledger
         with ledger.lock:
             t = ledger.totals
-            if response is None:
+            if refused:
+                t["calls"] -= 1
+                t["refused_calls"] += 1
+                entry["refused"] = True
+            elif response is None:
                 t["failed_calls"] += 1
+                t["last_error"] = error
             else:
                 uncached = response.cost_usd if response.uncached_cost_usd is None else response.uncached_cost_usd
                 entry.update(
                     input_tokens=response.input_tokens,
                     output_tokens=response.output_tokens,
+                    cached_input_tokens=response.cached_input_tokens,
+                    cache_write_tokens=response.cache_write_tokens,
                     cost_usd=response.cost_usd,
                     uncached_cost_usd=uncached,
                     cached=response.cached,
@@ -150,6 +181,8 @@ class JournalGenerator(Generator):
                 t["cached_calls"] += int(response.cached)
                 t["input_tokens"] += response.input_tokens
                 t["output_tokens"] += response.output_tokens
+                t["cached_input_tokens"] += response.cached_input_tokens
+                t["cache_write_tokens"] += response.cache_write_tokens
                 t["cost_usd"] += response.cost_usd
                 t["uncached_cost_usd"] += uncached
             if ledger.path is not None:
@@ -158,6 +191,9 @@ class JournalGenerator(Generator):
     def totals(self) -> dict[str, Any]:
         with self.ledger.lock:
             return dict(self.ledger.totals)
+
+    def sampling(self, request: Request) -> dict[str, Any]:
+        return self.inner.sampling(request)
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

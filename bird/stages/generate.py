@@ -16,7 +16,7 @@ from bird.components.thought import record_thoughts
 from bird.config.schema import BirdConfig
 from bird.learners.job import learner_trains, loop_learner
 from bird.llm.base import BudgetExhausted, Generator, LLMError, Message, Request, Response
-from bird.prompts import obs_fields_context, templates
+from bird.prompts import obs_fields_context, system_template, templates
 from bird.registry import get, register
 from bird.reward.checks import verify_code
 from bird.reward.contracts import answer_tool, read_answer
@@ -110,7 +110,7 @@ def build_request(cfg: BirdConfig, state: SearchState, sample_index: int, plan: 
     t = templates(cfg.generate.prompt, language)
     parent = choose_parent(cfg, state, sample_index)
     chain = get("history", cfg.generate.history)(state, parent, cfg.generate.history_turns)
-    system = t["system"].format(signature=t.get("signature", ""), code_output_tip=t.get("code_output_tip", ""),
+    system = system_template(t, state.spec.suite).format(signature=t.get("signature", ""), code_output_tip=t.get("code_output_tip", ""),
                                 action_dim=state.spec.action_dim)
     context: dict[str, Any] = {
         "obs_fields": obs_fields_context(state.spec, cfg.generate.field_view),

@@ -6,12 +6,11 @@ it. A tracker that fails mid-run is recorded once (event `tracker_error`) and sw
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-from bird.files import write_json
+from bird.files import read_json, write_json
 from bird.tracking.base import NullTracker, Tracker, TrackerUnavailable
 
 __all__ = ["RunTracker", "open_tracker", "TRACKER_FILE"]
@@ -136,7 +135,7 @@ def _previous(root: Path, backend: str) -> dict[str, Any] | None:
     """The tracker run an earlier session of this search opened (tracker.json), when it used the same backend: a
     resumed search continues it. A fresh search never sees one (the previous run's records are cleared first)."""
     try:
-        saved = json.loads((root / TRACKER_FILE).read_text())
+        saved = read_json(root / TRACKER_FILE, "record", root)
     except (OSError, ValueError):
         return None
     return saved if isinstance(saved, dict) and saved.get("backend") == backend else None

@@ -24,8 +24,9 @@ class TensorBoardTracker(Tracker):
         from torch.utils.tensorboard import SummaryWriter
 
         resume = meta.get("resume") or {}
-        self.dir = Path(resume["dir"]) if resume.get("dir") else \
-            Path(cfg.dir) / f"{meta['method']}-{meta['env'].replace('/', '-')}-s{meta['seed']}-{meta['config_hash']}" \
+        # the log directory the local config names (a resumed search finds its first session's there): never the one
+        # tracker.json records, which a received run directory could point anywhere (docs/security.md)
+        self.dir = Path(cfg.dir) / f"{meta['method']}-{meta['env'].replace('/', '-')}-s{meta['seed']}-{meta['config_hash']}" \
             if cfg.dir else root / "tensorboard"
         self.writer = SummaryWriter(log_dir=str(self.dir))  # a resumed search adds an event file to the same run
         if not resume:

@@ -30,6 +30,7 @@ class WandbTracker(Tracker):
         self.run = wandb.init(project=cfg.project, dir=str(self.dir), mode=cfg.mode, name=meta["name"],
                               config=meta["config"], tags=[meta["method"], meta["env"]], settings=settings,
                               reinit="create_new", id=resume.get("id"), resume="allow" if resume.get("id") else None)
+        _drop_links_leaving(self.dir)
         for axis in ("candidate", "iteration", "final"):
             self.run.define_metric(f"{axis}/n")
             self.run.define_metric(f"{axis}/*", step_metric=f"{axis}/n")
@@ -59,3 +60,15 @@ class WandbTracker(Tracker):
         # finish() can return before the offline writer has flushed the last records (seen: a summary missing from
         # the run file); teardown waits for W&B's service to finish writing. The next wandb.init starts a new one.
         self.wandb.teardown()
+        _drop_links_leaving(self.dir)
+
+
+def _drop_links_leaving(root: Path) -> None:
+    """Remove the links W&B leaves under root/wandb that point out of root (logs/debug-core.log -> its cache): a
+    run directory holding such a link is refused for writing (bird/files.py), and they are debug-log pointers."""
+    folder = root / "wandb"
+    if not folder.is_dir():
+        return
+    for path in folder.rglob("*"):
+        if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
+            path.unlink(missing_ok=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -12,7 +13,7 @@ from bird.config.schema import EnvConfig, TaskFileConfig
 from bird.envs.base import FIELD_KINDS
 from bird.envs.gym.episode import REDUCTIONS, SCORE_KINDS
 
-__all__ = ["problems", "has_reference", "representations", "read_env_file", "SOURCE_VIEWS", "BASE_VIEWS"]
+__all__ = ["problems", "has_reference", "representations", "read_env_file", "typed_env", "SOURCE_VIEWS", "BASE_VIEWS"]
 
 BASE_VIEWS = ("obs_index", "class_abstraction")  # every task file serves these (built from its fields)
 SOURCE_VIEWS = ("full_source", "obs_code")  # what source.show may add
@@ -108,8 +109,16 @@ def read_env_file(path: Path) -> EnvConfig:
     """An env option file (`# @package env`, e.g. a task file) as a typed EnvConfig: an unknown key or a wrong type is
     a ValueError naming it."""
     try:
-        env = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), OmegaConf.load(path)))
+        return typed_env(OmegaConf.load(path), str(path))
     except OmegaConfBaseException as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def typed_env(node: Any, where: str) -> EnvConfig:
+    """An env section (a mapping) as a typed EnvConfig; a ValueError naming the bad key, prefixed with `where`."""
+    try:
+        env = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(EnvConfig), node))
+    except OmegaConfBaseException as exc:
+        raise ValueError(f"{where}: {exc}") from None
     assert isinstance(env, EnvConfig)
     return env

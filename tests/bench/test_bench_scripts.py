@@ -112,6 +112,12 @@ def test_bundle_bench_packs_the_acceptance_sweep_and_replays_it_identically():
     figure(r"ratio replay / recording ([\d.]+)", out)
 
 
+@pytest.mark.background("prompt_cache")
+def test_prompt_cache_bench_prices_a_eureka_search_with_and_without_provider_caching():
+    out = json.loads(output("prompt_cache").splitlines()[-1])
+    assert 0 < out["anthropic_saving_fraction"] < 1 and 0 < out["openai_saving_fraction"] < 1, out
+
+
 @pytest.mark.background("warm_pool")
 def test_warm_pool_bench_times_searches_on_fresh_and_on_warm_workers():
     out = output("warm_pool")

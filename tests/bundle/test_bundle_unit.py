@@ -26,10 +26,8 @@ SMOKE_RUNS = Path(__file__).resolve().parents[1] / "analysis" / "fixtures" / "sm
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("bundle") / "smoke.bird"
-    pack([SMOKE_RUNS], out)
-    return out
+def bundle(smoke_bundle: Path) -> Path:
+    return smoke_bundle  # packed once per session (conftest.py); edits go to copies
 
 
 def test_pack_holds_every_run_an_index_and_a_manifest_of_hashes(bundle):

@@ -54,10 +54,13 @@ class Still(gym.Env):
 
 @pytest.fixture
 def user_dir(tmp_path, monkeypatch):
-    """A folder outside the checkout with the user module on the import path."""
+    """The env/gym/ folder of a config folder outside the checkout, on BIRD_CONFIG_PATH (a task file there naming the
+    user's code is the user's own: docs/security.md), with the user module on the import path."""
     (tmp_path / "my_task_lib.py").write_text(USER_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    monkeypatch.setenv("BIRD_CONFIG_PATH", str(tmp_path))
+    (tmp_path / "env" / "gym").mkdir(parents=True)
+    return tmp_path / "env" / "gym"
 
 
 def task_file(folder: Path, name: str = "broken", **changes) -> Path:

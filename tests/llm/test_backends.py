@@ -38,7 +38,8 @@ def test_backend_returns_text_tokens_and_cost_when_server_answers(wire, with_key
     body = server.requests[0]
     assert body["model"] == "test-model"
     if wire == "anthropic":  # system prompt goes to the `system` parameter
-        assert body["system"] == "You write reward functions."
+        assert body["system"] == [{"type": "text", "text": "You write reward functions.",  # the cached prefix
+                                   "cache_control": {"type": "ephemeral"}}]
         assert "temperature" not in body  # 1.0 is the API default; recent models refuse it being sent
         assert [m["role"] for m in body["messages"]] == ["user"]
     else:

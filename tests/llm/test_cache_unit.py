@@ -167,7 +167,7 @@ def test_entries_are_written_through_a_hidden_temporary_file_beside_them(tmp_pat
     cache.put(KEY, {"response": {"text": "é"}})
     [(tmp, target)] = moves
     assert target == cache.path(KEY) and tmp.parent == target.parent
-    assert tmp.name.startswith(f".{KEY[:8]}.") and tmp.name.endswith(".tmp") and not tmp.exists()
+    assert tmp.name.startswith(f".{KEY}.json.") and tmp.name.endswith(".tmp") and not tmp.exists()  # bird/files.py
     text = target.read_text(encoding="utf-8")
     assert text.startswith('{\n "format": 1,\n "key": ') and r"\u00e9" in text  # indent 1, ASCII-escaped
 

@@ -76,15 +76,19 @@ def test_smoke_search_survives_faults_and_replays_identically_without_server(tmp
         common = [
             "llm=openai", f"llm.base_url={srv.base_url}", "llm.model=any", f"llm.cache_dir={tmp_path / 'cache'}",
             "llm.retry_base_s=0.01", "llm.timeout_s=1.0", "llm.price_per_mtok={input: 1.0, output: 2.0}",
+            "llm.reasoning_effort=medium",
         ]
         recorded = _search(tmp_path / "record", [*common, "llm.cache=record"])
         n_requests = len(srv.requests)
+        assert {r["reasoning_effort"] for r in srv.requests} == {"medium"}
     assert recorded["status"] == "completed" and recorded["n_failed"] == 0
-    assert recorded["generator"]["provider"] == "openai"
+    assert recorded["generator"]["provider"] == "openai" and recorded["generator"]["reasoning_effort"] == "medium"
+    assert recorded["judge"] is None  # eureka builds no judge
     assert recorded["llm_calls"] == 4 and recorded["cost_usd"] > 0
     assert n_requests == 4 + len(faults)  # every fault was retried, none reached a candidate
     journal = [json.loads(x) for x in (tmp_path / "record" / "llm_calls.jsonl").read_text().splitlines()]
     assert sum(x["attempts"] - 1 for x in journal) == len(faults)
+    assert {(x["reasoning_effort"], x["temperature"]) for x in journal} == {("medium", 1.0)}
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # server stopped, no key: replay only
     replayed = _search(tmp_path / "replay", [*common, "llm.cache=replay"])

@@ -15,6 +15,7 @@ from bird import registry
 from bird.config.schema import LLMConfig
 from bird.llm.api_base import is_local_url
 from bird.llm.base import LLMError
+from bird.llm.prices import price_for
 from bird.llm.retry import RetryPolicy, TransientError, call_with_retry, parse_retry_after
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "llm"
@@ -34,7 +35,9 @@ def test_conf_llm_file_matches_schema_and_registry(name):
     node = OmegaConf.load(CONF / f"{name}.yaml")
     cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(LLMConfig), node))  # unknown keys fail here
     assert cfg.backend == name and name in registry.names("llm")
-    assert set(cfg.price_per_mtok) == {"input", "output"}
+    assert cfg.price_per_mtok is None  # the price table's entry, which names its source and date
+    price = price_for(name, cfg.model)
+    assert price is not None and price.input > 0 and price.output > 0 and price.source and price.date
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bird.bundle import BundleError, pack, unpack, verify
+from bird.bundle import BundleError, unpack, verify
 from bird.bundle.archive import MANIFEST
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,10 +25,8 @@ TRANSCRIPT = f"transcripts/{CELL}.jsonl"
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("bundle") / "smoke.bird"
-    pack([SMOKE_RUNS], out)
-    return out
+def bundle(smoke_bundle: Path) -> Path:
+    return smoke_bundle  # packed once per session (conftest.py); edits go to copies
 
 
 def _manifest(bundle: Path) -> dict:

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from bird.analysis.report import build_leaderboard, write_leaderboard
-from bird.bundle import pack
 from bird.bundle.archive import MANIFEST
 from bird.escape import csv_cell, markdown, terminal
 
@@ -45,10 +44,8 @@ def test_status_prints_no_control_sequence_from_a_status_file_or_a_folder_name(t
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("bundle") / "smoke.bird"
-    pack([SMOKE_RUNS], out)
-    return out
+def bundle(smoke_bundle: Path) -> Path:
+    return smoke_bundle  # packed once per session (conftest.py); edits go to copies
 
 
 def _verify(path: Path) -> subprocess.CompletedProcess:

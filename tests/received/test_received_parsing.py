@@ -174,3 +174,18 @@ def test_bounded_json_refuses_depth_digits_and_long_strings(text, why):
     with pytest.raises(BoundedParseError, match=why):
         loads(text)
     assert loads("[" * 64 + "]" * 64) and loads("1" * 30) and loads('{"a": [1.5e300, NaN]}')
+
+
+def test_status_reads_a_multirun_file_as_data_and_resolves_none_of_its_interpolations(tmp_path, monkeypatch):
+    from omegaconf import OmegaConf
+
+    calls = []
+    OmegaConf.register_new_resolver("bird_test_probe", lambda *args: calls.append(args) or "x", replace=True)
+    monkeypatch.setenv("BIRD_TEST_SECRET", "sk-do-not-leak")
+    sweep = _sweep(tmp_path, "hydra:\n  sweeper:\n    params:\n"
+                             "      llm.model: choice(${bird_test_probe:a},${oc.env:BIRD_TEST_SECRET})\n"
+                             "      seed: range(0,3)\n"
+                             "  overrides:\n    task:\n    - llm.base_url=${bird_test_probe:b}\n")
+    summary = summarise(sweep)
+    assert summary["cells"] == 6 and summary["note"] is None and calls == []
+    assert "sk-do-not-leak" not in json.dumps(summary, default=str)

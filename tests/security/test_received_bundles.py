@@ -134,16 +134,23 @@ def test_verify_recomputes_the_key_of_a_request_with_images(packed, tmp_path):
     assert any("line 2" in p and "cannot be recomputed" in p for p in verify(forged).problems)
 
 
-def test_replay_fills_a_fresh_cache_under_out_and_leaves_the_users_alone(packed, tmp_path, monkeypatch):
+def test_replay_fills_a_fresh_cache_under_out_and_leaves_the_users_alone(packed, tmp_path, monkeypatch,
+                                                                        tmp_path_factory):
     bundle, _ = packed
     user_cache = tmp_path / "user-cache"
     monkeypatch.setenv("BIRD_CACHE_DIR", str(user_cache))
     out = tmp_path / "out"
+    victim = tmp_path_factory.mktemp("victim") / "victim.txt"
+    victim.write_text("the user's file\n")
+    out.mkdir()
+    (out / "replay_report.json").symlink_to(victim)  # planted where replay writes its report
     _replay_without_training(bundle, out)
     [cache] = (out / ".bundle").glob("llm_cache-*")
     assert len(list(cache.rglob("*.json"))) == 2  # both recorded answers, under --out
     assert not user_cache.exists()
     assert {p for p in tmp_path.iterdir()} == {out}
+    assert victim.read_text() == "the user's file\n" and not (out / "replay_report.json").is_symlink()
+    assert json.loads((out / "replay_report.json").read_text())["cells"]
 
 
 def test_the_response_cache_takes_only_request_keys_as_names(tmp_path):

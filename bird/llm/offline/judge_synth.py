@@ -41,7 +41,7 @@ def _subtasks(ctx: dict[str, Any]) -> list[dict[str, str]]:
     if angle and (task_mentions(task, "balance") or task_mentions(task, "progress")):
         out.append({"name": "stay upright", "description": f"Keep {angle['name']} near zero without falling.",
                     "done_when": f"abs({angle['name']}) < {UPRIGHT}"})
-    return out or [{"name": "achieve the task", "description": task, "done_when": "the task is achieved"}]
+    return out or [{"name": "achieve the task", "description": task}]
 
 
 def answer_subtasks(ctx: dict[str, Any], label: str) -> str:
@@ -63,7 +63,7 @@ def answer_revision(ctx: dict[str, Any], label: str) -> str:
     the count kept); keep the rest."""
     shown, changes, items = _scores_shown(ctx), [], []
     for s in ctx["subtasks"]:
-        m = _NORM.search(s["done_when"])
+        m = _NORM.search(s.get("done_when", ""))
         if m and shown.get(s["name"], 0.0) >= 0.99 and not changes:
             tighter = round(float(m.group(3)) * 0.8, 4)
             s = {**s, "done_when": f"norm({m.group(1)} - {m.group(2)}) < {tighter}"}
@@ -86,7 +86,7 @@ def _value(state: dict[str, Any], name: str) -> np.ndarray | None:
 
 def _judge_one(sub: dict[str, str], rows: list[dict[str, Any]]) -> tuple[float, str, str]:
     """(fraction achieved in [0, 1], behaviour, rationale) of one subtask from the state rows."""
-    cond = sub["done_when"]
+    cond = sub.get("done_when", "")
     if m := _NORM.search(cond):
         d = [float(np.linalg.norm(_value(r["state"], m.group(1)) - _value(r["state"], m.group(2))))
              for r in rows if _value(r["state"], m.group(1)) is not None and _value(r["state"], m.group(2)) is not None]
