@@ -11,8 +11,8 @@ import numpy as np
 
 from bird.state_codec import register_saved
 
-__all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "BenchmarkScoreWrapper", "eval_env",
-           "score_scale"]
+__all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "SuccessTracker", "BenchmarkScoreWrapper",
+           "eval_env", "score_scale"]
 
 # Field kinds the offline synthesiser and the prompts understand.
 FIELD_KINDS = (
@@ -119,6 +119,19 @@ class ScoreTracker(ABC):
     @abstractmethod
     def quantity(self) -> float:
         """The raw episode quantity; higher is better."""
+
+
+class SuccessTracker(ScoreTracker):
+    """Quantity 1.0 if info["success"] was set on at least one step of the episode, else 0.0 (Meta-World, BabyAI)."""
+
+    def reset(self, env: Any, info: dict) -> None:
+        self.hit = False
+
+    def step(self, env: Any, info: dict) -> None:
+        self.hit = self.hit or bool(info.get("success", 0.0))
+
+    def quantity(self) -> float:
+        return float(self.hit)
 
 
 def score_scale(kind: str, random_quantity: float, horizon: int, dt: float) -> float:

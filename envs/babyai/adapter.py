@@ -20,7 +20,7 @@ import numpy as np
 
 from bird.config.schema import EnvConfig
 from bird.envs.babyai.levels import Level, level
-from bird.envs.base import BenchmarkScoreWrapper, ObsField, ObsIndex, ScoreTracker, TaskAdapter, TaskSpec
+from bird.envs.base import BenchmarkScoreWrapper, ObsField, ObsIndex, SuccessTracker, TaskAdapter, TaskSpec
 
 __all__ = ["BabyAIAdapter", "make_task", "MISSION_LEN", "SUBSTITUTES"]
 
@@ -82,19 +82,6 @@ class SymbolicObs(gym.Wrapper):
         return self.observe(), float(reward), terminated, truncated, info
 
 
-class _SuccessTracker(ScoreTracker):
-    """Quantity 1.0 if the episode completed its instruction, else 0.0."""
-
-    def reset(self, env: Any, info: dict) -> None:
-        self.hit = False
-
-    def step(self, env: Any, info: dict) -> None:
-        self.hit = self.hit or bool(info.get("success", False))
-
-    def quantity(self) -> float:
-        return float(self.hit)
-
-
 def _obs_index(height: int, width: int) -> ObsIndex:
     n = height * width * 3
     return ObsIndex((
@@ -150,7 +137,7 @@ class BabyAIAdapter(TaskAdapter):
     def make_env(self, seed: int | None = None, render_mode: str | None = None) -> gym.Env:
         """The level (max_steps = the horizon) as bird's flat observation, the score wrapper outermost. Levels draw
         their layout at reset(seed=s); `seed` is unused (no benchmark-wide seed)."""
-        return BenchmarkScoreWrapper(SymbolicObs(self._raw(render_mode)), _SuccessTracker(), 0.0, 1.0)
+        return BenchmarkScoreWrapper(SymbolicObs(self._raw(render_mode)), SuccessTracker(), 0.0, 1.0)
 
 
 def _obs_code() -> str:
