@@ -136,6 +136,9 @@ class TaskFileConfig:
     reference_reward: str = "env"
     source: TaskSourceConfig = field(default_factory=TaskSourceConfig)
     hidden: TaskHiddenConfig = field(default_factory=TaskHiddenConfig)
+    # a scripted expert policy (expert demonstrations): "module:function", called with no arguments, returns a policy
+    # obs -> action; null = none (demonstrations then come from a PPO expert on the reference reward, where there is one)
+    expert: str | None = None
 
 
 @dataclass
@@ -403,6 +406,12 @@ class DemosConfig:
     n_negative: int = 8
     # where negatives come from: "random" (uniform-random policy)
     negative_kind: str = "random"
+    # where expert demonstrations come from: scripted (the task's scripted expert policy) | ppo (a PPO expert trained on
+    # the task's reference reward for budget.expert_env_steps, cached with its training record) | auto (scripted where
+    # the task has one, else ppo)
+    expert: str = "auto"
+    # training seed of the PPO expert (one cached expert per task, steps and seed, whatever the search's seed)
+    expert_seed: int = 0
     # demo set seed (episode i resets with seed 1000 * seed + i)
     seed: int = 0
     # which expert states are positives: registry family positive_states (all | last_state | goal_identified)
@@ -464,6 +473,16 @@ class FinalConfig:
     seed_offset: int = 1000
     # learner of the final retrain (None = train.learner)
     learner: str | None = None
+
+
+@dataclass
+class TransferConfig:
+    # unseen tasks the returned policy is evaluated on, unchanged, after the final retrain (PRM4RL App. B.1;
+    # +protocol=prm4rl_generalisation): source env id -> env ids of its unseen tasks; a run evaluates the list of its own
+    # env.id ({} = no transfer evaluation). On the command line: transfer.tasks={metaworld/push:[metaworld/push_wall]}
+    tasks: dict[str, list[str]] = field(default_factory=dict)
+    # evaluation episodes per unseen task and final seed (PRM4RL App. B.1: 100 per seed)
+    episodes: int = 100
 
 
 @dataclass
@@ -563,6 +582,8 @@ class BudgetConfig:
     final_env_steps: int | None = None
     # seeds of the final retrain
     final_seeds: int = 1
+    # env steps of a PPO expert trained for demonstrations (demos.expert=ppo); BIRD's scripts/train_expert.py: ~1M
+    expert_env_steps: int = 1_000_000
     # in-loop policy trainings after which the search stops cleanly (None = no cap; the final retrain is not counted)
     max_policy_trainings: int | None = None
     # LLM calls / spend after which generation stops and the search finishes with what it has (None = no cap)
@@ -661,6 +682,7 @@ class BirdConfig:
     decompose: DecomposeConfig = field(default_factory=DecomposeConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     final: FinalConfig = field(default_factory=FinalConfig)
+    transfer: TransferConfig = field(default_factory=TransferConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)

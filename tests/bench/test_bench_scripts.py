@@ -185,3 +185,22 @@ def test_every_bench_script_runs_in_the_suite():
     commands += (root / "tests" / "cluster" / "test_bench_executor.py").read_text()
     assert len(scripts) >= 9 and not _not_run(scripts, commands), _not_run(scripts, commands)
     assert _not_run([*scripts, "bench_new.py"], commands) == ["bench_new.py"]  # positive control
+
+
+@pytest.mark.background("bird_anchors")
+def test_bird_anchors_bench_measures_birds_tasks_beside_birds_values():
+    out = output("bird_anchors")
+    for task in ("reacher_hold", "inverted_pendulum_balance"):
+        assert re.search(rf"{task}\s+\S+\s+BIRD\s+[\d.-]+ \(n=\d+\)\s+n2\s+[\d.e-]+ ± [\d.e-]+\s+n2\s+[\d.e-]+", out), out
+    rows = background.result("bird_anchors").out / "anchors.csv"
+    assert rows.read_text().count("\n") == 3  # the header and two rows
+
+
+@pytest.mark.background("quickstart")
+def test_quickstart_bench_times_the_readmes_first_example_and_appends_a_row():
+    out = output("quickstart")
+    figure(r"python -m bird budget=smoke env=gym/pendulum .*: wall ([\d.]+) s", out)
+    figure(r"CPU ([\d.]+) s", out)
+    text = (background.result("quickstart").out / "quickstart.csv").read_text().splitlines()
+    assert text[0] == "date,machine,load,commit,command,wall_s,cpu_s" and len(text) == 2
+    assert ",python -m bird budget=smoke env=gym/pendulum budget.max_iterations=1" in text[1]

@@ -80,7 +80,7 @@ def test_a_program_reads_the_grid_as_an_array_and_gets_the_mission_as_extra_info
 def test_demos_of_episodes_that_end_early_keep_each_episodes_length():
     demos = load_demos("babyai/GoToRedBallNoDist", 3, 0, "expert")
     assert demos.success_rate == 1.0
-    lengths = demos.lengths
+    lengths = demos.valid.sum(axis=1)
     assert lengths.max() == demos.obs.shape[1] and lengths.min() < lengths.max()  # padded to the longest
     short = int(np.argmin(lengths))
     assert demos.success[short, lengths[short] - 1] and not demos.success[short, lengths[short]:].any()
@@ -98,7 +98,7 @@ def test_the_last_state_rule_marks_each_trajectorys_own_last_step(compose_cfg):
     train = demos.train
     for e in range(3):
         rows = np.flatnonzero(train.episode == e)
-        assert len(rows) == expert.lengths[e]  # the padding is not a state
+        assert len(rows) == expert.valid[e].sum()  # the padding is not a state
         assert train.label[rows].tolist() == [-1] * (len(rows) - 1) + [1]
     assert "goal_states" not in demos.meta  # no goal-state call (P0.1) on a task that ends on success
 

@@ -97,8 +97,8 @@ def test_the_demo_set_records_how_it_was_built_and_splits_by_max_train(compose_c
     assert demos.meta == {"env": "metaworld/reach", "n_expert": 4, "n_negative": 4, "seed": cfg.demos.seed,
                           "negative_kind": "random", "positive_states": "goal_identified", "stride": cfg.demos.stride,
                           "n_shown": cfg.demos.n_shown, "max_train": 4, "max_train_expert": None,
-                          "max_train_negative": None, "expert_success_rate": 1.0,
-                          "negative_success_rate": 0.0}
+                          "max_train_negative": None, "expert": "the task's scripted expert",
+                          "expert_success_rate": 1.0, "negative_success_rate": 0.0}
 
 
 @pytest.mark.parametrize("single, held_out, label", [("n_expert", "random", -1), ("n_negative", "expert", 1)])
