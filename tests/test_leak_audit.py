@@ -226,7 +226,8 @@ def test_no_first_iteration_prompt_leaks_on_the_mt50_tasks(compose_cfg, tmp_path
         except ValueError as exc:
             assert re.search(REFUSALS, str(exc)), exc
             continue
-        expected = {"reward"} | ({"decompose"} if cfg.decompose.kind != "none" else set())
+        expected = (set() if cfg.train.reward_source == "reference" else {"reward"}) | (  # the oracle generates nothing
+            {"decompose"} if cfg.decompose.kind != "none" else set())
         assert expected <= r.purposes(), f"{method}: prompt kinds not rendered: {expected - r.purposes()}"
         leaks += [f"{method}: {leak}" for leak in findings(r, cfg)]
         audited += 1

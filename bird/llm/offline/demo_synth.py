@@ -240,8 +240,8 @@ def answer_demo_request(ctx: dict[str, Any], purpose: str, rng: random.Random, l
     if not pairs and not names:
         shown = ", ".join(f"{f['name']} ({f['size']}, {(f.get('unit') or 'no unit')[:40]})" for f in ctx["obs_fields"][:8])
         raise LLMError(f"offline synthesiser cannot write a {purpose!r} reward class for this state: its programs "
-                       f"reward distances between two 3-d position fields (unit m) or two cell classes of a grid, or "
-                       f"scalar fields, and the state has none (fields: {shown}{', ...' if len(ctx['obs_fields']) > 8 else ''})")
+                       f"reward distances between two 3-d position fields (unit m), two cell classes of a grid, or "
+                       f"scalar fields, and the state has neither (fields: {shown}{', ...' if len(ctx['obs_fields']) > 8 else ''})")
     if not pairs:  # a state of joint angles and velocities: feature programs
         if purpose == "mutation" and parent is not None and parent.get("mode") == "features":
             spec, why = _mutate_features(parent, _wrong(ctx), names, rng)
