@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip uninstall -q -y pygame 2>/dev/null || true  # pygame-ce replaces it (pyproject.toml): never both
 	$(PY) -m pip install -q -e ".[llm,dev,track,study,cluster,jax]"
 	touch $(STAMP)
 

@@ -25,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
                     "(default: DEFAULT_PRIOR_SD_ELO of analysis/bradley_terry.py, a modelling choice: docs/analysis.md)")
     lb.add_argument("--l2", type=float, help="Bradley–Terry L2 penalty in natural units; overrides --prior-sd-elo")
     lb.add_argument("--seed", type=int, default=0, help="random_state of every bootstrap")
+    lb.add_argument("--rank-baselines", action="store_true",
+                    help="rank the reference-reward baseline (method=oracle) in Bradley–Terry too")
     lb.add_argument("--bundle", help="the bundle (NAME.bird) the runs came from, named in the page's re-run box "
                     "(default: the source itself when it is a .bird file)")
     ex = sub.add_parser("export", help="read runs and write runs/iterations/candidates/epic.parquet")
@@ -158,7 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     l2 = l2_from_prior_sd_elo(args.prior_sd_elo or DEFAULT_PRIOR_SD_ELO) if args.l2 is None else args.l2
     lb = build_leaderboard(source, pair=tuple(args.pair) if args.pair else None,
                            n_resamples=args.n_resamples, bt_resamples=args.bt_resamples,
-                           curve_resamples=args.curve_resamples, l2=l2, random_state=args.seed)
+                           curve_resamples=args.curve_resamples, l2=l2, random_state=args.seed,
+                           rank_baselines=args.rank_baselines)
     bundle = args.bundle or (args.runs[0] if len(args.runs) == 1 and args.runs[0].endswith(".bird") else None)
     md = write_leaderboard(lb, args.out, bundle=bundle)
     print(f"wrote {md} and {md.with_suffix('.html')}")

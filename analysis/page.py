@@ -27,6 +27,7 @@ CAPTIONS = {
     "epic": "EPIC distance to the reference reward over iterations",
     "paired": "Paired differences (task, seed)",
     "profiles": "Performance profiles",
+    "reward_accuracy": "Reward accuracy on the demonstrations' train and held-out splits per generation (GRACE Fig. 2)",
 }
 RunFiles = dict[tuple[str, str, str, int], dict[str, str]]
 

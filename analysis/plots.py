@@ -17,7 +17,7 @@ from .metrics import performance_profile
 from .tidy import paired_differences, score_table, shared_tasks
 
 __all__ = ["plot_bradley_terry", "plot_curves", "plot_epic", "plot_method_comparison", "plot_paired",
-           "plot_profiles"]
+           "plot_profiles", "plot_reward_accuracy"]
 
 Result = tuple[Figure | None, list[str]]
 
@@ -175,6 +175,42 @@ def plot_curves(iterations: pd.DataFrame, x: str = "iteration", n_resamples: int
                    "returned after each iteration;\nmean over seeds, 95% BCa bands over seeds"
               + (f"; no line for {', '.join(lineless)} (no in-loop score: Notes)" if lineless else ""))
     return fig, notes
+
+
+def plot_reward_accuracy(iterations: pd.DataFrame) -> Result:
+    """GRACE Fig. 2: per task and method, the reward accuracy (fraction of expert/negative state pairs ordered
+    correctly) of the reward returned so far, on the train and the held-out split, against the generation; mean over
+    seeds, shaded ± one standard deviation (the paper's shading)."""
+    cols = {"reward_accuracy_train", "reward_accuracy_test"}
+    if not cols <= set(iterations.columns) or iterations[sorted(cols)].isna().all().all():
+        return None, ["no run records reward accuracy (a demo-fitness method: GRACE)"]
+    df = iterations.dropna(subset=["reward_accuracy_train"])
+    tasks = sorted({(b, t) for b, t in zip(df["benchmark"], df["task"], strict=True)})
+    ncol = min(4, len(tasks))
+    nrow = -(-len(tasks) // ncol)
+    fig = Figure(figsize=(3.4 * ncol, 2.8 * nrow + 0.6), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    for ax, (b, t) in zip(axes, tasks, strict=False):
+        sub = df[(df["benchmark"] == b) & (df["task"] == t)]
+        for k, m in enumerate(sorted(sub["method"].unique())):
+            g = sub[sub["method"] == m].groupby("iteration")
+            for col, style in (("reward_accuracy_train", "--"), ("reward_accuracy_test", "-")):
+                mean, std = g[col].mean(), g[col].std().fillna(0.0)
+                label = f"{m} {'train' if col.endswith('train') else 'test'}"
+                ax.plot(mean.index, mean.to_numpy(), style, color=f"C{k % 10}", label=label)
+                ax.fill_between(mean.index, (mean - std).to_numpy(), (mean + std).to_numpy(), color=f"C{k % 10}",
+                                alpha=0.15)
+        ax.set_title(f"{b}/{t} ({sub['seed'].nunique()} seeds)", fontsize=9)
+        ax.set_xlabel("generation")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("reward accuracy")
+        ax.set_ylim(-0.02, 1.02)
+    for ax in axes[len(tasks):]:
+        ax.set_axis_off()
+    axes[0].legend(fontsize=7)
+    _suptitle(fig, f"Reward accuracy per generation (GRACE Fig. 2), n = {_plural(len(tasks), 'task')}: train (dashed) "
+                   "and held-out (solid) split; mean over seeds ± 1 std")
+    return fig, []
 
 
 def plot_epic(epic: pd.DataFrame, n_resamples: int = 2_000, random_state: int = 0) -> Result:

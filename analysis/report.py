@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+import numpy as np
 import pandas as pd
 
 from bird.escape import markdown
@@ -53,8 +54,12 @@ def _fmt_iv(est: float, lo: float, hi: float) -> str:
 
 
 def _bt_fits(runs: pd.DataFrame, n_resamples: int, l2: float, random_state: int,
-             notes: list[str]) -> tuple[dict[str, BTIntervals], dict[str, int]]:
+             notes: list[str], rank_baselines: bool = False) -> tuple[dict[str, BTIntervals], dict[str, int]]:
     fits, n_tasks = {}, {}
+    left_out = set() if rank_baselines else _baselines(runs)
+    if left_out:
+        runs = runs[~runs["method"].isin(left_out)]
+        notes.append(f"Bradley–Terry leaves out the baseline(s) {sorted(left_out)} (rank_baselines=True ranks them)")
     groups = [(b, runs[runs["benchmark"] == b]) for b in sorted(runs["benchmark"].unique())]
     if len(groups) > 1:
         groups.append(("pooled", runs))
@@ -68,6 +73,23 @@ def _bt_fits(runs: pd.DataFrame, n_resamples: int, l2: float, random_state: int,
             fits[name] = bradley_terry_intervals(table, l2=l2, n_resamples=n_resamples, random_state=random_state)
         n_tasks[name] = len(set().union(*table.values()))
     return fits, n_tasks
+
+
+def _baselines(runs: pd.DataFrame) -> set[str]:
+    """Methods whose runs train the task's reference reward (method=oracle): labelled rows, not ranked by default."""
+    return set(runs.loc[runs["baseline"], "method"]) if "baseline" in runs else set()
+
+
+def _fraction_of_baseline(cells: dict[str, np.ndarray], base: dict[str, np.ndarray] | None) -> str:
+    """The method's mean score over the tasks it shares with the baseline, as a fraction of the baseline's mean
+    there (GRACE Table 1's derived "fraction of PPO-GT")."""
+    if not base:
+        return ""
+    shared = [t for t in cells if t in base]
+    if not shared:
+        return "n/a (no shared task)"
+    own, ref = np.mean([cells[t].mean() for t in shared]), np.mean([base[t].mean() for t in shared])
+    return f"{own / ref:.2f}" if ref > 0 else "n/a (baseline mean not positive)"
 
 
 def _tied(g: pd.DataFrame) -> str:
@@ -97,6 +119,8 @@ def _table(runs: pd.DataFrame, bench: str, fit: BTIntervals | None, n_resamples:
     """One overview table, and the remarks to print under it."""
     sub = runs if bench == "pooled" else runs[runs["benchmark"] == bench]
     table = score_table(sub)
+    baselines = _baselines(sub)
+    base = table.get(sorted(baselines)[0]) if baselines else None
     _, lacking = shared_tasks(table)
     rows, intervals, fewest = [], {}, {}
     for m in sorted(table):
@@ -104,7 +128,8 @@ def _table(runs: pd.DataFrame, bench: str, fit: BTIntervals | None, n_resamples:
         g = sub[sub["method"] == m]
         lo, hi = min(map(len, cells.values())), max(map(len, cells.values()))
         fewest[m] = lo
-        row = {"method": m, "tasks": len(cells), "seeds": f"{lo}" if lo == hi else f"{lo}–{hi}"}
+        row = {"method": m + (" (baseline: reference reward)" if m in baselines else ""), "tasks": len(cells),
+               "seeds": f"{lo}" if lo == hi else f"{lo}–{hi}"}
         if m in lacking:
             row["mean [95% BCa]"] = "n/a (lacks tasks)"
             notes.append(f"{bench}: {m} lacks tasks {lacking[m]}; no aggregate over a different task set")
@@ -117,9 +142,15 @@ def _table(runs: pd.DataFrame, bench: str, fit: BTIntervals | None, n_resamples:
             intervals[m] = (iv.low, iv.high)
         row["IQM"] = f"{aggregate_iqm(cells):.3f}"
         row["opt. gap"] = f"{aggregate_optimality_gap(cells):.3f}"
+        if base is not None:
+            row["of baseline"] = "baseline" if m in baselines else _fraction_of_baseline(cells, base)
         if fit is not None:
-            row["Elo [95% " + fit.method + "]"] = fit.describe(m) + (few_seeds_label(lo) * fit.identifiable)
+            row["Elo [95% " + fit.method + "]"] = (fit.describe(m) + (few_seeds_label(lo) * fit.identifiable)
+                                                  if m in fit.ratings else "(not ranked)")
         row["selections tied"] = _tied(g)
+        accuracy = g["reward_accuracy"].dropna() if "reward_accuracy" in g else pd.Series(dtype=float)
+        if "reward_accuracy" in sub and sub["reward_accuracy"].notna().any():
+            row["reward acc. (test)"] = f"{accuracy.mean():.3f}" if len(accuracy) else ""
         row["env steps / run"] = f"{g['env_steps'].mean():.3g}"
         row["LLM calls / run"] = f"{g['llm_calls'].mean():.3g}"
         row["cost USD (total)"] = f"{g['cost_usd'].sum():.2f}"
@@ -139,7 +170,7 @@ def _default_pair(runs: pd.DataFrame, fits: dict[str, BTIntervals]) -> tuple[str
 def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str | os.PathLike,
                       pair: tuple[str, str] | None = None, n_resamples: int = 10_000, bt_resamples: int = 1_000,
                       curve_resamples: int = 2_000, l2: float = DEFAULT_L2, random_state: int = 0,
-                      figures: bool = True) -> Leaderboard:
+                      figures: bool = True, rank_baselines: bool = False) -> Leaderboard:
     """Compute the leaderboard tables and the figures.
 
     Args:
@@ -148,6 +179,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
         n_resamples / bt_resamples / curve_resamples: bootstrap sizes for means, Elo and curves.
         l2: the Bradley–Terry penalty (default: the prior of analysis.bradley_terry.DEFAULT_PRIOR_SD_ELO).
         figures: draw the figures (False: tables and notes only).
+        rank_baselines: rank the reference-reward baseline (method=oracle) in Bradley–Terry too.
     Returns:
         Leaderboard.
     """
@@ -168,7 +200,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
             f"`{s.path}`: {s.reason}" for s in coll.skipped))
     if runs.empty:
         return Leaderboard({}, {}, ["no completed runs: nothing to report"], header)
-    fits, n_tasks = _bt_fits(runs, bt_resamples, l2, random_state, notes)
+    fits, n_tasks = _bt_fits(runs, bt_resamples, l2, random_state, notes, rank_baselines)
     benches = sorted(runs["benchmark"].unique())
     built = {b: _table(runs, b, fits.get(b), n_resamples, random_state, notes)
              for b in [*benches, *["pooled"] * (len(benches) > 1)]}
@@ -198,6 +230,8 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     else:
         add("paired", plots.plot_paired(runs, *pair, n_resamples=n_resamples, random_state=random_state))
     add("profiles", plots.plot_profiles(runs))
+    if "reward_accuracy_test" in coll.iterations and coll.iterations["reward_accuracy_test"].notna().any():
+        add("reward_accuracy", plots.plot_reward_accuracy(coll.iterations))  # GRACE Fig. 2, where runs record it
     return Leaderboard(tables, figs, notes, header, clips, tasks, runs, remarks, transfer)
 
 

@@ -181,6 +181,10 @@ def _run_row(path: Path, status: dict, result: dict) -> dict:
         "cost_usd": _num(result.get("cost_usd")), "wall_s": _num(result.get("wall_s")),
         "budget": result.get("budget"), "config_hash": result.get("config_hash"),
         "generator": _dict(result.get("generator"), "result.json generator").get("label"),
+        # a baseline trains the task's reference reward (method=oracle): shown apart, not ranked by default
+        "baseline": result.get("reward_source") == "reference",
+        "reward_accuracy": _num(_dict(result.get("reward_accuracy"), "result.json reward_accuracy").get("test")),
+        "reward_accuracy_train": _num(_dict(result.get("reward_accuracy"), "result.json reward_accuracy").get("train")),
         "updated": status["updated"] if isinstance(status.get("updated"), str) else None, "run_dir": str(path),
     }
 
@@ -205,6 +209,8 @@ def _iteration_rows(result: dict, scores: dict[str, float]) -> list[dict]:
             "n_candidates": _num(it.get("n_candidates")), "n_failed": _num(it.get("n_failed")),
             "env_steps_cum": _num(it.get("env_steps_cum")),
             "incumbent_candidate": inc_id, "incumbent_score": inc_score,
+            "reward_accuracy_train": _num(_dict(it.get("reward_accuracy"), "iteration reward_accuracy").get("train")),
+            "reward_accuracy_test": _num(_dict(it.get("reward_accuracy"), "iteration reward_accuracy").get("test")),
         })
     return rows
 

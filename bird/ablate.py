@@ -43,9 +43,9 @@ def _iterates(c: BirdConfig) -> bool:
 
 
 def _trains(c: BirdConfig) -> bool:
-    from bird.learners.job import learner_trains
+    from bird.learners.job import learner_trains, loop_learner
 
-    return learner_trains(c.train.learner)
+    return learner_trains(loop_learner(c))
 
 
 # key -> when it matters in a resolved config (keys not listed always matter)

@@ -40,7 +40,8 @@ def end_state(result: Mapping[str, Any]) -> tuple[str, str | None]:
     """(state, reason) for a search that ran to its end, from its result.json content: DONE with no reason, or
     another END_STATES state with the reason. Reads `policy_trainings`, `n_trained`, `failures`, `returned`,
     `no_return_reason`, `returned_score`, `no_score_reason`, `llm_failed_calls`, `llm_last_error`,
-    `llm_refused_calls` and `stop_reason`; failure kinds are counted, never singled out. Lost or refused LLM calls
+    `llm_refused_calls`, `stop_reason` and `stops_before_rl` (offline reward learning: a returned reward without a
+    score is the product); failure kinds are counted, never singled out. Lost or refused LLM calls
     come first: the provider or the sweep's cap, not the method, decided what the search could do, and a re-run
     goes on from there."""
     if result.get("llm_failed_calls"):
@@ -55,7 +56,7 @@ def end_state(result: Mapping[str, Any]) -> tuple[str, str | None]:
                           f"failed (candidate failures: {kinds or 'none recorded'})")
     if result.get("returned") is None:
         return "failed", result.get("no_return_reason") or "no candidate could be returned"
-    if result.get("returned_score") is None:
+    if result.get("returned_score") is None and not result.get("stops_before_rl"):
         cid = result["returned"].get("candidate_id")
         return "failed", f"the returned reward {cid} has no score: {result.get('no_score_reason') or 'not trained'}"
     return DONE, None

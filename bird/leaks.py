@@ -29,9 +29,14 @@ __all__ = ["HiddenFacts", "hidden_facts", "find_leaks", "compared_numbers", "eva
            "HARNESS_NAMES", "CONTRACT_NAMES"]
 
 
-def _task_patterns(task: str) -> list[str]:
+def _task_patterns(task: str, suite: str = "") -> list[str]:
     """Ways to name a task: its words joined by space/hyphen/underscore/nothing, and verb-first for two-word names
-    ("door_open" -> "door open", "door-open", "open the door")."""
+    ("door_open" -> "door open", "door-open", "open the door"). A CamelCase level name (BabyAI's) is named as written,
+    case and all; a one-word one ("Open", "Pickup": ordinary words) only after its suite ("BabyAI-Open")."""
+    if task[:1].isupper():
+        humps = re.findall(r"[A-Z][a-z]*|\d+", task)
+        exact = rf"(?-i:{re.escape(task)})"
+        return [exact if len(humps) > 1 else rf"{re.escape(suite)}[\s/_-]?{exact}"]
     words = task.split("_")
     joined = r"[\s_-]?".join(map(re.escape, words))
     out = [joined]
@@ -54,8 +59,8 @@ def eval_task_mentions(text: str, env_ids: tuple[str, ...] | None = None) -> lis
     """The evaluation tasks (every task with a conf/env option, by default) that `text` names."""
     out = []
     for env_id in env_ids or _evaluation_tasks():
-        task = env_id.partition("/")[2]
-        if any(re.search(rf"(?<![A-Za-z]){p}(?![A-Za-z])", text, re.IGNORECASE) for p in _task_patterns(task)):
+        suite, _, task = env_id.partition("/")
+        if any(re.search(rf"(?<![A-Za-z]){p}(?![A-Za-z])", text, re.IGNORECASE) for p in _task_patterns(task, suite)):
             out.append(env_id)
     return out
 

@@ -18,7 +18,7 @@ from bird import checkpoint, registry
 from bird.completed import clear_previous_run
 from bird.components.crossover import crossover_share
 from bird.components.decompose import decompose
-from bird.components.demos import expand_negatives, load_demo_set
+from bird.components.demos import expand_negatives, generation_accuracy, load_demo_set
 from bird.components.fitness import aggregate_score
 from bird.components.subtasks import co_evolve_subtasks
 from bird.components.tree import rescale_counts
@@ -29,7 +29,7 @@ from bird.envs.registry import make_adapter
 from bird.executors import Executor, make_executor
 from bird.executors.local import default_workers
 from bird.files import write_text
-from bird.learners.job import make_job, video_spec
+from bird.learners.job import final_learner, learner_trains, make_job, video_spec
 from bird.learners.video import summarise_clips
 from bird.llm.base import Generator
 from bird.llm.factory import make_generator, make_judge
@@ -164,11 +164,12 @@ def _iteration(cfg: BirdConfig, state: SearchState, generator: Generator, pool: 
     if tied:
         ui.log(f"iteration {state.iteration}: all {len(fits)} ranked candidates tie on fitness {fits[0]:.4g}; "
                f"select.rule={cfg.select.rule} picked {best} by its tie rule (docs/selection.md)")
+    accuracy = generation_accuracy(cfg, state, cands)
     state.iterations_log.append({
         "iteration": state.iteration, "best_candidate": best, "best_fitness": state.fitness(best),
         "best_score": scores.get(best) if best else None,
         "returned_so_far": state.returned, "n_candidates": len(cands), "n_failed": sum(not c.alive for c in cands),
-        "env_steps_cum": state.env_steps, "all_tied": tied})
+        "env_steps_cum": state.env_steps, "all_tied": tied, **({"reward_accuracy": accuracy} if accuracy else {})})
 
 
 def _wave(cfg: BirdConfig, state: SearchState, generator: Generator, pool: Executor, run: RunDir,
@@ -202,13 +203,17 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: Run
         why = "final.retrain=false and " + (f"its training failed ({own.failure.kind}: {own.failure.reason})"
                                             if own is not None and own.failure else "it was not trained in the loop")
         return ([], why) if score is None else ([score], None)
+    if not learner_trains(final_learner(cfg)):  # offline reward learning (GRACE, train.learner=none): no RL at all
+        why = "no learner (train.learner=none): the search stops before RL; the reward is judged on demonstrations"
+        run.event("final_retrain_skipped", candidate=cand.id, reason=why)
+        return [], why
     code = None if cfg.train.reward_source == "reference" else cand.code
     seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
     video = video_spec(cfg, "final", candidate_id=cand.id)
     keep = cfg.run.save_policies or bool(cfg.transfer.tasks.get(cfg.env.id))  # transfer evaluates the saved policies
     jobs = [replace(make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}",
                              video=video), save_policy=keep) for s in seeds]
-    results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
+    results = pool.run(final_learner(cfg), jobs)
     state.env_steps += sum(r.env_steps for r in results)
     scores = run.write_final(cand.id, seeds, results)
     failed = "; ".join(f"seed {s}: {r.failure.kind}: {r.failure.reason}" for s, r in zip(seeds, results, strict=True)

@@ -67,3 +67,8 @@ def print_summary(result: dict[str, Any], candidates: list[dict[str, Any]] | Non
             table.add_row(escape(c["id"] + mark), status, fit, score, f"{c['env_steps']:,}")
         console.print(table)
     console.print(escape(summary_line(result)))
+    accuracy = result.get("reward_accuracy")
+    if accuracy:
+        fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+        console.print(escape(f"reward accuracy ({accuracy['metric']}, GRACE Figs 2 and 4) of {accuracy['returned']}: "
+                             f"train {fmt(accuracy['train'])} · held-out {fmt(accuracy['test'])}"))

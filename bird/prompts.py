@@ -8,7 +8,7 @@ from functools import cache
 from bird import registry
 from bird.config.validate import METHODS_DIR
 from bird.envs.abstraction import generic_class_abstraction
-from bird.envs.base import TaskSpec
+from bird.envs.base import ObsField, TaskSpec
 from bird.registry import register
 
 __all__ = ["templates", "system_template", "render_obs_index", "render_fields", "obs_fields_context", "IMPORT_INSTRUCTIONS"]
@@ -40,8 +40,20 @@ def _parents(name: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _shape(size: int) -> str:
-    return "(batch,)" if size == 1 else f"(batch, {size})"
+def _shape(f: ObsField) -> str:
+    """The array a compute_reward program reads for one field, by its batch-first shape."""
+    if f.kind == "text":
+        return "(batch,) of str"
+    dims = f.shape or ((f.size,) if f.size > 1 else ())
+    return "(batch,)" if not dims else "(batch, " + ", ".join(map(str, dims)) + ")"
+
+
+def _state_shape(f: ObsField) -> str:
+    """What one state's field is (GRACE's per-state reward_fn)."""
+    if f.kind == "text":
+        return "str"
+    dims = f.shape or ((f.size,) if f.size > 1 else ())
+    return "scalar" if not dims else "array of shape (" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
 
 
 @register("field_view", "described")
@@ -52,7 +64,7 @@ def _described(spec: TaskSpec) -> tuple[str, list[dict]]:
         unit = f", {f.unit}" if f.unit else ""
         axis = f", axis {f.axis}" if f.axis else ""
         zero = " [always zero for this task]" if f.always_zero else ""
-        lines.append(f'- obs["{f.name}"]: {_shape(f.size)}, kind {f.kind}{unit}{axis}: {f.description}{zero}')
+        lines.append(f'- obs["{f.name}"]: {_shape(f)}, kind {f.kind}{unit}{axis}: {f.description}{zero}')
         ctx.append({"name": f.name, "size": f.size, "kind": f.kind, "unit": f.unit, "axis": f.axis,
                     "description": f.description, "always_zero": f.always_zero})
     return "\n".join(lines), ctx
@@ -61,8 +73,7 @@ def _described(spec: TaskSpec) -> tuple[str, list[dict]]:
 @register("field_view", "bare")
 def _bare(spec: TaskSpec) -> tuple[str, list[dict]]:
     """Each field's name, shape and unit only: nothing about what it means for the task (GRACE §5.1)."""
-    lines = [f'- state["{f.name}"]: ' + ("scalar" if f.size == 1 else f"array of shape ({f.size},)")
-             + (f", {f.unit}" if f.unit else "") for f in spec.obs_index.fields]
+    lines = [f'- state["{f.name}"]: ' + _state_shape(f) + (f", {f.unit}" if f.unit else "") for f in spec.obs_index.fields]
     return "\n".join(lines), [{"name": f.name, "size": f.size, "unit": f.unit} for f in spec.obs_index.fields]
 
 

@@ -94,6 +94,9 @@ class Component:
     :param mate: a parent rule's choice of a second parent (crossover).
     :param needs_task: what the task must offer (TaskOffers fields: success_flag, reference_reward, ...), checked
         when the config loads.
+    :param needs_policy: a fitness or feedback format that reads a trained policy (its checkpoints, rollouts); False
+        for one computed without RL (GRACE's demo fitness and feedback), so a search using only such trains nothing in
+        the loop.
     :param reasoning_temperature: an llm backend: (the role's LLMConfig) -> the only temperature the provider accepts
         while reasoning (llm.reasoning_effort other than none), which it is then not sent; None = any temperature.
     """
@@ -110,6 +113,7 @@ class Component:
     resolve: Callable[[str], str] | None = None
     mate: Callable[..., Any] | None = None
     needs_task: tuple[str, ...] = ()
+    needs_policy: bool = True
     reasoning_temperature: Callable[[Any], float | None] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -67,14 +67,14 @@ def planned_env_steps(cfg: Any) -> int:
     """Env steps one search of `cfg` plans: loop trainings, GRACE-style expansions, final retrain, and every
     evaluation episode at full horizon (an upper bound: episodes may end early)."""
     from bird.config.needs import collect_episodes
-    from bird.learners.job import learner_trains
+    from bird.learners.job import final_learner, learner_trains, loop_learner
     from bird.loop import make_plan
 
     plan = make_plan(cfg)
     judged = plan.iterations - (0 if cfg.loop.feedback_on_last else 1)
-    loop_trainings = sum(plan.schedule[:judged]) if learner_trains(cfg.train.learner) else 0  # RF-Agent: 6 + 4 × 8
+    loop_trainings = sum(plan.schedule[:judged]) if learner_trains(loop_learner(cfg)) else 0  # RF-Agent: 6 + 4 × 8
     expansions = (plan.iterations - 1) // cfg.demos.rl_every if cfg.demos.rl_every else 0
-    final = plan.final_seeds if cfg.final.retrain else 0
+    final = plan.final_seeds if cfg.final.retrain and learner_trains(final_learner(cfg)) else 0
     per_eval = cfg.budget.n_checkpoints * cfg.budget.eval_episodes * cfg.env.horizon
     collect = collect_episodes(cfg) * cfg.env.horizon
     return ((loop_trainings + expansions) * (plan.env_steps + per_eval + collect)

@@ -11,8 +11,8 @@ import numpy as np
 
 from bird.state_codec import register_saved
 
-__all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "BenchmarkScoreWrapper", "eval_env",
-           "score_scale"]
+__all__ = ["ObsField", "ObsIndex", "TaskSpec", "TaskAdapter", "ScoreTracker", "SuccessTracker", "BenchmarkScoreWrapper",
+           "eval_env", "score_scale"]
 
 # Field kinds the offline synthesiser and the prompts understand.
 FIELD_KINDS = (
@@ -28,13 +28,15 @@ FIELD_KINDS = (
     "contact",
     "position_delta",
     "other",
+    "text",  # a string as Unicode code points, padded with zeros (BabyAI's mission); programs read a str
 )
 
 
 @register_saved
 @dataclass(frozen=True)
 class ObsField:
-    """A named slice obs[..., start:start+size] of the flat observation."""
+    """A named slice obs[..., start:start+size] of the flat observation; `shape` (its product = size) is the array a
+    program reads it as (BabyAI's (H, W, 3) grid), () for a flat vector."""
 
     name: str
     start: int
@@ -44,10 +46,13 @@ class ObsField:
     unit: str = ""
     axis: str = ""  # "x", "y", "z", "xyz" or "" (for positions and velocities along a world axis)
     always_zero: bool = False  # padding slots (e.g. Meta-World's unused second object)
+    shape: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in FIELD_KINDS:
             raise ValueError(f"field {self.name}: kind {self.kind!r} not in {FIELD_KINDS}")
+        if self.shape and int(np.prod(self.shape)) != self.size:
+            raise ValueError(f"field {self.name}: shape {self.shape} does not hold its {self.size} slots")
 
 
 @register_saved
@@ -114,6 +119,19 @@ class ScoreTracker(ABC):
     @abstractmethod
     def quantity(self) -> float:
         """The raw episode quantity; higher is better."""
+
+
+class SuccessTracker(ScoreTracker):
+    """Quantity 1.0 if info["success"] was set on at least one step of the episode, else 0.0 (Meta-World, BabyAI)."""
+
+    def reset(self, env: Any, info: dict) -> None:
+        self.hit = False
+
+    def step(self, env: Any, info: dict) -> None:
+        self.hit = self.hit or bool(info.get("success", 0.0))
+
+    def quantity(self) -> float:
+        return float(self.hit)
 
 
 def score_scale(kind: str, random_quantity: float, horizon: int, dt: float) -> float:

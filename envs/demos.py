@@ -122,9 +122,12 @@ def demo_path(env_id: str, n: int, seed: int, kind: str, expert: ExpertSource | 
 
 
 def record_episode(env: gym.Env, policy: Policy | None, seed: int) -> dict[str, Any]:
-    """Run one episode from reset(seed=seed); policy None = uniform random (action space seeded with `seed`)."""
+    """Run one episode from reset(seed=seed); policy None = uniform random (action space seeded with `seed`). A policy
+    that plans from the simulator (BabyAI's bot) is told the episode's env after the reset (its `start(env)`)."""
     obs, _ = env.reset(seed=seed)
     env.action_space.seed(seed)
+    if policy is not None and hasattr(policy, "start"):
+        policy.start(env)
     rows: dict[str, list] = {"obs": [], "action": [], "next_obs": [], "success": [], "reference_reward": []}
     while True:
         action = env.action_space.sample() if policy is None else policy(obs)

@@ -215,6 +215,32 @@ register("suite", "brax")(Suite(_brax, backends=("generalized", "positional", "s
                                provides={"representations": ("full_source", "obs_code", "obs_index"), "frames": False}))
 
 
+def _babyai(task: str, cfg: EnvConfig) -> TaskAdapter:
+    from bird.envs.babyai import make_task
+
+    return make_task(task, cfg)
+
+
+def _babyai_tasks() -> Mapping[str, Any]:
+    from bird.envs.babyai.levels import LEVELS
+
+    return LEVELS
+
+
+# its own adapter, not task files: the bot plans from the simulator's state (demos.enabled), the actions are discrete,
+# and the grid is a shaped field (docs/babyai.md)
+register("suite", "babyai")(Suite(_babyai, scripted_expert=True, success_flag=True, task_names=_known("babyai", _babyai_tasks),
+                                  provides={"representations": _ADAPTER_VIEWS, "frames": True}))
+
+
+@register("hidden_facts", "babyai")
+def _babyai_hidden(task: str, env: EnvConfig | None = None) -> tuple[frozenset[str], tuple[float, ...]]:
+    """BabyAI's reward and verifier names (the level's success check); no thresholds: success is symbolic."""
+    from bird.envs.babyai.source import hidden_names
+
+    return hidden_names(), ()
+
+
 def _gym(task: str, cfg: EnvConfig) -> TaskAdapter:
     from bird.envs.gym import make_task
 

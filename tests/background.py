@@ -53,6 +53,8 @@ def _table(out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
         "pool_start": ([py, "bench/bench_pool_start.py", "--repeats", "1", "--set", "budget.max_iterations=1",
                         "budget.env_steps=256", "budget.final_env_steps=256"], {}),
         "metaworld_env": ([py, "bench/bench_metaworld_env.py", "--tasks", "push", "--repeats", "1"], {}),
+        "babyai_ppo": ([py, "bench/bench_babyai_ppo.py", "--steps", "512", "--n-steps", "128", "--repeats", "1",
+                        "--no-record"], {}),
         "bird_anchors": ([py, "bench/bench_bird_anchors.py", "--episodes", "2", "--bird-episodes", "2", "--tasks",
                           "reacher_hold", "inverted_pendulum_balance", "--out", str(out / "anchors.csv")], {}),
         "quickstart": ([py, "bench/bench_quickstart.py", "--repeats", "1", "--out", str(out / "quickstart.csv"), "--set",

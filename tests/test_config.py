@@ -95,7 +95,7 @@ def test_demonstrations_from_a_source_the_task_lacks_fail_at_config_time():
                                           r"demonstrations: it has no reference reward .* env.task.expert"):
         compose(["method=grace", "env=gym/hopper_hop_in_place"])
     with pytest.raises(ConfigError, match=r"demos.expert=scripted: .*suite 'mujoco' has no scripted expert policy for "
-                                          r"mujoco/swimmer; suites with one: \['metaworld'\]; or set demos.expert=ppo"):
+                                          r"mujoco/swimmer; suites with one: \['babyai', 'metaworld'\]; or set demos.expert=ppo"):
         compose(["method=grace", "env=mujoco/swimmer", "demos.expert=scripted"])
     with pytest.raises(ConfigError, match=r"demos.expert='teacher': allowed: \['auto', 'scripted', 'ppo'\]"):
         compose(["method=grace", "env=metaworld/reach", "demos.expert=teacher"])

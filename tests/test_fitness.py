@@ -49,7 +49,7 @@ def test_native_fitness_refuses_a_suite_without_a_native_signal(compose_cfg):
     cfg = compose_cfg("method=eureka")
     problems = validate(dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, id="toy/x")))
     assert any("no native signal for suite 'toy'" in p for p in problems), problems
-    with pytest.raises(ValueError, match="known: \\['brax', 'gym', 'metaworld', 'mujoco'\\]"):
+    with pytest.raises(ValueError, match="known: \\['babyai', 'brax', 'gym', 'metaworld', 'mujoco'\\]"):
         resolve_fitness("native", "toy")
 
 

@@ -33,7 +33,11 @@ VIEW_AUDITED = {"gym/acrobot", "gym/half_cheetah_backward", "gym/half_cheetah_ta
 VIEW_METHODS = ("card", "era_u", "eureka", "grace")
 # Meta-World beyond MT10: audited by test_no_first_iteration_prompt_leaks_on_the_mt50_tasks (module docstring)
 MT50_ONLY = [t for t in available_envs("metaworld") if t.partition("/")[2] not in MT10]
-TASKS = [t for t in available_envs() if t not in MT50_ONLY]
+# BabyAI's 20 levels share their hidden facts (the verifier's and the reward's names, envs/babyai/source.py) and every
+# view but the level's own source, which tests/envs/test_babyai.py audits on all 20: three levels stand for them here
+# (a public one, a sequence, a new one), keeping 15 methods × 17 more rehearsals out of the suite
+BABYAI_AUDITED = ("babyai/GoToRedBall", "babyai/OpenTwoDoors", "babyai/PlaceBetween")
+TASKS = [t for t in available_envs() if t not in MT50_ONLY and (not t.startswith("babyai/") or t in BABYAI_AUDITED)]
 CASES = [(m, t) for t in TASKS for m in METHODS if t not in VIEW_AUDITED or m in VIEW_METHODS]
 # demos.expert=scripted: a method that learns from demonstrations is audited where a task has a scripted expert; its
 # prompts with a PPO expert's demonstrations are audited once (test_grace_with_a_ppo_experts_demos_leaks_nothing)
@@ -42,7 +46,7 @@ REHEARSAL = ["run.progress=false", f"env.horizon={REHEARSAL_HORIZON}", "budget.m
              "demos.max_train=2", "demos.expert=scripted"]
 # a method that cannot run on a suite must say so before anything is sent (the brax suite: when the config loads)
 REFUSALS = (r"not available for suite|no scripted expert policy|has no such view of its tasks|needs scripted expert"
-            r"|needs rendered frames|needs reward\.|is written for suites|needs a success flag")
+            r"|needs rendered frames|needs reward\.|is written for suites|needs a success flag|needs a reference reward")
 # a task with no reference reward refuses a native signal: the method is audited as a user would run it there, with
 # the benchmark score ranked and shown
 NO_REFERENCE = ("feedback.fitness=benchmark_score", "feedback.score_shown=benchmark_score")
@@ -116,7 +120,7 @@ _OPERATORS: dict[str, list[str]] = {}  # method -> _operator_overrides, from its
 def _expected_purposes(cfg, r: Rehearsal) -> set[str]:
     from bird.config.needs import needs_judgement
 
-    out = {"reward"}
+    out = set() if cfg.train.reward_source == "reference" else {"reward"}  # the oracle generates nothing
     iterates = min(cfg.loop.iterations, cfg.budget.max_iterations or cfg.loop.iterations) > 1
     if cfg.decompose.kind != "none":
         out.add("decompose")
@@ -222,7 +226,8 @@ def test_no_first_iteration_prompt_leaks_on_the_mt50_tasks(compose_cfg, tmp_path
         except ValueError as exc:
             assert re.search(REFUSALS, str(exc)), exc
             continue
-        expected = {"reward"} | ({"decompose"} if cfg.decompose.kind != "none" else set())
+        expected = (set() if cfg.train.reward_source == "reference" else {"reward"}) | (  # the oracle generates nothing
+            {"decompose"} if cfg.decompose.kind != "none" else set())
         assert expected <= r.purposes(), f"{method}: prompt kinds not rendered: {expected - r.purposes()}"
         leaks += [f"{method}: {leak}" for leak in findings(r, cfg)]
         audited += 1
@@ -238,6 +243,12 @@ def test_positive_control_the_old_few_shot_example_is_caught():
         "brax/half_cheetah", "gym/half_cheetah_backward", "gym/half_cheetah_target_speed", "metaworld/pick_place",
         "metaworld/pick_place_wall", "mujoco/half_cheetah"]
     assert eval_task_mentions("Hammer the nail into the wall") == ["metaworld/hammer"]  # an MT50 task is one too
+
+
+def test_a_babyai_level_is_named_by_its_name_and_a_one_word_level_only_with_its_suite():
+    assert eval_task_mentions("walk to it, as in GoToRedBall") == ["babyai/GoToRedBall"]
+    assert eval_task_mentions("Open the drawer; pick up the cube") == ["metaworld/drawer_open"]  # not babyai/Open
+    assert eval_task_mentions("the BabyAI-Open level and babyai/Pickup") == ["babyai/Open", "babyai/Pickup"]
 
 
 def test_positive_control_thresholds_in_any_unit_and_names_only_as_env_code_are_caught():

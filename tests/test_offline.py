@@ -183,3 +183,29 @@ def test_a_request_asking_through_a_tool_is_answered_with_a_call_holding_the_pro
     assert answer.finish_reason == "tool_calls" and answer.tool_calls[0]["name"] == "submit_reward_program"
     reading = read_answer(contract, answer, 4096, tool=answer_tool(contract))
     assert reading.failure is None and reading.code == extract_code(text)
+
+
+def _grid(agent: tuple[int, int], ball: tuple[int, int] | None) -> list:
+    """A 5 x 5 grid state of (type, colour, state) ids: walls around, the agent (10, 0), a red ball (6, 0), a box."""
+    g = [[[2, 5, 0] if x in (0, 4) or y in (0, 4) else [1, 0, 0] for x in range(5)] for y in range(5)]
+    g[1][3] = [7, 4, 0]
+    if ball is not None:
+        g[ball[0]][ball[1]] = [6, 0, 0]
+    g[agent[0]][agent[1]] = [10, 0, 1]
+    return g
+
+
+def test_a_reward_class_request_on_a_grid_state_measures_the_cell_classes_that_meet_along_the_expert():
+    """No position field: the programs measure distances between sparse cell classes of the grid the shown states
+    hold; the class pair whose distance shrinks along the expert trajectory (agent to ball, not agent to box) wins."""
+    gen = OfflineSynthesiser("offline")
+    rows = [{"step": k + 1, "state": {"grid": _grid((3, 1 + k), (3, 3)), "direction": 0.0}} for k in range(2)]
+    ctx = {"obs_fields": [{"name": "grid", "size": 75, "unit": ""}, {"name": "direction", "size": 1, "unit": ""}],
+           "contract": "reward_class", "expert_trajectories": [{"trajectory": 1, "rows": rows}]}
+    chosen = set()
+    for i in range(6):
+        answer = json.loads(gen.complete(Request("reward", (Message("user", "p"),), ctx, sample_index=i, seed=0)).text)
+        code = answer["reward_class_code"]
+        assert "def grid_distance(grid, a, b)" in code and "class Reward" in code
+        chosen |= {line.strip() for line in code.splitlines() if line.strip().startswith("d0 = ")}
+    assert chosen == {"d0 = grid_distance(state['grid'], (10, 0), (6, 0))"}  # the ball the agent walks up to

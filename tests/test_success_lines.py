@@ -28,14 +28,14 @@ CODE = "def compute_reward(obs, action, next_obs, info):\n    return {'alive': n
 # a prompt template set that has each format's templates
 PROMPT = {"process": "card", "preference": "card", "judge": "regot", "misscored_demos": "grace"}
 ENV = {"mujoco": "env=mujoco/hopper", "brax": "env=mujoco/hopper", "metaworld": "env=metaworld/push",
-       "gym": "env=gym/pendulum"}
+       "gym": "env=gym/pendulum", "babyai": "env=babyai/GoToRedBall"}
 
 
 @pytest.fixture(scope="module")
 def specs(compose_cfg):
     """One real task spec per suite; Brax's is Hopper's spec with the suite renamed (the formats read only the suite
     name and the observation index, and a Brax env takes seconds to build)."""
-    out = {s: make_adapter(compose_cfg(ENV[s]).env).spec for s in ("mujoco", "metaworld", "gym")}
+    out = {s: make_adapter(compose_cfg(ENV[s]).env).spec for s in ("mujoco", "metaworld", "gym", "babyai")}
     out["brax"] = replace(out["mujoco"], suite="brax", env_id="brax/hopper")
     return out
 

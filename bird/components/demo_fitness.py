@@ -45,13 +45,13 @@ def state_loglik(reward: np.ndarray, label: np.ndarray) -> np.ndarray:
     return out
 
 
-@register("fitness", "demo_airl")
+@register("fitness", "demo_airl", needs_policy=False)
 def _demo_airl(ev: object) -> float | None:
     demo = getattr(ev, "demo", None)
     return None if demo is None else airl_loglik(demo.positives, demo.negatives)
 
 
-@register("fitness", "demo_pairwise")
+@register("fitness", "demo_pairwise", needs_policy=False)
 def _demo_pairwise(ev: object) -> float | None:
     demo = getattr(ev, "demo", None)
     return None if demo is None else pairwise_accuracy(demo.positives, demo.negatives)

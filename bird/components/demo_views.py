@@ -18,14 +18,21 @@ from bird.state import SearchState
 __all__ = ["shown_expert_trajectories", "state_dict", "render_rows"]
 
 
-def state_dict(spec: Any, row: np.ndarray) -> dict[str, float | list[float]]:
-    """A state as named fields (always-zero padding left out), rounded to 3 decimals."""
-    out: dict[str, float | list[float]] = {}
+def state_dict(spec: Any, row: np.ndarray) -> dict[str, Any]:
+    """A state as named fields (always-zero padding left out), rounded to 3 decimals; a shaped field (BabyAI's grid)
+    as nested lists of its shape, a text field as its string."""
+    out: dict[str, Any] = {}
     for f in spec.obs_index.fields:
         if f.always_zero:
             continue
         v = row[f.start : f.start + f.size]
-        out[f.name] = round(float(v[0]), 3) if f.size == 1 else [round(float(x), 3) for x in v]
+        if f.kind == "text":
+            out[f.name] = "".join(chr(int(c)) for c in v if 0 < c < 0x110000)
+        elif f.shape:
+            whole = bool(np.all(v == np.round(v)))
+            out[f.name] = (v.astype(int) if whole else np.round(v, 3)).reshape(f.shape).tolist()
+        else:
+            out[f.name] = round(float(v[0]), 3) if f.size == 1 else [round(float(x), 3) for x in v]
     return out
 
 

@@ -16,7 +16,7 @@ from bird.envs.base import TaskSpec
 from bird.envs.demos import ExpertSource, load_demos
 from bird.executors import Executor
 from bird.learners.expert import ppo_expert
-from bird.learners.job import TrainJob, make_job
+from bird.learners.job import TrainJob, final_learner, make_job
 from bird.learners.rollouts import load_rollouts
 from bird.llm.base import Generator
 from bird.registry import get
@@ -27,7 +27,11 @@ from bird.state import SearchState
 from bird.state_codec import register_saved
 from bird.types import Candidate, TrainResult
 
-__all__ = ["Episodes", "DemoSet", "DemoScores", "expert_source", "load_demo_set", "score_candidate", "expand_negatives"]
+__all__ = ["Episodes", "DemoSet", "DemoScores", "expert_source", "load_demo_set", "score_candidate", "expand_negatives",
+           "generation_accuracy", "REWARD_ACCURACY"]
+
+# GRACE's reward accuracy (Figs 2 and 4): the fraction of (expert, negative) state pairs ordered correctly
+REWARD_ACCURACY = "demo_pairwise"
 
 
 @register_saved
@@ -110,9 +114,12 @@ def _split(e: Episodes, n_train: int) -> tuple[Episodes, Episodes | None]:
             Episodes(e.states[te], e.episode[te] - cut, e.step[te], e.label[te], e.source[cut:]))
 
 
-def _n_train(cfg: BirdConfig, n: int) -> int:
-    """Train episodes of one kind: half of demos.max_train (expert and negative share it), else by test_fraction."""
+def _n_train(cfg: BirdConfig, n: int, own: int | None) -> int:
+    """Train episodes of one kind: its own cap (demos.max_train_expert / max_train_negative: GRACE Fig. 4's counts),
+    else half of demos.max_train (expert and negative share it), else by test_fraction."""
     d = cfg.demos
+    if own is not None:
+        return own
     return d.max_train // 2 if d.max_train is not None else n - int(n * d.test_fraction)
 
 
@@ -146,12 +153,14 @@ def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Generator | None =
                                                              length=expert.valid.sum(axis=1))
     pos = _episodes(expert.next_obs, label, "expert", expert.valid)
     neg = _episodes(negative.next_obs, np.full(negative.next_obs.shape[:2], -1), d.negative_kind, negative.valid)
-    (pos_tr, pos_te), (neg_tr, neg_te) = _split(pos, _n_train(cfg, d.n_expert)), _split(neg, _n_train(cfg, d.n_negative))
+    pos_tr, pos_te = _split(pos, _n_train(cfg, d.n_expert, d.max_train_expert))
+    neg_tr, neg_te = _split(neg, _n_train(cfg, d.n_negative, d.max_train_negative))
     held_out = [e for e in (pos_te, neg_te) if e is not None]  # a kind with nothing held out adds nothing
     test = reduce(Episodes.extend, held_out) if held_out else None
     meta = {"env": cfg.env.id, "n_expert": d.n_expert, "n_negative": d.n_negative, "seed": d.seed,
             "negative_kind": d.negative_kind, "positive_states": d.positive_states, "stride": d.stride, "n_shown": d.n_shown,
-            "max_train": d.max_train, "expert": source.description if source else "the task's scripted expert",
+            "max_train": d.max_train, "max_train_expert": d.max_train_expert, "max_train_negative": d.max_train_negative,
+            "expert": source.description if source else "the task's scripted expert",
             "expert_success_rate": expert.success_rate,
             "negative_success_rate": negative.success_rate, **({"goal_states": goals} if goals else {})}
     return DemoSet(pos_tr.extend(neg_tr), test, meta)
@@ -193,7 +202,7 @@ def expand_negatives(cfg: BirdConfig, state: SearchState, pool: Executor, run: R
     out_dir.mkdir(parents=True, exist_ok=True)
     job = make_job(cfg, f"expand-it{state.iteration}", state.candidates[best].code, state.seed, state.plan.env_steps,
                    out_dir, collect_episodes=max(cfg.train.collect_episodes, 2))
-    result = pool.run(cfg.final.learner or cfg.train.learner, [job])[0]
+    result = pool.run(final_learner(cfg), [job])[0]
     state.env_steps += result.env_steps
     if result.failure is not None or not result.rollouts_path:
         run.event("negatives_expanded", candidate=best, added=0, failure=result.failure.to_json() if result.failure else None)
@@ -204,3 +213,24 @@ def expand_negatives(cfg: BirdConfig, state: SearchState, pool: Executor, run: R
     new = Episodes(data["next_obs"].astype(np.float64), ep, step, np.full(len(ep), -1), [f"learner:{best}"] * len(data["length"]))
     state.demos.train = state.demos.train.extend(new)
     run.event("negatives_expanded", candidate=best, added=int(len(ep)), episodes=int(len(data["length"])))
+
+
+def generation_accuracy(cfg: BirdConfig, state: SearchState, cands: list[Candidate]) -> dict[str, Any] | None:
+    """GRACE's reward accuracy of one generation (None when the search does not measure it): on the train and the
+    held-out split, of the candidate returned so far (the best of the population, Fig. 2's curve) and the best of the
+    generation's children."""
+    if REWARD_ACCURACY not in (cfg.feedback.fitness, *cfg.feedback.report_metrics) or state.demos is None:
+        return None
+
+    def split(cid: str | None) -> dict[str, float | None]:
+        metrics = state.reports[cid].stats.get("metrics", {}) if cid in state.reports else {}
+        return {"train": metrics.get(REWARD_ACCURACY), "test": metrics.get(f"{REWARD_ACCURACY}_test")}
+
+    children = [split(c.id) for c in cands if c.id in state.reports]
+
+    def best(key: str) -> float | None:
+        values = [c[key] for c in children if c[key] is not None]
+        return max(values) if values else None
+
+    return {"metric": REWARD_ACCURACY, "returned": state.returned, **split(state.returned),
+            "children_train_max": best("train"), "children_test_max": best("test")}

@@ -69,7 +69,7 @@ def _reference(ev: Evidence) -> float | None:
     return None if math.isnan(value) else value
 
 
-@register("fitness", "none")
+@register("fitness", "none", needs_policy=False)
 def _none(ev: Evidence) -> float | None:
     return None
 
@@ -77,7 +77,8 @@ def _none(ev: Evidence) -> float | None:
 # suite -> the fitness that is its native ranking signal (BIRD Table 8 note b: the reference reward's return, except
 # on Meta-World, which ships a success flag and ranks on it; there it coincides with the benchmark score)
 NATIVE_SIGNAL: dict[str, str] = {"mujoco": "reference_return", "brax": "reference_return",
-                                 "metaworld": "benchmark_score", "gym": "reference_return"}
+                                 "metaworld": "benchmark_score", "gym": "reference_return",
+                                 "babyai": "benchmark_score"}  # BabyAI: the success rate, as GRACE reports
 
 
 def _native_signal(suite: str) -> str:

@@ -29,6 +29,12 @@ def _line(name: str, values: list[float]) -> str:
     return f"{name}: [{shown}], Max: {max(vals):.2f}, Mean: {sum(vals) / len(vals):.2f}, Min: {min(vals):.2f}"
 
 
+@register("feedback_format", "none", needs_policy=False)
+def _no_feedback(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult | None) -> tuple[str, dict]:
+    """Nothing is shown (a search with no generator: method=oracle)."""
+    return "", {}
+
+
 @register("feedback_format", "eureka")
 def _eureka(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult | None) -> tuple[str, dict]:
     """Per-component curves with Max/Mean/Min, plus task_score (when shown) and episode length."""
@@ -51,7 +57,7 @@ def _eureka(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResu
     return text, stats
 
 
-@register("feedback_format", "misscored_demos")
+@register("feedback_format", "misscored_demos", needs_policy=False)
 def _misscored(cfg: BirdConfig, state: SearchState, cand: Candidate, res: TrainResult | None) -> tuple[str, dict]:
     """What the reward gets wrong on the demonstrations (the mutation view renders it per prompt)."""
     scores = state.demo_scores.get(cand.id)

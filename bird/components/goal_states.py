@@ -3,7 +3,9 @@
 - all: every expert state;
 - last_state: the last state of each expert trajectory (GRACE §5.1, BabyAI: the env terminates on success);
 - goal_identified: GRACE P0.1 (App. A.7): the generator reads each expert trajectory and names its goal states
-  (1-based indices, or -1 for none). An answer that cannot be read falls back to the last state, recorded.
+  (1-based indices, or -1 for none). An answer that cannot be read falls back to the last state, recorded;
+- last_if_terminal: last_state on a task whose episodes end on success (GRACE §5.1 gives that as its reason for the
+  rule on BabyAI), goal_identified elsewhere.
 
 Expert states that are not positives become negatives when demos.unidentified_as_negative is set (GRACE §4, data
 cleaning: S_n = (D+ \\ S_e) ∪ D-), else they are dropped (label 0). Each labeller reads `states` (n, T, obs_dim)
@@ -104,3 +106,10 @@ def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, genera
         label[e, goals] = 1
         records.append({"episode": e, "goal_steps": [g + 1 for g in goals], "how": why})
     return label, records
+
+
+@register("positive_states", "last_if_terminal")
+def _last_if_terminal(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator,
+                      length: np.ndarray | None = None) -> Labels:
+    rule = _last_state if spec.extra.get("ends_on_success") else _goal_identified
+    return rule(cfg, spec, states, generator, length)

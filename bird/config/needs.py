@@ -7,7 +7,7 @@ from __future__ import annotations
 from bird import registry
 from bird.config.schema import BirdConfig
 
-__all__ = ["needs_judge", "needs_judgement", "collect_episodes", "configured"]
+__all__ = ["needs_judge", "needs_judgement", "collect_episodes", "configured", "reads_policy"]
 
 # flags whose passes need judge scores / call the judge
 _JUDGEMENT_FLAGS = ("generate.behavioural_analysis",)
@@ -45,3 +45,14 @@ def needs_judge(cfg: BirdConfig) -> bool:
 def collect_episodes(cfg: BirdConfig) -> int:
     """Rollouts to collect after each training: train.collect_episodes, raised to judge.rollouts when judged."""
     return max(cfg.train.collect_episodes, cfg.judge.rollouts if needs_judgement(cfg) else 0)
+
+
+def reads_policy(cfg: BirdConfig) -> bool:
+    """True when something the loop ranks, reports or shows reads a trained policy: the fitness, a report metric or
+    the feedback format (each declares `needs_policy`; GRACE's demo fitness and misscored-demos feedback do not, nor
+    the oracle's none), or a judge's scores of the rollouts. False: the loop trains nothing."""
+    used = [registry.declared("fitness", n) for n in (cfg.feedback.fitness, *cfg.feedback.report_metrics)
+            if n in registry.names("fitness")]
+    if cfg.feedback.format in registry.names("feedback_format"):
+        used.append(registry.declared("feedback_format", cfg.feedback.format))
+    return any(c.needs_policy for c in used) or needs_judgement(cfg)

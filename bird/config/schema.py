@@ -426,6 +426,9 @@ class DemosConfig:
     test_fraction: float = 0.25
     # train-split trajectories, expert and negative together (half each); the rest is the test split (null: test_fraction)
     max_train: int | None = None
+    # train-split expert / negative trajectories on their own (null: half of max_train); GRACE Fig. 4 varies them
+    max_train_expert: int | None = None
+    max_train_negative: int | None = None
     # every this many iterations, train the global best and add its rollouts to the negatives (0 = never)
     rl_every: int = 0
 

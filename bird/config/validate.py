@@ -7,7 +7,7 @@ from pathlib import Path
 
 import bird.methods
 from bird import registry
-from bird.config.needs import needs_judgement
+from bird.config.needs import needs_judgement, reads_policy
 from bird.config.roles import check_roles
 from bird.config.schema import BirdConfig
 from bird.config.validate_search import check_search
@@ -105,7 +105,8 @@ def _check_numbers(cfg: BirdConfig, problems: list[str]) -> None:
         if _get(cfg, key) < 0:  # type: ignore[operator]
             problems.append(f"{key}={_get(cfg, key)}: must be >= 0")
     for key in ("budget.max_candidates", "budget.max_iterations", "budget.final_env_steps", "budget.max_llm_calls",
-                "select.population_size", "demos.max_train", "budget.max_policy_trainings", "decompose.n_subtasks",
+                "select.population_size", "demos.max_train", "demos.max_train_expert", "demos.max_train_negative",
+                "budget.max_policy_trainings", "decompose.n_subtasks",
                 "train.n_envs", "final.seeds", "budget.sweep_max_llm_calls", "llm.sweep_max_concurrency"):
         value = _get(cfg, key)
         if value is not None and value < 1:  # type: ignore[operator]
@@ -149,8 +150,9 @@ def _check_names(cfg: BirdConfig, problems: list[str]) -> None:
     for item in cfg.generate.resample_on:
         if item not in kinds:
             problems.append(f"generate.resample_on: {item!r} is not a failure kind; allowed: {kinds}")
-    if cfg.final.retrain and (cfg.final.learner or cfg.train.learner) == "none":
-        problems.append("final.learner: the final retrain needs a learner other than 'none' (set final.learner)")
+    if cfg.final.retrain and (cfg.final.learner or cfg.train.learner) == "none" and reads_policy(cfg):
+        problems.append("final.learner: the final retrain needs a learner other than 'none' (set final.learner); "
+                        "only a search whose fitness needs no policy (GRACE's demo fitness) may stop before RL")
     for key, allowed in _ENUMS.items():
         if _get(cfg, key) not in allowed:
             problems.append(f"{key}={_get(cfg, key)!r}: allowed: {list(allowed)}")

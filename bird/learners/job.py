@@ -9,7 +9,8 @@ from typing import Any
 from bird.config.schema import BirdConfig, EnvConfig, TrainConfig
 from bird.registry import get
 
-__all__ = ["TrainJob", "VideoSpec", "EVAL_SEED_BASE", "ROLLOUT_SEED_BASE", "make_job", "learner_trains", "video_spec"]
+__all__ = ["TrainJob", "VideoSpec", "EVAL_SEED_BASE", "ROLLOUT_SEED_BASE", "make_job", "learner_trains", "loop_learner",
+           "final_learner", "video_spec"]
 
 EVAL_SEED_BASE = 1_000_000  # eval seeds are the same for every candidate and checkpoint (paired comparisons)
 ROLLOUT_SEED_BASE = 2_000_000  # never the eval seeds nor the training seeds
@@ -105,11 +106,26 @@ def learner_trains(name: str) -> bool:
     return bool(get("learner", name).trains)
 
 
+def loop_learner(cfg: BirdConfig) -> str:
+    """The learner of the loop's trainings: train.learner, or `none` when nothing the loop ranks, reports or shows
+    reads a policy (bird/config/needs.py reads_policy; GRACE's demo fitness: its train.learner then trains only the
+    final retrain and DataExpandRL)."""
+    from bird.config.needs import reads_policy
+
+    return cfg.train.learner if reads_policy(cfg) else "none"
+
+
+def final_learner(cfg: BirdConfig) -> str:
+    """The learner of the final retrain and of GRACE's DataExpandRL: final.learner, else train.learner. `none` (with
+    a fitness that needs no policy) stops the search before any RL: GRACE's offline reward learning."""
+    return cfg.final.learner or cfg.train.learner
+
+
 def untrained_checkpoint(cfg: BirdConfig) -> str | None:
     """What the run should say at start when its first checkpoint comes before the learner's first policy update
     (budget=smoke with SB3 PPO): that checkpoint scores the untrained policy, the same for every reward, and a
     fitness aggregated over checkpoints (feedback.aggregate other than `final`) can then tie every candidate."""
-    first_update = get("learner", cfg.train.learner).first_update
+    first_update = get("learner", loop_learner(cfg)).first_update
     n_envs = cfg.train.n_envs or cfg.budget.n_envs
     if first_update is None or cfg.feedback.aggregate == "final" or cfg.budget.n_checkpoints < 2:
         return None

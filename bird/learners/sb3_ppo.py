@@ -20,6 +20,7 @@ from bird.envs.registry import make_adapter
 from bird.learners.checkpoints import CheckpointKeeper, needs_eval_own_return
 from bird.learners.curves import write_curve
 from bird.learners.evaluate import Evaluator
+from bird.learners.grid_policy import policy_for
 from bird.learners.job import TrainJob
 from bird.learners.relabel import EpisodeStats, ReturnNormalizer, TransitionRecorder, label_transitions
 from bird.learners.rollouts import collect_rollouts, save_rollouts
@@ -137,13 +138,15 @@ def _build(job: TrainJob, prior: Any = None) -> tuple[Any, TransitionRecorder, V
         from bird.learners.augment import PriorWrapper
 
         outer = PriorWrapper(recorder, prior)
-    vecnorm = VecNormalize(outer, norm_obs=job.train.normalize_obs, norm_reward=False, gamma=job.train.gamma)
+    grid = policy_for(adapter.spec)  # a categorical grid (BabyAI): a small CNN over ids, never normalised
+    vecnorm = VecNormalize(outer, norm_obs=job.train.normalize_obs and grid is None, norm_reward=False,
+                           gamma=job.train.gamma)
     model = PPO(
         "MlpPolicy", vecnorm, seed=job.seed, device="cpu", verbose=0,
         learning_rate=job.train.learning_rate, n_steps=job.n_steps, batch_size=job.batch_size,
         n_epochs=job.train.n_epochs, gamma=job.train.gamma, gae_lambda=job.train.gae_lambda,
         ent_coef=job.train.ent_coef, clip_range=job.train.clip_range,
-        policy_kwargs={"net_arch": list(job.train.net_arch)},
+        policy_kwargs={"net_arch": list(job.train.net_arch), **(grid or {})},
     )
     model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a /tmp/SB3-<time> folder
     return adapter, recorder, vecnorm, model

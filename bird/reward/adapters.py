@@ -37,13 +37,37 @@ def _as_batch(name: str, value: Any, batch: int) -> np.ndarray:
     return arr
 
 
+def _text(codes: np.ndarray) -> str:
+    """A text field's code points (zero-padded) as a str."""
+    return "".join(chr(int(c)) for c in codes if 0 < c < 0x110000)
+
+
+def _column(x: np.ndarray, start: int, size: int, shape: list[int], kind: str) -> Any:
+    """One field of a batch: (B,) for a scalar, (B, size) or (B, *shape) for an array, a (B,) str array for text."""
+    cols = x[:, start : start + size]
+    if kind == "text":
+        return np.array([_text(row) for row in cols], dtype=object)
+    if shape:
+        return cols.reshape(len(x), *shape).copy()
+    return x[:, start].copy() if size == 1 else cols.copy()
+
+
 def _split(fields: list[list[Any]], x: np.ndarray) -> Fields:
-    return Fields({n: (x[:, s].copy() if k == 1 else x[:, s : s + k].copy()) for n, s, k in fields})
+    """Named fields of a batch; a field is [name, start, size] or [name, start, size, shape, kind]."""
+    return Fields({f[0]: _column(x, f[1], f[2], list(f[3]) if len(f) > 3 else [], f[4] if len(f) > 4 else "")
+                   for f in fields})
+
+
+def _extra_info(fields: list[list[Any]], row: np.ndarray) -> str | None:
+    """GRACE's `extra_info` (App. A.7 P0.2: the language goal): the first text field of the episode's first row."""
+    text = next((f for f in fields if len(f) > 4 and f[4] == "text"), None)
+    return None if text is None else _text(row[text[1] : text[1] + text[2]])
 
 
 class _ClassAdapter:
     """GRACE's state-only `Reward` class as a batch program: one instance per env slot, carried across calls
-    within an episode and re-created after a step whose done flag is set. reward_fn(next state) -> float."""
+    within an episode and re-created after a step whose done flag is set, with the task's text field (BabyAI's
+    mission) as its extra_info, else None. reward_fn(next state) -> float."""
 
     def __init__(self, cls: Any) -> None:
         self.cls = cls
@@ -61,7 +85,7 @@ class _ClassAdapter:
             env = row % n_envs
             inst = self.instances.get(env)
             if inst is None:
-                inst = self.instances[env] = self.cls(None)
+                inst = self.instances[env] = self.cls(_extra_info(fields, nxt[row]))
             state = Fields({n: v[row] for n, v in cols.items()})
             reward[row] = float(inst.reward_fn(state))
             if row in debug_rows:

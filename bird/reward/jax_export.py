@@ -96,7 +96,7 @@ class JaxProgram:
         import jax
         from jax import export
 
-        self.fields, self.names = [(str(n), int(s), int(k)) for n, s, k in fields], []
+        self.fields, self.names = [(str(f[0]), int(f[1]), int(f[2])) for f in fields], []
 
         def split(x: Any) -> dict[str, Any]:
             return Fields({n: x[:, s] if k == 1 else x[:, s:s + k] for n, s, k in self.fields})

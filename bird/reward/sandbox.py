@@ -320,7 +320,7 @@ class SandboxedReward:
             raise RewardProgramError(static)
         self._worker = WorkerProcess(self.language, memory_mb, call_timeout_s)
         self.layers = self._worker.layers
-        fields = [[f.name, f.start, f.size] for f in obs_index.fields]
+        fields = [[f.name, f.start, f.size, list(f.shape), f.kind] for f in obs_index.fields]
         load = {"code": code, "entry": entry, "fields": fields, "contract": contract}
         reply, _ = self._worker.request(load, b"", call_timeout_s, 0, "module-level code",
                                         f"per-call time limit (call_timeout_s={call_timeout_s:g} s, wall clock)")

@@ -14,7 +14,7 @@ from bird.components.schedule import remaining_trainings
 from bird.components.screens import screen
 from bird.components.thought import record_thoughts
 from bird.config.schema import BirdConfig
-from bird.learners.job import learner_trains
+from bird.learners.job import learner_trains, loop_learner
 from bird.llm.base import BudgetExhausted, Generator, LLMError, Message, Request, Response
 from bird.prompts import obs_fields_context, system_template, templates
 from bird.registry import get, register
@@ -360,7 +360,7 @@ def _resample(cfg: BirdConfig, state: SearchState, generator: Generator, cands: 
 
 def _iteration_k(cfg: BirdConfig, state: SearchState) -> int:
     k = state.plan.candidates_at(state.iteration)
-    left = remaining_trainings(cfg.budget, state.policy_trainings) if learner_trains(cfg.train.learner) else None
+    left = remaining_trainings(cfg.budget, state.policy_trainings) if learner_trains(loop_learner(cfg)) else None
     if left is not None and left < k:
         k = left
         if left == 0:

@@ -10,7 +10,7 @@ from bird.components.trajectories import add_rollouts
 from bird.config.needs import collect_episodes
 from bird.config.schema import BirdConfig
 from bird.executors import Executor
-from bird.learners.job import learner_trains, make_job, video_spec
+from bird.learners.job import learner_trains, loop_learner, make_job, video_spec
 from bird.registry import get
 from bird.state import SearchState
 from bird.types import Candidate, Failure, FailureKind, TrainResult
@@ -21,7 +21,7 @@ __all__ = ["train"]
 def _within_budget(cfg: BirdConfig, state: SearchState, live: list[Candidate]) -> list[Candidate]:
     """The candidates budget.max_policy_trainings still allows (in index order); the rest are recorded as skipped.
     Counts the trainings; when none are left the search stops after this iteration."""
-    if not learner_trains(cfg.train.learner):
+    if not learner_trains(loop_learner(cfg)):
         return live
     left = remaining_trainings(cfg.budget, state.policy_trainings)
     if left is not None:
@@ -44,10 +44,11 @@ def train(cfg: BirdConfig, state: SearchState, cands: list[Candidate], pool: Exe
     code_of = (lambda c: None) if cfg.train.reward_source == "reference" else (lambda c: c.code)
     jobs = [make_job(cfg, c.id, code_of(c), state.seed, state.plan.env_steps, cand_dir(c.id),
                      collect_episodes(cfg), video_spec(cfg, "candidate", state.iteration, c.id)) for c in live]
-    if learner_trains(cfg.train.learner):
-        results = pool.run(cfg.train.learner, jobs)
+    learner = loop_learner(cfg)
+    if learner_trains(learner):
+        results = pool.run(learner, jobs)
     else:
-        results = [get("learner", cfg.train.learner)(job) for job in jobs]
+        results = [get("learner", learner)(job) for job in jobs]
     for cand, res in zip(live, results, strict=True):
         state.env_steps += res.env_steps
         if res.failure is not None:

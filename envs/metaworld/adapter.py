@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium.utils import seeding
 
 from bird.config.schema import EnvConfig
-from bird.envs.base import BenchmarkScoreWrapper, ScoreTracker, TaskAdapter, TaskSpec
+from bird.envs.base import BenchmarkScoreWrapper, SuccessTracker, TaskAdapter, TaskSpec
 from bird.envs.metaworld.abstraction import class_abstraction
 from bird.envs.metaworld.obs_index import derive_obs_index
 from bird.envs.metaworld.source import base_class_excerpt, check_no_leak, task_source
@@ -25,19 +25,6 @@ from bird.envs.metaworld.tasks import HORIZON, SCORE_DEFINITION, TASKS, MetaWorl
 __all__ = ["MetaWorldAdapter", "make_task", "MEASUREMENTS_PATH", "load_measurements"]
 
 MEASUREMENTS_PATH = Path(__file__).with_name("measurements.json")
-
-
-class SuccessTracker(ScoreTracker):
-    """Quantity 1.0 if info["success"] was set on at least one step of the episode, else 0.0."""
-
-    def reset(self, env: Any, info: dict) -> None:
-        self.hit = False
-
-    def step(self, env: Any, info: dict) -> None:
-        self.hit = self.hit or bool(info.get("success", 0.0))
-
-    def quantity(self) -> float:
-        return float(self.hit)
 
 
 class SeededReset(gym.Wrapper):

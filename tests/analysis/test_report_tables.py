@@ -192,3 +192,63 @@ def test_the_overview_counts_the_selections_that_were_ties_from_result_json(tmp_
     assert rows.loc["beta", "selections tied"] == "n/a (not recorded)"  # a result.json from before ties were kept
     assert len(coll.runs) == 3
 
+
+def _baseline_runs(root, scores: dict, accuracy: dict | None = None):
+    """As _runs; methods named in `accuracy` record GRACE's reward accuracy, a method named "ref" is a reference-reward
+    baseline (what method=oracle writes: reward_source reference)."""
+    for (method, suite, task), values in scores.items():
+        for seed, score in enumerate(values):
+            run = write_run(root, method, suite, task, seed, iterations=1, candidates=1)
+            result = json.loads((run / "result.json").read_text())
+            result["returned_score"] = score
+            result["reward_source"] = "reference" if method == "ref" else "candidate"
+            if accuracy and method in accuracy:
+                result["reward_accuracy"] = {"metric": "demo_pairwise", "returned": "it1-c0", "train": 1.0,
+                                             "test": accuracy[method][seed], "per_generation": []}
+            (run / "result.json").write_text(json.dumps(result))
+    return read_runs(root, warn=False)
+
+
+def test_the_reference_reward_baseline_is_a_labelled_row_each_method_a_fraction_of_it_and_unranked(tmp_path):
+    coll = _baseline_runs(tmp_path, {("ref", "babyai", "a"): [0.8, 0.6], ("ref", "babyai", "b"): [0.4, 0.2],
+                                     ("alpha", "babyai", "a"): [0.7, 0.3], ("alpha", "babyai", "b"): [0.3, 0.3],
+                                     ("beta", "babyai", "a"): [0.2, 0.2], ("beta", "babyai", "b"): [0.1, 0.1]},
+                          accuracy={"alpha": [0.9, 0.7]})
+    board = _board(coll)
+    rows = {r["method"]: r for r in board.tables["babyai"].to_dict("records")}
+    assert set(rows) == {"alpha", "beta", "ref (baseline: reference reward)"}
+    # alpha's mean 0.4 of ref's 0.5 over the shared tasks; beta's 0.15
+    assert (rows["alpha"]["of baseline"], rows["beta"]["of baseline"]) == ("0.80", "0.30")
+    assert rows["ref (baseline: reference reward)"]["of baseline"] == "baseline"
+    elo = next(k for k in rows["alpha"] if k.startswith("Elo"))
+    assert rows["ref (baseline: reference reward)"][elo] == "(not ranked)" and rows["alpha"][elo] != "(not ranked)"
+    assert rows["alpha"]["reward acc. (test)"] == "0.800" and rows["beta"]["reward acc. (test)"] == ""
+    assert any("leaves out the baseline(s) ['ref']" in n for n in board.notes)
+    ranked = _board(coll, rank_baselines=True).tables["babyai"]
+    assert "(not ranked)" not in ranked[elo].tolist()
+
+
+def test_a_collection_without_a_baseline_has_no_fraction_column(tmp_path):
+    coll = _baseline_runs(tmp_path, {("alpha", "mujoco", "hopper"): [0.2, 0.4], ("beta", "mujoco", "hopper"): [0.1, 0.3]})
+    table = _board(coll).tables["mujoco"]
+    assert "of baseline" not in table and "reward acc. (test)" not in table
+
+
+def test_runs_that_record_reward_accuracy_per_generation_get_gracess_fig_2(tmp_path):
+    for seed, accs in enumerate([(0.6, 0.9), (0.7, 0.8)]):
+        run = write_run(tmp_path, "grace", "babyai", "a", seed, iterations=2, candidates=1)
+        result = json.loads((run / "result.json").read_text())
+        for it, acc in zip(result["iterations"], accs, strict=True):
+            it["reward_accuracy"] = {"metric": "demo_pairwise", "returned": "it1-c0", "train": 1.0, "test": acc}
+        (run / "result.json").write_text(json.dumps(result))
+    coll = read_runs(tmp_path, warn=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        board = build_leaderboard(coll, **SIZES, curve_resamples=20)
+    ax = board.figures["reward_accuracy"].axes[0]
+    test_line = next(line for line in ax.get_lines() if line.get_label() == "grace test")
+    assert test_line.get_xdata().tolist() == [1, 2] and test_line.get_ydata() == pytest.approx([0.65, 0.85])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        none = build_leaderboard(_runs(tmp_path / "none", {("a", "mujoco", "h"): [0.1]}), **SIZES, curve_resamples=20)
+    assert "reward_accuracy" not in none.figures

@@ -161,6 +161,14 @@ def test_metaworld_env_bench_times_making_an_env_with_metaworlds_make_and_with_b
     assert "same first observation either way: True" in out, out
 
 
+@pytest.mark.background("babyai_ppo")
+def test_babyai_ppo_bench_measures_sb3_and_birds_learner_on_one_level():
+    out = output("babyai_ppo")
+    figure(r"SB3 PPO \(MlpPolicy, the env's reward\)\s+([\d.]+) steps/s", out)
+    figure(r"bird sb3_ppo \(grid CNN, sandboxed reward, evals\)\s+([\d.]+) steps/s", out)
+    figure(r"ratio bird / SB3 = ([\d.]+)", out)
+
+
 def _not_run(scripts: list[str], commands: str) -> list[str]:
     return [s for s in scripts if s not in commands]
 

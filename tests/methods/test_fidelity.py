@@ -60,7 +60,7 @@ def test_a_difference_from_the_matched_protocol_is_labelled_for_result_json():
     assert {"train.n_envs=8", "train.n_steps=512", "train.normalize_obs=true", "train.normalize_reward=true"} == {
         lab.split(": ")[1].split(" where")[0] for lab in labels if lab.startswith("budget=matched")}
     assert fidelity.protocol_differences(compose(["method=eureka", "trainer=sb3_tuned"])) == []  # not matched
-    recorded = substitutes(cfg, SimpleNamespace(judge=None, substitutes=["run time"]))  # result.json's list
+    recorded = substitutes(cfg, SimpleNamespace(judge=None, substitutes=["run time"], spec=SimpleNamespace(extra={})))  # result.json's list
     assert set(labels) < set(recorded) and "run time" in recorded
 
 

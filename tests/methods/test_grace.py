@@ -66,7 +66,7 @@ def test_train_split_holds_up_to_max_train_trajectories_half_expert_and_the_rest
 
 def test_grace_config_follows_the_paper(compose_cfg):
     cfg = compose_cfg(*GRACE, "budget=paper")
-    assert cfg.demos.positive_states == "goal_identified" and cfg.demos.max_train == 16
+    assert cfg.demos.positive_states == "last_if_terminal" and cfg.demos.max_train == 16
     assert (cfg.demos.n_expert, cfg.demos.n_negative) == (16, 16) and cfg.generate.field_view == "bare"
     plan = make_plan(cfg)
     assert (plan.n_candidates, plan.iterations, plan.population_size, plan.capped) == (20, 101, 20, {})

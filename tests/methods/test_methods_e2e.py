@@ -47,7 +47,7 @@ def test_card_smoke_search_records_tpe_verdicts_and_returns_the_final_incumbent(
 
 
 @pytest.mark.parametrize("method,keys", [
-    ("grace", {"reward.contract", "select.rule", "feedback.fitness", "train.learner", "demos.enabled",
+    ("grace", {"reward.contract", "select.rule", "feedback.fitness", "demos.positive_states", "demos.enabled",
                "generate.parent"}),
     ("card", {"generate.history", "verify.screens", "select.returned", "feedback.screened_format",
               "generate.n_candidates", "loop.feedback_on_last"}),

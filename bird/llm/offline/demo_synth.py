@@ -4,10 +4,10 @@ shown (initial request), or the parent code and the misscored states shown with 
 goal-state request (GRACE P0.1) is answered {reasoning, goal_state_indexes} from the one trajectory shown.
 
 Programs: r(s) = offset + Σ_i [bonus_i · 1(d_i(s) < θ_i) + w_i / (1 + d_i(s)/σ_i)], d_i = distance of two
-position fields; on a state with no two 3-d positions (a walker's joint angles and velocities), feature programs
-r(s) = offset + Σ_i w_i · sign_i · (s[f_i] - c_i) / σ_i over scalar fields, picked by how they separate the expert's
-goal states from its first ones (initial) or the misscored expert states from the negative ones (mutation). The term
-spec rides in a comment line, as in terms.py."""
+position fields, or on a categorical grid state of two cell classes (grid_terms.py); on a state with neither (a
+walker's joint angles and velocities), feature programs r(s) = offset + Σ_i w_i · sign_i · (s[f_i] - c_i) / σ_i over
+scalar fields, picked by how they separate the expert's goal states from its first ones (initial) or the misscored
+expert states from the negative ones (mutation). The term spec rides in a comment line, as in terms.py."""
 
 from __future__ import annotations
 
@@ -18,22 +18,37 @@ from typing import Any
 import numpy as np
 
 from bird.llm.base import LLMError
+from bird.llm.offline.grid_terms import GRID_HELPERS, grid_distance, grid_pairs, grid_term_code, is_grid_pair
 from bird.llm.offline.terms import SPEC_MARKER
 
 __all__ = ["answer_demo_request", "answer_goal_states"]
 
 
-def _pairs(fields: list[dict]) -> list[tuple[str, str]]:
-    pos = [f["name"] for f in fields if f.get("unit") == "m" and f["size"] == 3  # 3-d positions, from units alone
+def _shown_states(ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [r for t in ctx.get("expert_trajectories", []) for r in t["rows"]] + ctx.get("trajectory", [])
+    rows += [r for item in ctx.get("wrong_examples", []) for r in item.get("rows", [item])]
+    return [r["state"] for r in rows if isinstance(r.get("state"), dict)]
+
+
+def _pairs(ctx: dict[str, Any]) -> list[tuple[str, str]]:
+    """Distances to measure: pairs of 3-d position fields (from units alone), else pairs of cell classes of a grid
+    the shown states hold."""
+    pos = [f["name"] for f in ctx["obs_fields"] if f.get("unit") == "m" and f["size"] == 3
            and not f.get("always_zero") and not f["name"].startswith("prev_")]
-    return [(a, b) for i, a in enumerate(pos) for b in pos[i + 1 :]]
+    return [(a, b) for i, a in enumerate(pos) for b in pos[i + 1 :]] or grid_pairs(_shown_states(ctx))
 
 
 def _dist(state: dict[str, Any], pair: tuple[str, str]) -> float | None:
+    if is_grid_pair(pair):
+        return grid_distance(state, pair)
     a, b = state.get(pair[0]), state.get(pair[1])
     if a is None or b is None:
         return None
     return float(np.linalg.norm(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)))
+
+
+def _measure(a: str, b: str) -> str:
+    return grid_term_code(a, b) if is_grid_pair((a, b)) else f"distance(state[{a!r}], state[{b!r}])"
 
 
 def _scalars(fields: list[dict]) -> list[str]:
@@ -105,18 +120,21 @@ def _mutate_features(spec: dict, wrong: list[tuple[str, dict, float]], names: li
 
 
 def _render(spec: dict[str, Any], pairs: list[tuple[str, str]], note: str) -> str:
+    pairs = pairs[:8]  # the debug output's distances
+    grid = any(is_grid_pair((t["a"], t["b"])) for t in spec["terms"]) or any(map(is_grid_pair, pairs))
     lines = [f"# {note}", SPEC_MARKER + json.dumps(spec, separators=(",", ":")), "import numpy as np", "", "",
              "def distance(a, b):", "    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)))", "", "",
+             *(GRID_HELPERS if grid else []),
              "class Reward:", '    """High reward when the tracked distances are small (goal reached), shaping otherwise."""', "",
              "    def __init__(self, extra_info=None):", "        self.extra_info = extra_info", "",
              "    def reward_fn(self, state):", f"        reward = {spec['offset']!r}"]
     for i, t in enumerate(spec["terms"]):
-        lines += [f"        d{i} = distance(state[{t['a']!r}], state[{t['b']!r}])",
+        lines += [f"        d{i} = {_measure(t['a'], t['b'])}",
                   f"        if d{i} < {t['theta']!r}:", f"            reward += {t['bonus']!r}",
                   f"        reward += {t['w']!r} / (1.0 + d{i} / {t['sigma']!r})"]
     lines += ["        return reward", "", "    def debug_fn(self, state):", "        parts = []"]
     for a, b in pairs:
-        lines.append(f"        parts.append('d({a},{b})=' + str(round(distance(state[{a!r}], state[{b!r}]), 4)))")
+        lines.append(f"        parts.append('d({a},{b})=' + str(round({_measure(a, b)}, 4)))")
     lines.append("        return '; '.join(parts)")
     return "\n".join(lines) + "\n"
 
@@ -210,18 +228,20 @@ def _mutate(spec: dict, wrong: list[tuple[str, dict, float]], pairs: list[tuple[
 
 
 def answer_demo_request(ctx: dict[str, Any], purpose: str, rng: random.Random, label: str) -> str:
-    """Distance programs over two 3-d position fields (Meta-World), else feature programs over scalar fields (a
-    walker's joints); raises LLMError when the state has neither."""
-    pairs, names = _pairs(ctx["obs_fields"]), _scalars(ctx["obs_fields"])
-    if not pairs and not names:
-        shown = ", ".join(f"{f['name']} ({f['size']}, {f.get('unit') or 'no unit'})" for f in ctx["obs_fields"][:8])
-        raise LLMError(f"offline synthesiser cannot write a {purpose!r} reward class for this state: its programs "
-                       f"reward distances between two 3-d position fields (unit m) or scalar fields, and the state has "
-                       f"neither (fields: {shown}{', ...' if len(ctx['obs_fields']) > 8 else ''})")
+    """Distance programs over two 3-d position fields (Meta-World) or two cell classes of a grid (BabyAI), else feature
+    programs over scalar fields (a walker's joints); raises LLMError when the state has none of these."""
     parent = None
     for line in (ctx.get("parent_code") or "").splitlines():
         if line.startswith(SPEC_MARKER):
             parent = json.loads(line[len(SPEC_MARKER):])
+    # a mutation shown no misscored grid state keeps measuring its parent's cell classes
+    pairs = _pairs(ctx) or [p for t in (parent or {}).get("terms", []) if "a" in t and is_grid_pair(p := (t["a"], t["b"]))]
+    names = _scalars(ctx["obs_fields"])
+    if not pairs and not names:
+        shown = ", ".join(f"{f['name']} ({f['size']}, {(f.get('unit') or 'no unit')[:40]})" for f in ctx["obs_fields"][:8])
+        raise LLMError(f"offline synthesiser cannot write a {purpose!r} reward class for this state: its programs "
+                       f"reward distances between two 3-d position fields (unit m), two cell classes of a grid, or "
+                       f"scalar fields, and the state has neither (fields: {shown}{', ...' if len(ctx['obs_fields']) > 8 else ''})")
     if not pairs:  # a state of joint angles and velocities: feature programs
         if purpose == "mutation" and parent is not None and parent.get("mode") == "features":
             spec, why = _mutate_features(parent, _wrong(ctx), names, rng)
@@ -240,13 +260,13 @@ def answer_goal_states(ctx: dict[str, Any], label: str) -> str:
     within 10% of its drop from the first state; -1 when no distance shrinks by at least 10%. A state with no two 3-d
     positions: the last quarter of the shown states."""
     rows = ctx.get("trajectory", [])
-    if not _pairs(ctx["obs_fields"]) and rows:  # joint angles and velocities: the behaviour the expert settles into
+    if not _pairs(ctx) and rows:  # joint angles and velocities: the behaviour the expert settles into
         goals = [r["index"] for r in rows[-max(1, len(rows) // 4):]]
         return json.dumps({"reasoning": f"{label}: no positions to bring together; the goal states are the last "
                                         "quarter of the trajectory, the gait the expert settles into",
                            "goal_state_indexes": goals})
     best, shrink = None, 0.1
-    for pair in _pairs(ctx["obs_fields"]):
+    for pair in _pairs(ctx):
         d = [_dist(r["state"], pair) for r in rows]
         if not d or any(x is None for x in d):
             continue
