@@ -92,17 +92,18 @@ def check_blocks(text: str) -> list[str]:
 
 def _pattern(shown: str) -> re.Pattern:
     """A shown output line as a regex: numbers match any number, `...` anything, runs of spaces any spacing."""
-    parts = []
-    for piece in re.split(r"(\.\.\.|" + _NUMBER.pattern + r"|\s+)", shown.strip()):
-        if piece == "...":
-            parts.append(".*")
-        elif piece and _NUMBER.fullmatch(piece):
-            parts.append(r"(?:-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|nan|inf)")
-        elif piece and piece.isspace():
-            parts.append(r"\s+")
-        elif piece:
-            parts.append(re.escape(piece))
-    return re.compile("".join(parts))
+    chunks = []
+    for chunk in re.split(r"\s*\.\.\.\s*", shown.strip()):
+        parts = []
+        for piece in re.split(r"(" + _NUMBER.pattern + r"|\s+)", chunk):
+            if piece and _NUMBER.fullmatch(piece):
+                parts.append(r"(?:-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|nan|inf)")
+            elif piece and piece.isspace():
+                parts.append(r"\s+")
+            elif piece:
+                parts.append(re.escape(piece))
+        chunks.append("".join(parts))
+    return re.compile(".*".join(chunks))
 
 
 def unmatched(shown: list[str], output: str) -> list[str]:

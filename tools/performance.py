@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import csv
+import re
 import sys
 from pathlib import Path
 
@@ -56,13 +57,20 @@ def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         return list(reader.fieldnames or []), sorted(reader, key=lambda r: r["date"])
 
 
-def _about(stem: str) -> str:
-    script = ROOT / "bench" / f"bench_{stem}.py"
-    if script.exists():
+def _script(stem: str, rows: list[dict[str, str]]) -> Path | None:
+    """The bench script of a results file: bench/bench_<stem>.py, else the one its rows' commands name."""
+    named = [ROOT / "bench" / f"bench_{stem}.py"]
+    named += [ROOT / m.group(1) for r in rows if (m := re.search(r"(bench/bench_\w+\.py)", r.get("command", "")))]
+    return next((p for p in named if p.exists()), None)
+
+
+def _about(stem: str, rows: list[dict[str, str]]) -> str:
+    script = _script(stem, rows)
+    if script is not None:
         doc = ast.get_docstring(ast.parse(script.read_text())) or ""
-        return " ".join(doc.split("\n\n")[0].split()) + f" (`bench/bench_{stem}.py`)"
+        return " ".join(doc.split("\n\n")[0].split()) + f" (`bench/{script.name}`)"
     if stem not in ABOUT:
-        raise SystemExit(f"bench/results/{stem}.csv has no bench/bench_{stem}.py and no entry in ABOUT "
+        raise SystemExit(f"bench/results/{stem}.csv names no bench script and has no entry in ABOUT "
                          f"(tools/performance.py): say what it holds")
     return ABOUT[stem]
 
@@ -74,7 +82,7 @@ def _cell(text: str) -> str:
 def _section(stem: str) -> str:
     header, rows = _rows(RESULTS / f"{stem}.csv")
     shown = [c for c in header if c not in HIDDEN and "commit" not in c and any(r.get(c) for r in rows)]
-    lines = [f"## {stem}", "", _about(stem), ""]
+    lines = [f"## {stem}", "", _about(stem, rows), ""]
     machines = sorted({r["machine"] for r in rows})
     lines += [f"Machine: {'; '.join(machines)}. Commands: " +
               ", ".join(f"`{c}`" for c in dict.fromkeys(r["command"] for r in rows)) + ".", ""]
