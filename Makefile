@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bird-installed
 
-.PHONY: run test lint docs bench bench-jax mutate clean-venv
+.PHONY: run test lint docs bench bench-jax mutate catalogue clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,13 @@ bench: $(STAMP)
 # mutation testing of the core modules (hours on 2 cores; not part of CI): docs/mutation.md
 mutate: $(STAMP)
 	$(PY) tools/mutate.py $(ARGS)
+
+# a budget=smoke search on every task of the catalogue (about a minute each on 2 cores; not part of CI), appended to
+# bench/results/catalogue_smoke.csv, then docs/tasks.md rewritten from the catalogue and those rows.
+# ARGS='tasks=gym/pendulum,mujoco/hopper' runs a subset.
+catalogue: $(STAMP)
+	$(PY) -m bird.envs smoke $(ARGS)
+	$(PY) -m bird.envs list format=markdown > docs/tasks.md
 
 clean-venv:
 	rm -rf $(VENV)

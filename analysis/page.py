@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from .bootstrap import few_seeds_label
+from .transfer_table import TRANSFER_HEAD, TRANSFER_NOTE, transfer_rows
 
 __all__ = ["CAPTIONS", "not_drawn_reason", "render_page"]
 
@@ -124,6 +125,17 @@ def _task_table(bench: str, tasks: pd.DataFrame, runs: pd.DataFrame, clips: pd.D
     return f'<h3 id="tasks-{_e(bench)}">{_e(bench)}</h3>' + _table(head, rows, nosort=["clip", "runs"])
 
 
+def _transfer_section(lb: object) -> list[str]:
+    """The generalisation table (analysis/transfer_table.py), when some run evaluated its policy on unseen tasks."""
+    transfer = getattr(lb, "transfer", None)
+    if transfer is None or transfer.empty:
+        return []
+    rows = [[f"<td>{_e(m)}</td>", f"<td>{_e(src)}</td>", f"<td>{_e(task)}</td>", _num_cell(n), _num_cell(mean, t.mean)]
+            for (m, src, task, n, mean), t in zip(transfer_rows(transfer), transfer.itertuples(), strict=True)]
+    return ['<section id="generalisation"><h2>Generalisation</h2>', f'<p class="hint">{_e(TRANSFER_NOTE)}</p>',
+            _table(TRANSFER_HEAD, rows), "</section>"]
+
+
 def _figures(figures: dict[str, tuple[str, int] | None], notes: list[str]) -> list[str]:
     """Each drawn figure once, titled by its own image (the caption is its alt text); the others say why not."""
     body = []
@@ -186,6 +198,7 @@ def render_page(lb: object, figures: dict[str, tuple[str, int] | None], clip_fil
                  if n.startswith("clips: ")]
         body += [_task_table(b, tasks, runs, lb.clips, clip_files, run_files) for b in sorted(tasks["benchmark"].unique())]
         body.append("</section>")
+    body += _transfer_section(lb)
     body += ['<section id="figures"><h2>Figures</h2>', *_figures(figures, lb.notes), "</section>"]
     if lb.notes:
         body += ['<section id="notes"><h2>Notes</h2><ul>', *[f"<li>{_e(n)}</li>" for n in lb.notes], "</ul></section>"]

@@ -24,6 +24,7 @@ from .page import CAPTIONS, not_drawn_reason, render_page
 from .rundir import RunCollection, read_runs
 from .task_table import per_task_table
 from .tidy import score_table, shared_tasks
+from .transfer_table import TRANSFER_HEAD, TRANSFER_NOTE, transfer_rows, transfer_table
 
 __all__ = ["Leaderboard", "build_leaderboard", "write_leaderboard"]
 
@@ -44,6 +45,7 @@ class Leaderboard:
     tasks: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per benchmark × task × method
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
     remarks: dict[str, list[str]] = field(default_factory=dict)  # table name -> what its reader must know (overlaps)
+    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)  # analysis/transfer_table.py (generalisation)
 
 
 def _fmt_iv(est: float, lo: float, hi: float) -> str:
@@ -176,8 +178,9 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     if clips.empty:
         notes.append(f"clips: none to show: {why_no_clips(runs)}")
     tasks = per_task_table(runs, n_resamples, random_state)
+    transfer = transfer_table(coll.transfer, runs, n_resamples, random_state)
     if not figures:
-        return Leaderboard(tables, {}, notes, header, clips, tasks, runs, remarks)
+        return Leaderboard(tables, {}, notes, header, clips, tasks, runs, remarks, transfer)
     figs: dict[str, object] = {}
 
     def add(name: str, result: plots.Result) -> None:
@@ -195,7 +198,7 @@ def build_leaderboard(source: RunCollection | Iterable[str | os.PathLike] | str 
     else:
         add("paired", plots.plot_paired(runs, *pair, n_resamples=n_resamples, random_state=random_state))
     add("profiles", plots.plot_profiles(runs))
-    return Leaderboard(tables, figs, notes, header, clips, tasks, runs, remarks)
+    return Leaderboard(tables, figs, notes, header, clips, tasks, runs, remarks, transfer)
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -220,6 +223,13 @@ def _task_md(tasks: pd.DataFrame) -> list[str]:
         "mean [95% BCa]": [f"{t.mean:.3f} [{t.low:.3f}, {t.high:.3f}]{'' if t.degenerate else few_seeds_label(t.n_seeds)}"
                            if t.n_seeds else "n/a" for t in tasks.itertuples()]})
     return ["## Per task", "", _md_table(rows), ""]
+
+
+def _transfer_md(transfer: pd.DataFrame) -> list[str]:
+    if transfer.empty:
+        return []
+    rows = pd.DataFrame(transfer_rows(transfer), columns=TRANSFER_HEAD)
+    return ["## Generalisation", "", TRANSFER_NOTE, "", _md_table(rows), ""]
 
 
 def _clips_md(clips: pd.DataFrame, files: dict[tuple[str, str, str], str]) -> list[str]:
@@ -252,6 +262,7 @@ def write_leaderboard(lb: Leaderboard, out_dir: str | os.PathLike, dpi: int = 20
         md += [*[f"**{markdown(r)}**" for r in lb.remarks.get(name, [])], ""] if lb.remarks.get(name) else []
     md += ["Intervals: 95% BCa (scipy.stats.bootstrap), seeds resampled within tasks, task set fixed.", ""]
     md += _task_md(lb.tasks)
+    md += _transfer_md(lb.transfer)
     md += ["## Figures", ""]
     saved: dict[str, tuple[str, int] | None] = {}
     for name, fig in lb.figures.items():

@@ -21,7 +21,7 @@ __all__ = ["RunCollection", "Skipped", "find_run_dirs", "load_runs", "read_runs"
 SCHEMA_VERSION = 1
 RUN_KEYS = ["benchmark", "task", "method", "seed"]
 _REQUIRED = {"method": str, "suite": str, "task": str, "seed": int}
-LEVELS = ("candidate", "iteration", "run", "epic")
+LEVELS = ("candidate", "iteration", "run", "epic", "transfer")
 _REPEATED = ["returned_score", "env_steps", "llm_calls", "cost_usd"]  # run fields repeated on candidate rows
 MAX_MAGNITUDE = 1e15  # the largest |number| a run may record in a field the statistics read (sums stay finite)
 MAX_NAME = 64         # characters of a suite, task, method or choice name (the label and file names stay short)
@@ -43,7 +43,8 @@ class RunCollection:
     """Tables read from many run directories. Every table carries the run keys (benchmark, task, method, seed).
 
     runs: one row per run; iterations: one row per (run, iteration); candidates: one row per candidate;
-    epic: one row per (run, iteration) from the optional `epic.csv`; skipped: directories not counted.
+    epic: one row per (run, iteration) from the optional `epic.csv`; skipped: directories not counted; transfer: one
+    row per (run, unseen task) of a generalisation protocol (result.json `transfer`, bird/stages/transfer.py).
     """
 
     runs: pd.DataFrame
@@ -51,11 +52,13 @@ class RunCollection:
     candidates: pd.DataFrame
     epic: pd.DataFrame
     skipped: list[Skipped] = field(default_factory=list)
+    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def table(self, level: str) -> pd.DataFrame:
         if level not in LEVELS:
             raise ValueError(f"level={level!r}; expected one of {LEVELS}")
-        return {"candidate": self.candidates, "iteration": self.iterations, "run": self.runs, "epic": self.epic}[level]
+        return {"candidate": self.candidates, "iteration": self.iterations, "run": self.runs, "epic": self.epic,
+                "transfer": self.transfer}[level]
 
 
 class _Corrupt(Exception):
@@ -246,7 +249,24 @@ def _epic_rows(path: Path) -> list[dict]:
         raise _Corrupt(f"epic.csv: {str(e)[:200]}") from None
 
 
-def _read_one(path: Path) -> tuple[dict, list[dict], list[dict], list[dict]]:
+def _transfer_rows(result: dict) -> list[dict]:
+    """Per unseen task of result.json `transfer`: the source, the unseen task, the mean score over the run's final
+    seeds (NaN when none was evaluated) and the number of seeds evaluated."""
+    record = _dict(result.get("transfer"), "result.json transfer")
+    if not record:
+        return []
+    source = _name(record.get("source"), "transfer source")
+    rows = []
+    for unseen, entry in _dict(record.get("tasks"), "result.json transfer tasks").items():
+        entry = _dict(entry, f"result.json transfer task {str(unseen)[:40]!r}")
+        scores = [_num(x) for x in _list(entry.get("scores"), "result.json transfer scores")]
+        done = [x for x in scores if not math.isnan(x)]
+        rows.append({"source": source, "unseen": _name(unseen, "transfer task"),
+                     "transfer_score": sum(done) / len(done) if done else math.nan, "n_final_seeds": len(done)})
+    return rows
+
+
+def _read_one(path: Path) -> tuple[dict, list[dict], list[dict], list[dict], list[dict]]:
     status = _read_json(path / "status.json", "status", path)
     if status.get("state") != "completed":
         why = f": {str(status.get('error'))[:200]}" if status.get("error") else ""
@@ -256,7 +276,7 @@ def _read_one(path: Path) -> tuple[dict, list[dict], list[dict], list[dict]]:
     run = _run_row(path, status, result)
     cands = _candidate_rows(path, run["returned_candidate"])
     scores = {c["candidate"]: c["score"] for c in cands}
-    return run, _iteration_rows(result, scores), cands, _epic_rows(path)
+    return run, _iteration_rows(result, scores), cands, _epic_rows(path), _transfer_rows(result)
 
 
 def _attach(per_run: list[list[dict]], keys: dict[int, dict], keep: list[int], columns: list[str]) -> pd.DataFrame:
@@ -296,10 +316,10 @@ def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, warn: bool
         RunCollection; `benchmark` is the run's suite.
     """
     skipped: list[Skipped] = []
-    runs, its, cands, epics = [], [], [], []
+    runs, its, cands, epics, transfers = [], [], [], [], []
     for path in find_run_dirs(paths):
         try:
-            run, it_rows, c_rows, e_rows = _read_one(path)
+            run, it_rows, c_rows, e_rows, t_rows = _read_one(path)
         except _Corrupt as e:
             skipped.append(Skipped(str(path), str(e)))
             continue
@@ -310,6 +330,7 @@ def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, warn: bool
         its.append(it_rows)
         cands.append(c_rows)
         epics.append(e_rows)
+        transfers.append(t_rows)
     keep = _drop_duplicates(runs, skipped)
     key_cols = [*RUN_KEYS, "run_dir"]
     keys = {i: {c: runs[i][c] for c in key_cols} for i in keep}
@@ -318,6 +339,7 @@ def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, warn: bool
     it_df = _attach(its, keys, keep, [*key_cols, "iteration"])
     c_df = _attach(cands, shared, keep, [*key_cols, *_REPEATED, "iteration", "candidate", "score"])
     e_df = _attach(epics, keys, keep, [*key_cols, "iteration", "distance"])
+    t_df = _attach(transfers, shared, keep, [*key_cols, *_REPEATED, "source", "unseen", "transfer_score"])
     no_score = [runs[i]["run_dir"] for i in keep if math.isnan(runs[i]["returned_score"])]
     if no_score and warn:
         warnings.warn(f"{len(no_score)} completed run(s) returned no reward (returned_score null); they are in the "
@@ -326,7 +348,7 @@ def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, warn: bool
         lines = "\n".join(f"  {s.path}: {s.reason}" for s in skipped)
         warnings.warn(f"skipped {len(skipped)} run director{'y' if len(skipped) == 1 else 'ies'} "
                       f"(not counted):\n{lines}", UserWarning, stacklevel=2)
-    return RunCollection(run_df, it_df, c_df, e_df, skipped)
+    return RunCollection(run_df, it_df, c_df, e_df, skipped, t_df)
 
 
 def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, level: str = "candidate") -> pd.DataFrame:

@@ -13,13 +13,14 @@ from .rundir import RunCollection, Skipped
 __all__ = ["load_parquet", "query", "save_parquet"]
 
 _TABLES = ("runs", "iterations", "candidates", "epic")
+_OPTIONAL = ("transfer",)  # tables a collection written before they existed lacks
 
 
 def save_parquet(coll: RunCollection, out_dir: str | os.PathLike) -> Path:
-    """Write runs/iterations/candidates/epic.parquet and skipped.json into `out_dir` (created)."""
+    """Write runs/iterations/candidates/epic/transfer.parquet and skipped.json into `out_dir` (created)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for name in _TABLES:
+    for name in (*_TABLES, *_OPTIONAL):
         getattr(coll, name).to_parquet(out / f"{name}.parquet", index=False)
     (out / "skipped.json").write_text(json.dumps([s.__dict__ for s in coll.skipped], indent=1))
     return out
@@ -31,6 +32,7 @@ def load_parquet(in_dir: str | os.PathLike) -> RunCollection:
     if not (d / "runs.parquet").is_file():
         raise FileNotFoundError(f"{str(d)!r} holds no runs.parquet (write one with save_parquet)")
     tables = {n: pd.read_parquet(d / f"{n}.parquet") for n in _TABLES}
+    tables |= {n: pd.read_parquet(d / f"{n}.parquet") for n in _OPTIONAL if (d / f"{n}.parquet").is_file()}
     skipped = [Skipped(**s) for s in json.loads((d / "skipped.json").read_text())]
     return RunCollection(**tables, skipped=skipped)
 

@@ -45,6 +45,7 @@ from bird.stages.feedback import feedback
 from bird.stages.generate import generate
 from bird.stages.select import select
 from bird.stages.train import train
+from bird.stages.transfer import transfer
 from bird.stages.verify import verify
 from bird.state import Plan, SearchState
 from bird.tracking import open_tracker
@@ -84,7 +85,7 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
         plan = make_plan(cfg)
         pool = make_executor(cfg, plan.workers, ui.train_progress)
         try:
-            state, spent, resumes = _start(cfg, plan, run, adapter, generator, saved)
+            state, spent, resumes = _start(cfg, plan, run, adapter, generator, saved, pool)
             start -= spent
             ui.log(f"bird: {cfg.method} on {cfg.env.id}, seed {cfg.seed}, budget {cfg.budget.name} "
                    f"({plan.n_candidates} × {plan.iterations}, {plan.env_steps:,} steps each) → {run.root}")
@@ -94,7 +95,10 @@ def _search(cfg: BirdConfig, run: RunDir, lock: RunLock, saved: checkpoint.Saved
             scores, no_score = _run_iterations(cfg, state, generator, pool, run, ui, start, resumes)
         finally:
             pool.close()
+        transferred = transfer(cfg, state, generator, run)  # the returned policy on unseen tasks (transfer.tasks)
         result = build_result(cfg, state, generator, scores, time.monotonic() - start, resumes, no_score)
+        if transferred is not None:
+            result["transfer"] = transferred
         result["videos"] = summarise_clips(run.root, cfg.video.record)
         sampled = generator.cacheable or bool(state.judge is not None and state.judge.cacheable)
         result["determinism"] = determinism(cfg, host, sampled)
@@ -201,8 +205,9 @@ def _final_retrain(cfg: BirdConfig, state: SearchState, pool: Executor, run: Run
     code = None if cfg.train.reward_source == "reference" else cand.code
     seeds = [cfg.final.seed_offset + state.seed * 100 + k for k in range(state.plan.final_seeds)]
     video = video_spec(cfg, "final", candidate_id=cand.id)
-    jobs = [make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}",
-                     video=video) for s in seeds]
+    keep = cfg.run.save_policies or bool(cfg.transfer.tasks.get(cfg.env.id))  # transfer evaluates the saved policies
+    jobs = [replace(make_job(cfg, f"final-s{s}", code, s, state.plan.final_env_steps, run.root / "final" / f"seed{s}",
+                             video=video), save_policy=keep) for s in seeds]
     results = pool.run(cfg.final.learner or cfg.train.learner, jobs)
     state.env_steps += sum(r.env_steps for r in results)
     scores = run.write_final(cand.id, seeds, results)
@@ -247,12 +252,12 @@ def _resumable_or_cleared(cfg: BirdConfig, root: Path) -> checkpoint.SavedSearch
 
 
 def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Generator,
-           saved: checkpoint.SavedSearch | None) -> tuple[SearchState, float, list[dict[str, Any]]]:
+           saved: checkpoint.SavedSearch | None, pool: Executor) -> tuple[SearchState, float, list[dict[str, Any]]]:
     """A fresh state after set-up (checkpointed as iteration 0), or the checkpointed one with the run directory
     rewound to it. Returns (state, wall seconds already spent, resume records)."""
     if saved is None:
         state = SearchState(adapter.spec, plan, cfg.seed, random_transitions(adapter, cfg.verify.smoke_steps, cfg.seed))
-        _setup(cfg, state, generator, run)
+        _setup(cfg, state, generator, run, pool)
         run.event("search_started", method=cfg.method, env=cfg.env.id, seed=cfg.seed, plan=plan.__dict__)
         checkpoint.save(run.root, cfg, state, generator.totals(), 0.0, [])
         return state, 0.0, []
@@ -269,11 +274,14 @@ def _start(cfg: BirdConfig, plan: Plan, run: RunDir, adapter: Any, generator: Ge
     return saved.state, saved.wall_s, resumes
 
 
-def _setup(cfg: BirdConfig, state: SearchState, generator: Generator, run: RunDir) -> None:
-    """Inputs some methods need before the first generation: demos, the task decomposition, a judge."""
+def _setup(cfg: BirdConfig, state: SearchState, generator: Generator, run: RunDir, pool: Executor | None = None) -> None:
+    """Inputs some methods need before the first generation: demos (a PPO expert trained by `pool` where the task has
+    no scripted one), the task decomposition, a judge."""
     if cfg.demos.enabled:
-        state.demos = load_demo_set(cfg, state.spec, generator)
+        state.demos = load_demo_set(cfg, state.spec, generator, pool)
         write_json(run.root / "demos.json", state.demos.describe())
+        if state.demos.meta["expert"] != "the task's scripted expert":
+            state.substitutes.append(f"expert demonstrations from {state.demos.meta['expert']}")
     state.decomposition = decompose(cfg, state, generator)
     if state.decomposition is not None:
         write_json(run.root / "decomposition.json", state.decomposition)

@@ -191,7 +191,9 @@ def _check_keys(env: EnvConfig, adapter: TaskAdapter, offers: TaskOffers, report
         report.problems.append(Finding("demos", f"the suite says scripted expert={offers.scripted_expert}, the adapter "
                                        f"{'has' if expert else 'has no'} expert_policy()",
                                        "declare what the adapter has (Suite.scripted_expert)"))
-    report.notes.append(f"demonstrations (scripted expert): {'yes' if expert else 'no (demos.enabled is refused)'}; "
+    sources = [name for name, has in (("scripted expert", expert), ("PPO expert on the reference reward",
+                                                                    offers.reference_reward)) if has]
+    report.notes.append(f"demonstrations: {', '.join(sources) or 'none (demos.enabled is refused)'}; "
                         f"success flag: {'yes' if offers.success_flag else 'no'}; frames: {offers.frames}")
 
 

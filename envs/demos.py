@@ -1,7 +1,8 @@
-"""Expert and uniform-random demonstrations, cached on disk as .npz (keyed by task, kind, count and seed).
+"""Expert and uniform-random demonstrations, cached on disk as .npz (keyed by task, kind, expert, count and seed).
 
-Expert = the suite's scripted policy (Meta-World ships one per task). The reference reward is stored for
-analysis only: `load_demos` leaves it out unless asked, so a generator never sees it.
+Expert = the task's scripted policy (Meta-World ships one per task), or another policy handed in as an `ExpertSource`
+(a trained PPO expert: bird/learners/expert.py). The reference reward is stored for analysis only: `load_demos`
+leaves it out unless asked, so a generator never sees it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from bird.config.schema import EnvConfig
 from bird.envs.gym.taskfile import read_env_file, typed_env
 
 __all__ = [
-    "Demos", "available_envs", "cache_dir", "demo_path", "env_config", "generate_demos", "load_demos", "record_episode",
+    "Demos", "ExpertSource", "available_envs", "cache_dir", "demo_path", "env_config", "generate_demos", "load_demos",
+    "record_episode",
 ]
 
 KINDS = ("expert", "random")
@@ -28,8 +30,23 @@ Policy = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
+class ExpertSource:
+    """An expert policy other than the task's scripted one.
+
+    :param name: its cache-key part (file-name characters only), e.g. "ppo-steps2048-seed0".
+    :param policy: obs -> action, one observation at a time.
+    :param description: what it is, recorded in the demos file and shown in result.json.
+    """
+
+    name: str
+    policy: Policy
+    description: str
+
+
+@dataclass(frozen=True)
 class Demos:
-    """n episodes of T steps. obs/next_obs: (n, T, obs_dim) float32; action: (n, T, act_dim); success: (n, T)."""
+    """n episodes of up to T steps. obs/next_obs: (n, T, obs_dim) float32; action: (n, T, act_dim); success: (n, T).
+    An episode that ended before T (a fall) is padded with copies of its last transition; `length` says where."""
 
     env_id: str
     kind: str
@@ -40,6 +57,13 @@ class Demos:
     next_obs: np.ndarray
     success: np.ndarray  # Meta-World's success flag per step (bool)
     reference_reward: np.ndarray | None = None  # (n, T); analysis only, never shown to a generator
+    length: np.ndarray | None = None  # (n,) steps of each episode; None: every episode has T
+
+    @property
+    def valid(self) -> np.ndarray:
+        """(n, T) True on an episode's own steps, False on its padding."""
+        steps = np.arange(self.obs.shape[1])
+        return steps[None, :] < (self.length if self.length is not None else np.full(self.n, len(steps)))[:, None]
 
     @property
     def n(self) -> int:
@@ -90,9 +114,11 @@ def env_config(env_id: str, trust: bool = False) -> EnvConfig:
     return read_env_file(path)
 
 
-def demo_path(env_id: str, n: int, seed: int, kind: str) -> Path:
+def demo_path(env_id: str, n: int, seed: int, kind: str, expert: ExpertSource | None = None) -> Path:
+    """Where the demos of `kind` (by `expert` when given, else the scripted one) are cached."""
     cfg = env_config(env_id)
-    return cache_dir() / cfg.id.replace("/", "__") / f"{kind}_n{n}_seed{seed}.npz"
+    stem = f"{kind}-{expert.name}" if kind == "expert" and expert is not None else kind
+    return cache_dir() / cfg.id.replace("/", "__") / f"{stem}_n{n}_seed{seed}.npz"
 
 
 def record_episode(env: gym.Env, policy: Policy | None, seed: int) -> dict[str, Any]:
@@ -113,53 +139,76 @@ def record_episode(env: gym.Env, policy: Policy | None, seed: int) -> dict[str, 
             return out
 
 
-def generate_demos(env_id: str, n: int, seed: int, kind: str = "expert") -> Path:
+def _pad(rows: np.ndarray, steps: int, flag: bool) -> np.ndarray:
+    """`rows` (t, ...) to `steps` rows: copies of the last row (False for a flag)."""
+    if len(rows) == steps:
+        return rows
+    fill = np.zeros_like(rows[-1:]) if flag else rows[-1:]
+    return np.concatenate([rows, np.repeat(fill, steps - len(rows), axis=0)])
+
+
+def _policy(adapter: Any, env_id: str, kind: str, expert: ExpertSource | None) -> tuple[Policy | None, str]:
+    """(policy, its description) of a demo kind: uniform random, the given expert, or the task's scripted one."""
+    if kind == "random":
+        return None, "uniform random over the action box"
+    if expert is not None:
+        return expert.policy, expert.description
+    if not hasattr(adapter, "expert_policy"):
+        raise ValueError(f"{env_id}: this task has no scripted expert policy (demos.expert=ppo trains one on its "
+                         "reference reward: python -m bird.envs demos env=... expert=ppo)")
+    return adapter.expert_policy(), "scripted expert"
+
+
+def generate_demos(env_id: str, n: int, seed: int, kind: str = "expert", expert: ExpertSource | None = None) -> Path:
     """Roll out n episodes (reset seeds seed*1000 + i) and write them to demo_path(...)."""
     from bird.envs.registry import make_adapter
 
     if kind not in KINDS:
         raise ValueError(f"unknown demo kind {kind!r}; allowed: {list(KINDS)}")
     adapter = make_adapter(env_config(env_id))
-    if kind == "expert" and not hasattr(adapter, "expert_policy"):
-        raise ValueError(f"{env_id}: this suite has no scripted expert policy")
-    policy = adapter.expert_policy() if kind == "expert" else None
+    policy, described = _policy(adapter, env_id, kind, expert)
     env = adapter.make_env(seed=seed)
     seeds = [seed * 1000 + i for i in range(n)]
     episodes = [record_episode(env, policy, s) for s in seeds]
     env.close()
-    arrays = {k: np.stack([e[k] for e in episodes]) for k in ("obs", "action", "next_obs", "success", "reference_reward")}
+    length = np.asarray([len(e["action"]) for e in episodes])
+    arrays = {k: np.stack([_pad(e[k], int(length.max()), k == "success") for e in episodes])
+              for k in ("obs", "action", "next_obs", "success", "reference_reward")}
     for k in ("obs", "action", "next_obs", "reference_reward"):
         arrays[k] = arrays[k].astype(np.float32)
+    source = f" expert={expert.name.split('-')[0]}" if kind == "expert" and expert is not None else ""
     meta = {
-        "env_id": adapter.spec.env_id, "kind": kind, "n": n, "seed": seed,
-        "policy": "scripted expert" if kind == "expert" else "uniform random over the action box",
-        "command": f"python -m bird.envs demos env={env_id} n={n} seed={seed} kind={kind}",
+        "env_id": adapter.spec.env_id, "kind": kind, "n": n, "seed": seed, "policy": described,
+        "command": f"python -m bird.envs demos env={env_id} n={n} seed={seed} kind={kind}{source}",
     }
-    path = demo_path(env_id, n, seed, kind)
+    path = demo_path(env_id, n, seed, kind, expert)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
-    np.savez_compressed(tmp, episode_seeds=np.asarray(seeds), meta=json.dumps(meta), **arrays)
+    np.savez_compressed(tmp, episode_seeds=np.asarray(seeds), length=length, meta=json.dumps(meta), **arrays)
     tmp.replace(path)
     return path
 
 
 def load_demos(
-    env_id: str, n: int, seed: int, kind: str = "expert", *, generate: bool = True, with_reference_reward: bool = False
+    env_id: str, n: int, seed: int, kind: str = "expert", *, generate: bool = True, with_reference_reward: bool = False,
+    expert: ExpertSource | None = None,
 ) -> Demos:
     """Demos from the cache, generated first when missing (generate=False raises FileNotFoundError instead).
 
     :param with_reference_reward: also load the env's reward (for analysis; never pass it to a generator).
+    :param expert: the expert of kind="expert" when it is not the task's scripted one.
     """
-    path = demo_path(env_id, n, seed, kind)
+    path = demo_path(env_id, n, seed, kind, expert)
     if not path.exists():
         if not generate:
             raise FileNotFoundError(f"no cached demos at {path}; run: python -m bird.envs demos env={env_id} n={n} "
                                     f"seed={seed} kind={kind}")
-        generate_demos(env_id, n, seed, kind)
+        generate_demos(env_id, n, seed, kind, expert)
     with np.load(path) as z:
         meta = json.loads(str(z["meta"]))
         return Demos(
             env_id=meta["env_id"], kind=kind, seed=seed, episode_seeds=z["episode_seeds"],
             obs=z["obs"], action=z["action"], next_obs=z["next_obs"], success=z["success"],
             reference_reward=z["reference_reward"] if with_reference_reward else None,
+            length=z["length"] if "length" in z.files else None,
         )

@@ -20,8 +20,9 @@ class TaskOffers:
     :param representations: the generate.env_representation values it serves (None: not declared, any).
     :param frames: it renders frames (judge.mode=vlm); None: not declared.
     :param success_flag: its steps carry a success flag (info["success"]).
-    :param reference_reward: it has a reference (published) reward: the native signal and reference_return need one.
-    :param scripted_expert: its adapter has expert_policy() (scripted-expert demonstrations).
+    :param reference_reward: it has a reference (published) reward: the native signal and reference_return need one,
+        and a PPO expert trains on it (demos.expert=ppo).
+    :param scripted_expert: its adapter has expert_policy() (scripted-expert demonstrations, demos.expert=scripted).
     :param jax_env: its env runs in JAX (Brax), so train.learner=jax_ppo can train on it.
     """
 
@@ -45,6 +46,8 @@ class Suite(Component):
     :param task_names: `task -> canonical name`, a ValueError naming the available tasks for an unknown one.
     :param task_offers: per-task offers (a suite whose tasks differ: the gym suite's task files), else the above.
     :param jax_env: its envs run in JAX (Brax).
+    :param tasks: `() -> names` of every task the suite holds (the catalogue, `python -m bird.envs list`); None where
+        its tasks are files found on the config search path (the gym suite).
     """
 
     scripted_expert: bool = False
@@ -54,6 +57,7 @@ class Suite(Component):
     task_names: Callable[[str], str] | None = None
     task_offers: Callable[[EnvConfig], TaskOffers] | None = None
     jax_env: bool = False
+    tasks: Callable[[], tuple[str, ...]] | None = None
 
     def suite_offers(self) -> TaskOffers | None:
         """What every task of the suite offers (None when each task says, `task_offers`)."""
@@ -124,13 +128,21 @@ def _metaworld_task(task: str) -> str:
     return canonical_task(task)
 
 
+def _metaworld_names() -> tuple[str, ...]:
+    from bird.envs.metaworld.tasks import task_names
+
+    return task_names()
+
+
 # the views every adapter suite's tasks serve: the env module's code (reward code removed), its observation code, the
 # index, and a class abstraction built from the index (Meta-World adds its own abstraction)
 _ADAPTER_VIEWS = ("full_source", "obs_code", "obs_index", "class_abstraction")
 
 register("suite", "mujoco")(Suite(_mujoco, task_names=_known("mujoco", _mujoco_tasks),
+                                  tasks=lambda: tuple(sorted(_mujoco_tasks())),
                                   provides={"representations": _ADAPTER_VIEWS, "frames": True}))
 register("suite", "metaworld")(Suite(_metaworld, scripted_expert=True, success_flag=True, task_names=_metaworld_task,
+                                     tasks=_metaworld_names,
                                      provides={"representations": (*_ADAPTER_VIEWS, "abstraction"), "frames": True}))
 
 
@@ -199,6 +211,7 @@ def _brax(task: str, cfg: EnvConfig) -> TaskAdapter:
 
 register("suite", "brax")(Suite(_brax, backends=("generalized", "positional", "spring", "mjx"),
                                task_names=_known("brax", _brax_tasks), jax_env=True,
+                               tasks=lambda: tuple(sorted(_brax_tasks())),
                                provides={"representations": ("full_source", "obs_code", "obs_index"), "frames": False}))
 
 
@@ -210,7 +223,7 @@ def _gym(task: str, cfg: EnvConfig) -> TaskAdapter:
 
 def _gym_offers(env: EnvConfig) -> TaskOffers:
     """A task file's offers, read from the file: its source views, frames where the env class has an rgb_array mode
-    (its class is imported, not built), its success flag and reference reward; no scripted expert."""
+    (its class is imported, not built), its success flag, reference reward and scripted expert (env.task.expert)."""
     from bird.envs.gym.adapter import env_class
     from bird.envs.gym.taskfile import has_reference, problems, representations
 
@@ -220,7 +233,7 @@ def _gym_offers(env: EnvConfig) -> TaskOffers:
     assert env.task is not None
     modes = getattr(env_class(env.task), "metadata", {}).get("render_modes", ())
     return TaskOffers(representations(env.task), "rgb_array" in modes, env.task.success is not None,
-                      has_reference(env.task), scripted_expert=False)
+                      has_reference(env.task), scripted_expert=env.task.expert is not None)
 
 
 register("suite", "gym")(Suite(_gym, task_offers=_gym_offers))

@@ -87,17 +87,22 @@ def test_every_option_of_every_group_composes(group):
         assert_option_applied(cfg, CONF_DIR / group / f"{option}.yaml")
 
 
-def test_demonstrations_on_a_suite_without_a_scripted_expert_fail_at_config_time():
-    """GRACE learns from scripted-expert demonstrations; MuJoCo has none: the config is refused before anything runs,
-    saying what is missing, instead of failing (or crashing) once the search has started."""
-    with pytest.raises(ConfigError, match=r"demos.enabled=true: .*suite 'mujoco' has no scripted expert policy .*"
-                                          r"suites with one: \['metaworld'\]"):
-        compose(["method=grace", "env=mujoco/hopper"])
-    with pytest.raises(ConfigError, match="no scripted expert policy"):
-        compose(["demos.enabled=true", "env=mujoco/swimmer"])
-    assert compose(["method=grace", "env=metaworld/reach"]).demos.enabled  # a suite with one: accepted
-    proc = _cli("method=grace", "env=mujoco/hopper", "run.progress=false")
-    assert proc.returncode != 0 and "no scripted expert policy" in proc.stderr
+def test_demonstrations_from_a_source_the_task_lacks_fail_at_config_time():
+    """GRACE learns from expert demonstrations: a scripted expert's (Meta-World), else a PPO expert's trained on the
+    reference reward (MuJoCo). A task with neither, or a source it lacks asked for by name, is refused before anything
+    runs, saying what is missing, instead of failing (or crashing) once the search has started."""
+    with pytest.raises(ConfigError, match=r"demos.enabled=true: task gym/hopper_hop_in_place names no source of expert "
+                                          r"demonstrations: it has no reference reward .* env.task.expert"):
+        compose(["method=grace", "env=gym/hopper_hop_in_place"])
+    with pytest.raises(ConfigError, match=r"demos.expert=scripted: .*suite 'mujoco' has no scripted expert policy for "
+                                          r"mujoco/swimmer; suites with one: \['metaworld'\]; or set demos.expert=ppo"):
+        compose(["method=grace", "env=mujoco/swimmer", "demos.expert=scripted"])
+    with pytest.raises(ConfigError, match=r"demos.expert='teacher': allowed: \['auto', 'scripted', 'ppo'\]"):
+        compose(["method=grace", "env=metaworld/reach", "demos.expert=teacher"])
+    assert compose(["method=grace", "env=metaworld/reach"]).demos.enabled  # a scripted expert
+    assert compose(["method=grace", "env=mujoco/walker2d"]).demos.expert == "auto"  # a PPO expert on the reference
+    proc = _cli("method=grace", "env=gym/hopper_hop_in_place", "run.progress=false")
+    assert proc.returncode != 0 and "names no source of expert demonstrations" in proc.stderr
     assert "search_started" not in proc.stdout + proc.stderr
 
 

@@ -1,6 +1,12 @@
 """Prompt-level leak audit (bird/leaks.py) over every method × every task of every suite: every prompt kind a method
 sends (initial, feedback/mutation, decomposition, judge, goal identification) and every feedback text it renders,
-without training. Each check has a positive control: a deliberately leaky input it must catch."""
+without training. Each check has a positive control: a deliberately leaky input it must catch.
+
+The forty Meta-World tasks beyond MT10 are audited more cheaply (test_no_first_iteration_prompt_leaks_on_the_mt50_tasks):
+every method's prompts of its first iteration, its config composed once and the task swapped in. What a task adds to a
+prompt (its text, fields, views, demonstrations, rollouts) is there in the first iteration already; what later prompt
+kinds add (feedback formats, mutation, judge and critic templates) is the method's own, and the full audit renders it
+for every method on the ten MT10 tasks of the same suite."""
 
 from __future__ import annotations
 
@@ -11,14 +17,29 @@ from prompt_rehearsal import REFERENCE_SENTINEL, REHEARSAL_HORIZON, Rehearsal, r
 
 from bird.config.load import CONF_DIR
 from bird.envs.demos import available_envs
+from bird.envs.metaworld.tasks import MT10
 from bird.leaks import compared_numbers, eval_task_mentions, find_leaks, hidden_facts
 from bird.registry import declared
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
-TASKS = available_envs()
+# Tasks added by issue 37 (BIRD's Gym tasks, GRACE's Gym MuJoCo, classic control) are audited with the methods that
+# render every kind of task content a prompt carries: the full source and the class abstraction, described and bare
+# fields, the eureka, process, subtask-judge and misscored-demos feedback, a decomposition (VIEW_METHODS); each view
+# of each of them is also checked by `python -m bird.envs check` (tests/envs/test_task_files.py). Every method on every
+# such task would add ~130 rehearsals (~5 minutes on 2 cores).
+VIEW_AUDITED = {"gym/acrobot", "gym/half_cheetah_backward", "gym/half_cheetah_target_speed", "gym/mountain_car_continuous",
+                "gym/reacher_hold", "gym/reacher_reach", "gym/swimmer_heading", "mujoco/ant", "mujoco/humanoid",
+                "mujoco/walker2d"}
+VIEW_METHODS = ("card", "era_u", "eureka", "grace")
+# Meta-World beyond MT10: audited by test_no_first_iteration_prompt_leaks_on_the_mt50_tasks (module docstring)
+MT50_ONLY = [t for t in available_envs("metaworld") if t.partition("/")[2] not in MT10]
+TASKS = [t for t in available_envs() if t not in MT50_ONLY]
+CASES = [(m, t) for t in TASKS for m in METHODS if t not in VIEW_AUDITED or m in VIEW_METHODS]
+# demos.expert=scripted: a method that learns from demonstrations is audited where a task has a scripted expert; its
+# prompts with a PPO expert's demonstrations are audited once (test_grace_with_a_ppo_experts_demos_leaks_nothing)
 REHEARSAL = ["run.progress=false", f"env.horizon={REHEARSAL_HORIZON}", "budget.max_candidates=1", "verify.checks=[static]",
              "judge.mode=state_text", "alignment.iterations=20", "demos.n_expert=2", "demos.n_negative=2",
-             "demos.max_train=2"]
+             "demos.max_train=2", "demos.expert=scripted"]
 # a method that cannot run on a suite must say so before anything is sent (the brax suite: when the config loads)
 REFUSALS = (r"not available for suite|no scripted expert policy|has no such view of its tasks|needs scripted expert"
             r"|needs rendered frames|needs reward\.|is written for suites|needs a success flag")
@@ -122,9 +143,8 @@ def _expected_operators(cfg) -> set[str]:
 
 
 # brax tasks: their reset and step compile beside the suite first (tests/background.py, job "brax_envs")
-@pytest.mark.parametrize("env", [pytest.param(t, marks=pytest.mark.background("brax_envs")) if t.startswith("brax/")
-                                 else t for t in TASKS])
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("method", "env"), [pytest.param(m, t, marks=pytest.mark.background("brax_envs"))
+                                             if t.startswith("brax/") else (m, t) for m, t in CASES])
 def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp_path, method, env):
     try:
         try:
@@ -150,13 +170,74 @@ def test_no_prompt_of_any_kind_leaks_for_any_method_on_any_task(compose_cfg, tmp
     assert not leaks, "\n".join(leaks)
 
 
+def test_grace_with_a_ppo_experts_demos_leaks_nothing(compose_cfg, tmp_path):
+    """GRACE on Gym MuJoCo Walker2d, its expert demonstrations from a PPO expert (a cheap one: 2,048 steps, cached for
+    the session), audited as above."""
+    cfg = compose_cfg("method=grace", "env=mujoco/walker2d", *REHEARSAL[:-1], "demos.expert=ppo")
+    r = rehearse(cfg, tmp_path)
+    assert {"reward", "goal_states"} <= r.purposes()
+    leaks = findings(r, cfg)
+    assert not leaks, "\n".join(leaks)
+
+
+_FIRST: dict[str, object] = {}  # method -> its config for the MT50 audit (composed once), or why the suite refuses it
+
+
+def _first_iteration_cfg(compose_cfg, method: str):
+    """The method's rehearsal config on Meta-World (composed on metaworld/push), one iteration; a str: the refusal."""
+    if method not in _FIRST:
+        args = [f"method={method}", "env=metaworld/push", *REHEARSAL, "budget.max_iterations=1"]
+        try:
+            try:
+                _FIRST[method] = compose_cfg(*args)
+            except ValueError as exc:
+                if "needs a reference reward" not in str(exc):
+                    raise
+                _FIRST[method] = compose_cfg(*args, *NO_REFERENCE)
+        except ValueError as exc:
+            assert re.search(REFUSALS, str(exc)), exc
+            _FIRST[method] = str(exc)
+    return _FIRST[method]
+
+
+@pytest.mark.parametrize("env", MT50_ONLY)
+def test_no_first_iteration_prompt_leaks_on_the_mt50_tasks(compose_cfg, tmp_path, env):
+    """Every method's set-up and first-iteration prompts (demonstrations and goal states, decomposition, the initial
+    reward prompt, the verify stage's screens) on one of the forty Meta-World tasks beyond MT10."""
+    from dataclasses import replace
+
+    from bird.config.validate import validate
+    from bird.envs.demos import env_config
+
+    task = replace(env_config(env), horizon=REHEARSAL_HORIZON)
+    leaks, audited = [], 0
+    for method in METHODS:
+        base = _first_iteration_cfg(compose_cfg, method)
+        if isinstance(base, str):  # the suite refuses the method (it says so when its config loads)
+            continue
+        cfg = replace(base, env=task)
+        assert validate(cfg) == [], method
+        try:
+            r = rehearse(cfg, tmp_path / method)
+        except ValueError as exc:
+            assert re.search(REFUSALS, str(exc)), exc
+            continue
+        expected = {"reward"} | ({"decompose"} if cfg.decompose.kind != "none" else set())
+        assert expected <= r.purposes(), f"{method}: prompt kinds not rendered: {expected - r.purposes()}"
+        leaks += [f"{method}: {leak}" for leak in findings(r, cfg)]
+        audited += 1
+    assert audited and not leaks, "\n".join(leaks)
+
+
 # -- positive controls: the same audit must catch a deliberate leak of each kind -----------------------------------
 def test_positive_control_the_old_few_shot_example_is_caught():
     assert eval_task_mentions(LEAKY_EXAMPLE) == ["metaworld/push"]
     assert [leak for leak in find_leaks(LEAKY_EXAMPLE, hidden_facts("metaworld/push")) if "0.05" in leak]
     assert eval_task_mentions("Open the window by sliding its handle") == ["metaworld/window_open"]
     assert eval_task_mentions("make the half-cheetah run; pick and place the block") == [
-        "brax/half_cheetah", "metaworld/pick_place", "mujoco/half_cheetah"]
+        "brax/half_cheetah", "gym/half_cheetah_backward", "gym/half_cheetah_target_speed", "metaworld/pick_place",
+        "metaworld/pick_place_wall", "mujoco/half_cheetah"]
+    assert eval_task_mentions("Hammer the nail into the wall") == ["metaworld/hammer"]  # an MT50 task is one too
 
 
 def test_positive_control_thresholds_in_any_unit_and_names_only_as_env_code_are_caught():
@@ -223,3 +304,20 @@ def test_positive_control_a_leaky_method_fails_the_audit(compose_cfg, tmp_path, 
                 "task_file": ["names costs", "names angle_normalize"]}[leak]
     for needle in expected:
         assert needle in found, f"{needle!r} not caught:\n{found}"
+
+
+def test_positive_control_the_mt50_audit_audits_the_task_it_names(compose_cfg, tmp_path, monkeypatch):
+    """A task text that compares with hammer's success threshold (0.09, not push's 0.05, the task the methods' configs
+    were composed on): the audit must read the hidden facts of the task swapped in."""
+    import bird.envs.demos as demos
+
+    real = demos.env_config
+
+    def leaky(env_id: str):
+        env = real(env_id)
+        env.description += " The nail is driven once it has moved more than 0.09 m."
+        return env
+
+    monkeypatch.setattr(demos, "env_config", leaky)
+    with pytest.raises(AssertionError, match="compares with the success threshold 0.09"):
+        test_no_first_iteration_prompt_leaks_on_the_mt50_tasks(compose_cfg, tmp_path, "metaworld/hammer")

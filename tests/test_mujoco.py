@@ -28,7 +28,14 @@ def test_obs_index_matches_the_simulator_state(task):
     assert adapter.spec.obs_index.dim == obs.shape[0]
     for f in adapter.spec.obs_index.fields:
         value = fields[f.name][0]
-        if f.kind in ("position", "angle"):
+        if "free joint" in f.description:  # Ant's and Humanoid's root: x, y, z slides, then the orientation
+            joint = f.description.split("free joint ")[1].split()[0]
+            pos, dof = model.joint(joint).qposadr[0], model.joint(joint).dofadr[0]
+            slot = "xyz".index(f.axis) if f.size == 1 else 3
+            expected = data.qpos[pos + slot: pos + slot + f.size] if f.kind in ("position", "quaternion") else \
+                data.qvel[dof + slot: dof + slot + f.size]
+            np.testing.assert_allclose(np.atleast_1d(value), expected, err_msg=f.name)
+        elif f.kind in ("position", "angle"):
             joint = f.name.rsplit("_", 1)[0]
             assert np.isclose(value, data.qpos[model.joint(joint).qposadr[0]]), f.name
         elif f.kind in ("velocity", "angular_velocity"):

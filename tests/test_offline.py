@@ -127,24 +127,37 @@ def test_position_pairs_match_whole_words_not_substrings():
     assert position_pairs(fields) == [("hand_pos", "drawer_handle_pos"), ("drawer_handle_pos", "goal_pos")]
 
 
-def test_a_reward_class_request_without_position_fields_is_a_clear_llm_error_not_a_crash():
-    """GRACE's offline programs reward distances between 3-d positions; a MuJoCo state (joint angles and velocities)
-    has none. Initial and mutation requests both get an LLMError saying so (was: IndexError / ValueError)."""
+def test_a_reward_class_request_without_position_fields_gets_a_feature_program():
+    """GRACE on a walker: a state of joint angles and velocities (no two 3-d positions). The initial program rewards
+    the scalar field that moves most from the expert's first states to its goal states, in its direction; a mutation
+    adds the field that separates the misscored expert and negative states. A state with neither (one 2-d field, no
+    unit) is a clear LLMError, not a crash."""
     import pytest
 
     from bird.llm.base import LLMError
 
-    gen = OfflineSynthesiser("offline")
+    fields = [{"name": "rooty_angle", "size": 1, "unit": "rad"}, {"name": "rootx_vel", "size": 1, "unit": "m/s"}]
+    rows = [{"index": i + 1, "state": {"rooty_angle": 0.0, "rootx_vel": v}} for i, v in enumerate([0.0, 0.5, 1.0, 2.0])]
+    ctx = {"task": "", "obs_fields": fields, "action_dim": 6, "contract": "reward_class",
+           "expert_trajectories": [{"rows": rows}]}
+    text = OfflineSynthesiser("offline").complete(Request("reward", (Message("user", "p"),), ctx, seed=0)).text
+    code = json.loads(text)["reward_class_code"]
+    assert check_source(code, "Reward", contract="reward_class") is None
     from bird.llm.offline.terms import SPEC_MARKER
 
-    spec = {"offset": 0.0, "terms": [{"a": "p", "b": "q", "theta": 0.1, "bonus": 10.0, "w": 0.5, "sigma": 0.1}]}
-    parent = f"# x\n{SPEC_MARKER}{json.dumps(spec)}\nclass Reward:\n    pass\n"
-    for purpose, extra in (("reward", {}), ("mutation", {"parent_code": parent, "wrong_examples": [
-            {"label": "negative", "state": {"rooty_angle": 0.1}, "reward": 3.0}]})):
-        request = _request(purpose, contract="reward_class", **extra)
-        with pytest.raises(LLMError, match=r"no(ne)? .*3-d position|has none") as err:
-            gen.complete(request)
-        assert "rooty_angle (1, no unit)" in str(err.value)
+    (spec,) = [json.loads(line[len(SPEC_MARKER):]) for line in code.splitlines() if line.startswith(SPEC_MARKER)]
+    assert [(t["f"], t["sign"]) for t in spec["terms"]] == [("rootx_vel", 1.0)]  # it rises along the expert's run
+    assert "float(np.mean(state['rootx_vel']))" in code
+    wrong = [{"label": "expert", "state": {"rooty_angle": 0.3, "rootx_vel": 1.0}, "reward": -1.0},
+             {"label": "negative", "state": {"rooty_angle": -0.3, "rootx_vel": 1.0}, "reward": 2.0}]
+    children = [json.loads(OfflineSynthesiser("offline").complete(Request(
+        "mutation", (Message("user", "p"),), {**ctx, "parent_code": code, "wrong_examples": wrong}, seed=s)).text)
+        for s in range(8)]
+    assert any("state['rooty_angle']" in c["reward_class_code"] for c in children)  # the separating field, added
+    flat = {**ctx, "obs_fields": [{"name": "offset_xy", "size": 2}]}
+    with pytest.raises(LLMError, match=r"3-d position fields .* or scalar fields, and the state has neither") as err:
+        OfflineSynthesiser("offline").complete(Request("reward", (Message("user", "p"),), flat, seed=0))
+    assert "offset_xy (2, no unit)" in str(err.value)
 
 
 def test_a_reward_class_request_with_position_fields_gets_a_program():

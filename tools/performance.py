@@ -45,6 +45,10 @@ ABOUT = {
     "experiments": "One-off A/B measurements behind a setting (a pinned version, a lazy import, a cache floor): "
                    "what was compared, the command, both values.",
     "searches": "Whole searches with the offline generator: what a configuration returns at a budget, with its cost.",
+    "catalogue_smoke": "`make catalogue`: one smoke search per task of the catalogue (envs/catalogue_smoke.py), whether "
+                       "it passed, its returned score and wall time; docs/tasks.md shows each task's last row.",
+    "bird_random_anchors": "BIRD's random-policy anchors of its Gym MuJoCo tasks, re-measured under bird's stack beside "
+                           "BIRD's values (`bench/bench_bird_anchors.py`; docs/bird_gym_tasks.md).",
     "brax_backends": "Brax's physics backends, raw env steps per second (random actions): how `env.backend`'s "
                      "defaults were chosen.",
 }
@@ -81,11 +85,15 @@ def _cell(text: str) -> str:
 
 def _section(stem: str) -> str:
     header, rows = _rows(RESULTS / f"{stem}.csv")
-    shown = [c for c in header if c not in HIDDEN and "commit" not in c and any(r.get(c) for r in rows)]
+    commands = list(dict.fromkeys(r.get("command") or "" for r in rows))
+    hidden = HIDDEN if len(commands) <= 3 else tuple(c for c in HIDDEN if c != "command")
+    shown = [c for c in header if c not in hidden and "commit" not in c and any(r.get(c) for r in rows)]
     lines = [f"## {stem}", "", _about(stem, rows), ""]
     machines = sorted({r["machine"] for r in rows})
-    lines += [f"Machine: {'; '.join(machines)}. Commands: " +
-              ", ".join(f"`{c}`" for c in dict.fromkeys(r["command"] for r in rows)) + ".", ""]
+    said = f"Machine: {'; '.join(machines)}."
+    if len(commands) <= 3 and any(commands):
+        said += " Commands: " + ", ".join(f"`{c}`" for c in commands if c) + "."
+    lines += [said, ""]
     lines += ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     lines += ["| " + " | ".join(_cell(r.get(c) or "") for c in shown) + " |" for r in rows]
     return "\n".join([*lines, ""])

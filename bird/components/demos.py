@@ -11,10 +11,12 @@ import numpy as np
 
 from bird.components.demo_fitness import worst_rows
 from bird.config.schema import BirdConfig
+from bird.config.validate_task import demo_expert
 from bird.envs.base import TaskSpec
-from bird.envs.demos import load_demos
+from bird.envs.demos import ExpertSource, load_demos
 from bird.executors import Executor
-from bird.learners.job import make_job
+from bird.learners.expert import ppo_expert
+from bird.learners.job import TrainJob, make_job
 from bird.learners.rollouts import load_rollouts
 from bird.llm.base import Generator
 from bird.registry import get
@@ -23,9 +25,9 @@ from bird.reward.sandbox import RewardProgramError, SandboxedReward
 from bird.rundir import RunDir
 from bird.state import SearchState
 from bird.state_codec import register_saved
-from bird.types import Candidate
+from bird.types import Candidate, TrainResult
 
-__all__ = ["Episodes", "DemoSet", "DemoScores", "load_demo_set", "score_candidate", "expand_negatives"]
+__all__ = ["Episodes", "DemoSet", "DemoScores", "expert_source", "load_demo_set", "score_candidate", "expand_negatives"]
 
 
 @register_saved
@@ -89,10 +91,12 @@ class DemoScores:
         return self.reward[self.episodes.label < 0]
 
 
-def _episodes(states: np.ndarray, label: np.ndarray, source: str) -> Episodes:
+def _episodes(states: np.ndarray, label: np.ndarray, source: str, valid: np.ndarray | None = None) -> Episodes:
+    """Episodes from (n, T, dim) states, leaving out the padding of episodes shorter than T (`valid` False)."""
     n, t, _ = states.shape
-    return Episodes(states.reshape(n * t, -1).astype(np.float64), np.repeat(np.arange(n), t), np.tile(np.arange(t), n),
-                    label.reshape(-1), [source] * n)
+    keep = np.ones(n * t, dtype=bool) if valid is None else valid.reshape(-1)
+    return Episodes(states.reshape(n * t, -1).astype(np.float64)[keep], np.repeat(np.arange(n), t)[keep],
+                    np.tile(np.arange(t), n)[keep], label.reshape(-1)[keep], [source] * n)
 
 
 def _split(e: Episodes, n_train: int) -> tuple[Episodes, Episodes | None]:
@@ -112,21 +116,43 @@ def _n_train(cfg: BirdConfig, n: int) -> int:
     return d.max_train // 2 if d.max_train is not None else n - int(n * d.test_fraction)
 
 
-def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Generator | None = None) -> DemoSet:
-    """Expert and negative demonstrations (envs/demos.py), labelled by demos.positive_states (registry family
-    positive_states; goal_identified asks `generator`), split by episode into train and test."""
+def expert_source(cfg: BirdConfig, pool: Executor | None) -> ExpertSource | None:
+    """The expert demos.expert picks for the task: None for its scripted expert, else the PPO expert on its reference
+    reward (bird/learners/expert.py), trained by `pool` (in this process without one) when not cached."""
+    suite = cfg.env.id.partition("/")[0]
+    if demo_expert(cfg.demos.expert, get("suite", suite).offers(cfg.env), cfg.env.id) == "scripted":
+        return None
+
+    def run(job: TrainJob) -> TrainResult:
+        if pool is not None:
+            return pool.run("sb3_ppo", [job])[0]
+        from bird.learners.sb3_ppo import train_ppo
+
+        return train_ppo(job)
+
+    return ppo_expert(cfg.env, cfg.budget.expert_env_steps, cfg.demos.expert_seed, run)
+
+
+def load_demo_set(cfg: BirdConfig, spec: TaskSpec, generator: Generator | None = None,
+                  pool: Executor | None = None) -> DemoSet:
+    """Expert (demos.expert: scripted, or a cached PPO expert that `pool` trains when missing) and negative
+    demonstrations (envs/demos.py), labelled by demos.positive_states (registry family positive_states;
+    goal_identified asks `generator`), split by episode into train and test."""
     d = cfg.demos
-    expert = load_demos(cfg.env.id, d.n_expert, d.seed, "expert")
+    source = expert_source(cfg, pool)
+    expert = load_demos(cfg.env.id, d.n_expert, d.seed, "expert", expert=source)
     negative = load_demos(cfg.env.id, d.n_negative, d.seed, d.negative_kind)
-    label, goals = get("positive_states", d.positive_states)(cfg, spec, expert.next_obs, generator)
-    pos = _episodes(expert.next_obs, label, "expert")
-    neg = _episodes(negative.next_obs, np.full(negative.next_obs.shape[:2], -1), d.negative_kind)
+    label, goals = get("positive_states", d.positive_states)(cfg, spec, expert.next_obs, generator,
+                                                             length=expert.valid.sum(axis=1))
+    pos = _episodes(expert.next_obs, label, "expert", expert.valid)
+    neg = _episodes(negative.next_obs, np.full(negative.next_obs.shape[:2], -1), d.negative_kind, negative.valid)
     (pos_tr, pos_te), (neg_tr, neg_te) = _split(pos, _n_train(cfg, d.n_expert)), _split(neg, _n_train(cfg, d.n_negative))
     held_out = [e for e in (pos_te, neg_te) if e is not None]  # a kind with nothing held out adds nothing
     test = reduce(Episodes.extend, held_out) if held_out else None
     meta = {"env": cfg.env.id, "n_expert": d.n_expert, "n_negative": d.n_negative, "seed": d.seed,
             "negative_kind": d.negative_kind, "positive_states": d.positive_states, "stride": d.stride, "n_shown": d.n_shown,
-            "max_train": d.max_train, "expert_success_rate": expert.success_rate,
+            "max_train": d.max_train, "expert": source.description if source else "the task's scripted expert",
+            "expert_success_rate": expert.success_rate,
             "negative_success_rate": negative.success_rate, **({"goal_states": goals} if goals else {})}
     return DemoSet(pos_tr.extend(neg_tr), test, meta)
 

@@ -6,8 +6,9 @@
   (1-based indices, or -1 for none). An answer that cannot be read falls back to the last state, recorded.
 
 Expert states that are not positives become negatives when demos.unidentified_as_negative is set (GRACE §4, data
-cleaning: S_n = (D+ \\ S_e) ∪ D-), else they are dropped (label 0). Each labeller returns (labels (n, T) in
-{+1, -1, 0}, one record per trajectory for demos.json).
+cleaning: S_n = (D+ \\ S_e) ∪ D-), else they are dropped (label 0). Each labeller reads `states` (n, T, obs_dim)
+and `length` (n,), the steps of each trajectory (one that ended early, a fall, is padded to T), and returns (labels
+(n, T) in {+1, -1, 0}, one record per trajectory for demos.json).
 """
 
 from __future__ import annotations
@@ -33,15 +34,21 @@ def _other(cfg: BirdConfig) -> int:
     return -1 if cfg.demos.unidentified_as_negative else 0
 
 
+def _lengths(states: np.ndarray, length: np.ndarray | None) -> np.ndarray:
+    return np.full(states.shape[0], states.shape[1]) if length is None else np.asarray(length)
+
+
 @register("positive_states", "all")
-def _all(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
+def _all(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator,
+         length: np.ndarray | None = None) -> Labels:
     return np.ones(states.shape[:2], dtype=int), []
 
 
 @register("positive_states", "last_state")
-def _last_state(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
+def _last_state(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator,
+                length: np.ndarray | None = None) -> Labels:
     label = np.full(states.shape[:2], _other(cfg), dtype=int)
-    label[:, -1] = 1
+    label[np.arange(len(label)), _lengths(states, length) - 1] = 1
     return label, []
 
 
@@ -80,18 +87,20 @@ def read_goal_indexes(text: str, n_states: int) -> tuple[list[int] | None, str]:
 
 
 @register("positive_states", "goal_identified")
-def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator) -> Labels:
+def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator,
+                     length: np.ndarray | None = None) -> Labels:
     n, t = states.shape[:2]
+    steps = _lengths(states, length)
     label = np.full((n, t), _other(cfg), dtype=int)
-    requests = [goal_request(cfg, spec, states[e], e, cfg.demos.seed) for e in range(n)]
+    requests = [goal_request(cfg, spec, states[e, : steps[e]], e, cfg.demos.seed) for e in range(n)]
     records = []
     for e, answer in enumerate(generator.complete_many(requests)):
         if isinstance(answer, LLMError):
             goals, why = None, f"request failed: {answer}"
         else:
-            goals, why = read_goal_indexes(answer.text, t)
+            goals, why = read_goal_indexes(answer.text, int(steps[e]))
         if goals is None:  # fall back to the last state (the BabyAI rule), recorded
-            goals, why = [t - 1], f"fallback to the last state ({why})"
+            goals, why = [int(steps[e]) - 1], f"fallback to the last state ({why})"
         label[e, goals] = 1
         records.append({"episode": e, "goal_steps": [g + 1 for g in goals], "how": why})
     return label, records

@@ -17,13 +17,17 @@ ONEHOT_SUBSTITUTE = ("subtask prior encoder: one-hot subtask index instead of a 
 
 
 @register("obs_augment", "none")
-def _none(plan_list: list[str]) -> np.ndarray | None:
+def _none(plan_list: list[str], width: int | None = None) -> np.ndarray | None:
     """Nothing appended."""
     return None
 
 
 @register("obs_augment", "subtask_onehot", needs={"reward.contract": ("progress_program",)},
           substitute=ONEHOT_SUBSTITUTE)
-def _onehot(plan_list: list[str]) -> np.ndarray:
-    """(K, K) identity: row k is appended when Ψ(s) = k."""
-    return np.eye(len(plan_list), dtype=np.float32)
+def _onehot(plan_list: list[str], width: int | None = None) -> np.ndarray:
+    """(K, width) rows of the width × width identity, width = K unless given: row k is appended when Ψ(s) = k. A
+    policy trained on K_src subtasks and run on a task whose plan has K others (stages/transfer.py) sees subtask k in
+    slot min(k, K_src − 1): the one-hot carries an index, not the meaning a sentence embedding would."""
+    k = len(plan_list)
+    width = width or k
+    return np.eye(width, dtype=np.float32)[np.minimum(np.arange(k), width - 1)]

@@ -144,6 +144,8 @@ def _content_hash(cfg: BirdConfig) -> str:
         data.pop("plugins", None)  # the hash of a config without plugins is what it was before the key existed
     if data.get("env", {}).get("task", 0) is None:
         data["env"].pop("task")  # likewise a task without a task file (env.task: the gym suite's)
+    if not data.get("transfer", {}).get("tasks"):
+        data.pop("transfer", None)  # and a run without a transfer evaluation (transfer.tasks)
     for section, keys in _EXECUTION_KEYS.items():
         for key in keys:
             data.get(section, {}).pop(key, None)

@@ -3,7 +3,7 @@ the config search path): data is taken as received, code and files only from the
 boundary"; docs/task_files.md.
 
 Data: `make` a registered Gymnasium id (or the class one names), a score, success or reference function or a wrapper
-listed in DATA_TARGETS, a `source.file` module of bird or Gymnasium, and kwargs that name no path. Any other target
+listed in DATA_TARGETS (a scripted expert, `expert`, is always code), a `source.file` module of bird or Gymnasium, and kwargs that name no path. Any other target
 (bird would import and call it) or source file (bird would read it into a prompt) is refused before any work, naming
 the keys, unless the user vouched for it: their own task file of the same id on the config search path has the same
 task section, the module is a plugin they named (or installed), they gave the key on the command line, or `trust`
@@ -30,7 +30,8 @@ __all__ = ["DATA_TARGETS", "SOURCE_PACKAGES", "LOADER_IDS", "named_code", "recei
 # `module:name` targets a received task may name: the score functions bird's own task files name
 # (bird/envs/gym/metrics.py), and Gymnasium wrappers whose arguments are numbers (they only transform arrays)
 DATA_TARGETS = frozenset({
-    "bird.envs.gym.metrics:hop_minus_drift",
+    *(f"bird.envs.gym.metrics:{f}" for f in ("hop_minus_drift", "target_speed_error", "heading_speed", "dwell_fraction",
+                                             "mountain_car_at_goal", "acrobot_tip_above_line")),
     *(f"gymnasium.wrappers:{w}" for w in ("ClipAction", "RescaleAction", "RescaleObservation", "FlattenObservation",
                                           "TimeAwareObservation", "NormalizeObservation")),
 })
@@ -96,6 +97,9 @@ def named_code(task: dict[str, Any], plugins: Sequence[str] = ()) -> list[tuple[
         target = _at(task, section, "function")
         if target is not None and code(target):
             out.append((f"env.task.{section}.function", target))
+    expert = task.get("expert")  # a scripted expert's factory: bird would import and call it
+    if expert is not None and code(expert):
+        out.append(("env.task.expert", expert))
     reference = task.get("reference_reward", "env")
     if reference not in ("env", "none") and code(reference):
         out.append(("env.task.reference_reward", reference))

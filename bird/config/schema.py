@@ -153,6 +153,10 @@ class TaskFileConfig:
     """what a generator may see of the env's code"""
     hidden: TaskHiddenConfig = field(default_factory=TaskHiddenConfig)
     """what the leak audit keeps out of every prompt"""
+    expert: str | None = None
+    """a scripted expert policy (expert demonstrations): "module:function", called with no arguments, returns
+    a policy obs -> action; null = none (demonstrations then come from a PPO expert on the reference
+    reward, where there is one)"""
 
 
 @dataclass
@@ -470,6 +474,13 @@ class DemosConfig:
     """negative trajectories"""
     negative_kind: str = "random"
     """where negatives come from: "random" (uniform-random policy)"""
+    expert: str = "auto"
+    """where expert demonstrations come from: scripted (the task's scripted expert policy) | ppo (a PPO expert
+    trained on the task's reference reward for budget.expert_env_steps, cached with its training record) |
+    auto (scripted where the task has one, else ppo)"""
+    expert_seed: int = 0
+    """training seed of the PPO expert (one cached expert per task, steps and seed, whatever the search's
+    seed)"""
     seed: int = 0
     """demo set seed (episode i resets with seed 1000 * seed + i)"""
     positive_states: str = "all"
@@ -533,6 +544,17 @@ class FinalConfig:
     """first seed offset (fresh seeds: never those used in the loop)"""
     learner: str | None = None
     """learner of the final retrain (None = train.learner)"""
+
+
+@dataclass
+class TransferConfig:
+    tasks: dict[str, list[str]] = field(default_factory=dict)
+    """unseen tasks the returned policy is evaluated on, unchanged, after the final retrain (PRM4RL App. B.1;
+    +protocol=prm4rl_generalisation): source env id -> env ids of its unseen tasks; a run evaluates the
+    list of its own env.id ({} = no transfer evaluation). On the command line:
+    transfer.tasks={metaworld/push:[metaworld/push_wall]}"""
+    episodes: int = 100
+    """evaluation episodes per unseen task and final seed (PRM4RL App. B.1: 100 per seed)"""
 
 
 @dataclass
@@ -643,6 +665,9 @@ class BudgetConfig:
     """env steps of the final retrain (None = env_steps)"""
     final_seeds: int = 1
     """seeds of the final retrain"""
+    expert_env_steps: int = 1_000_000
+    """env steps of a PPO expert trained for demonstrations (demos.expert=ppo); BIRD's
+    scripts/train_expert.py: ~1M"""
     max_policy_trainings: int | None = None
     """in-loop policy trainings after which the search stops cleanly (None = no cap; the final retrain is not
     counted)"""
@@ -767,6 +792,8 @@ class BirdConfig:
     """the reward program's contract and form"""
     final: FinalConfig = field(default_factory=FinalConfig)
     """the returned reward's final retrain"""
+    transfer: TransferConfig = field(default_factory=TransferConfig)
+    """the returned policy evaluated on unseen tasks (PRM4RL's generalisation protocol)"""
     llm: LLMConfig = field(default_factory=LLMConfig)
     """the generator's model and client"""
     judge: JudgeConfig = field(default_factory=JudgeConfig)

@@ -12,6 +12,7 @@ from bird.config.roles import check_roles
 from bird.config.schema import BirdConfig
 from bird.config.validate_search import check_search
 from bird.config.validate_task import check_task
+from bird.config.validate_transfer import check_transfer
 from bird.types import FailureKind
 
 __all__ = ["validate", "METHODS_DIR", "template_sets"]
@@ -270,4 +271,5 @@ def validate(cfg: BirdConfig) -> list[str]:
     _check_judge_keys(cfg, problems)
     check_search(cfg, problems)
     check_roles(cfg, problems)
+    check_transfer(cfg, problems)
     return problems

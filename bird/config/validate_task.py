@@ -8,7 +8,9 @@ from typing import Any
 from bird import registry
 from bird.config.schema import BirdConfig
 
-__all__ = ["check_task", "signal_keys"]
+__all__ = ["check_task", "signal_keys", "demo_expert", "DEMO_EXPERTS"]
+
+DEMO_EXPERTS = ("auto", "scripted", "ppo")  # the values of demos.expert
 
 # what a TaskOffers attribute means, for messages
 _OFFER_WORDS = {"success_flag": "a success flag", "reference_reward": "a reference reward",
@@ -59,8 +61,6 @@ def _needs(cfg: BirdConfig, suite: str, problems: list[str]) -> list[tuple[str, 
                 out += [(key, value, need) for need in registry.declared(family, value).needs_task]
     if cfg.train.reward_source == "reference":
         out.append(("train.reward_source", "reference", "reference_reward"))
-    if cfg.demos.enabled:
-        out.append(("demos.enabled", "true", "scripted_expert"))
     if cfg.feedback.format == "judge" and cfg.judge.mode == "vlm":
         out.append(("judge.mode", "vlm", "frames"))
     return out
@@ -78,15 +78,38 @@ def _offering(need: str) -> list[str]:
 
 def _refusal(key: str, value: str, need: str, env_id: str) -> str:
     suite = env_id.partition("/")[0]
-    if key == "demos.enabled":  # the wording tests and users know
-        return (f"demos.enabled=true: this configuration learns from scripted-expert demonstrations, and suite "
-                f"{suite!r} has no scripted expert policy to record them; suites with one: {_offering(need)}")
     if key == "judge.mode":
         return (f"judge.mode=vlm needs rendered frames, which suite {suite!r} does not render for {env_id}; "
                 "set judge.mode=state_text (the labelled RE-GoT-S substitute)")
     declared = _DECLARED_BY.get(need)
     return (f"{key}={value} needs {_OFFER_WORDS[need]}, and task {env_id} has none; suites whose tasks have one: "
             f"{_offering(need)}" + (f" (a task file declares it: {declared})" if declared else ""))
+
+
+def demo_expert(choice: str, offers: Any, env_id: str) -> str:
+    """Where the task's expert demonstrations come from under demos.expert=`choice`: "scripted" (its scripted expert
+    policy) or "ppo" (a PPO expert trained on its reference reward); auto takes the first the task offers. A ValueError
+    naming the key and what the task offers when it offers neither, or not the one asked for."""
+    if choice not in DEMO_EXPERTS:
+        raise ValueError(f"demos.expert={choice!r}: allowed: {list(DEMO_EXPERTS)}")
+    offered = [name for name, need in (("scripted", "scripted_expert"), ("ppo", "reference_reward"))
+               if getattr(offers, need)]
+    if choice in offered:
+        return choice
+    if choice == "auto" and offered:
+        return offered[0]
+    if choice == "scripted":  # the wording tests and users know
+        raise ValueError(f"demos.enabled=true with demos.expert=scripted: this configuration learns from scripted-expert "
+                         f"demonstrations, and suite {env_id.partition('/')[0]!r} has no scripted expert policy for "
+                         f"{env_id}; suites with one: {_offering('scripted_expert')}"
+                         + ("; or set demos.expert=ppo (a PPO expert trained on the task's reference reward)"
+                            if offers.reference_reward else ""))
+    if offers.scripted_expert:
+        raise ValueError(f"demos.expert=ppo: task {env_id} has no reference reward to train a PPO expert on; set "
+                         "demos.expert=scripted (its scripted expert policy)")
+    raise ValueError(f"demos.enabled=true: task {env_id} names no source of expert demonstrations: it has no reference "
+                     "reward to train a PPO expert on (demos.expert=ppo) and no scripted expert policy; a task file "
+                     "names one with env.task.expert (module:function returning a policy obs -> action)")
 
 
 def check_task(cfg: BirdConfig, problems: list[str]) -> None:
@@ -112,3 +135,8 @@ def check_task(cfg: BirdConfig, problems: list[str]) -> None:
     for key, value, need in dict.fromkeys(needs):
         if not getattr(offers, need):
             problems.append(_refusal(key, value, need, cfg.env.id))
+    if cfg.demos.enabled:
+        try:
+            demo_expert(cfg.demos.expert, offers, cfg.env.id)
+        except ValueError as exc:
+            problems.append(str(exc))

@@ -129,6 +129,18 @@ def _derived_fields(space: gym.Space, rename: dict[str, str]) -> list[ObsField]:
     return [ObsField(rename.get(f.name, f.name), f.start, f.size, f.kind, f.description) for f in fields]
 
 
+def _action_box(space: gym.Space, make: str) -> tuple[tuple[float, ...], tuple[float, ...], dict[str, Any]]:
+    """(low, high, spec extras) of the action: a Box's bounds, or a Discrete(n) space as one action slot holding the
+    integer choice start..start+n-1 (a reward program reads it as a float; extras action_kind, action_n)."""
+    if isinstance(space, gym.spaces.Box):
+        return tuple(float(v) for v in np.ravel(space.low)), tuple(float(v) for v in np.ravel(space.high)), {}
+    if isinstance(space, gym.spaces.Discrete):
+        start = int(space.start)
+        return (float(start),), (float(start + space.n - 1),), {"action_kind": "discrete", "action_n": int(space.n)}
+    raise ValueError(f"env.task.make={make!r}: its action space {space} is neither a Box nor a Discrete; bird's "
+                     "learners and reward programs take one of those")
+
+
 class GymTaskAdapter(TaskAdapter):
     """A task of the gym suite, read from its task file (`cfg.task`)."""
 
@@ -167,21 +179,16 @@ class GymTaskAdapter(TaskAdapter):
     @cached_property
     def spec(self) -> TaskSpec:  # type: ignore[override]
         probe = self._probe
-        action = probe.action_space
-        if not isinstance(action, gym.spaces.Box):
-            raise ValueError(f"env.task.make={self.file.make!r}: its action space {action} is not a Box; bird's "
-                             "learners and reward programs take continuous actions")
+        low, high, extra = _action_box(probe.action_space, self.file.make)
         dim = int(probe.observation_space.shape[0])
         index = self.obs_index(dim)
         code = task_obs_code(self.file, self.env_cls) if "obs_code" in self.file.source.show else ""
-        extra: dict[str, Any] = {"make": self.file.make, "dt": self.dt, "score_kind": self.file.score.kind}
+        extra |= {"make": self.file.make, "dt": self.dt, "score_kind": self.file.score.kind}
         if "full_source" in self.file.source.show:
             extra["full_source"] = task_full_source(self.file, self.env_cls)
         return TaskSpec(
             env_id=self.cfg.id, suite="gym", task=self.task, description=self.cfg.description,
-            horizon=self.cfg.horizon, obs_index=index, action_dim=int(np.prod(action.shape)),
-            action_low=tuple(float(v) for v in np.ravel(action.low)),
-            action_high=tuple(float(v) for v in np.ravel(action.high)),
+            horizon=self.cfg.horizon, obs_index=index, action_dim=len(low), action_low=low, action_high=high,
             score_definition=self.file.score.definition, env_code=code, extra=extra)
 
     def obs_index(self, dim: int) -> ObsIndex:
@@ -237,5 +244,15 @@ class GymTaskAdapter(TaskAdapter):
         return has_reference(self.file)
 
 
+class ScriptedGymTaskAdapter(GymTaskAdapter):
+    """A task file that names a scripted expert (env.task.expert): its demonstrations come from that policy."""
+
+    def expert_policy(self) -> Any:
+        """The policy obs -> action that env.task.expert's factory returns."""
+        return load_target(str(self.file.expert), "env.task.expert")()
+
+
 def make_task(task: str, cfg: EnvConfig) -> GymTaskAdapter:
-    return GymTaskAdapter(task, cfg)
+    """The adapter of a task file (one with expert_policy() where the file names a scripted expert)."""
+    scripted = cfg.task is not None and cfg.task.expert is not None
+    return (ScriptedGymTaskAdapter if scripted else GymTaskAdapter)(task, cfg)

@@ -88,6 +88,8 @@ def problems(env: EnvConfig) -> list[str]:
         out.append("env.task.success: set exactly one of success.info_key and success.function (or success: null)")
     if task.success is not None and task.success.function and not _target_ok(task.success.function):
         out.append(f"env.task.success.function={task.success.function!r}: expected 'module:function'")
+    if task.expert is not None and not _target_ok(task.expert):
+        out.append(f"env.task.expert={task.expert!r}: expected 'module:function' (returning a policy obs -> action)")
     if task.reference_reward not in ("env", "none") and not _target_ok(task.reference_reward):
         out.append(f"env.task.reference_reward={task.reference_reward!r}: allowed: env, none or 'module:function'")
     out += [f"env.task.source.show: {v!r} is not a source view; allowed: {list(SOURCE_VIEWS)}"

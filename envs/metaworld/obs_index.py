@@ -1,4 +1,5 @@
-"""Derive the named index of Meta-World's 39-d observation from a live env (object count, zero quaternions)."""
+"""Derive the named index of Meta-World's 39-d observation from a live env (object count, zero quaternions) and the
+task's source (each quaternion's order)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from bird.envs.base import ObsField, ObsIndex
+from bird.envs.metaworld.source import quat_orders
 from bird.envs.metaworld.tasks import MetaWorldTask
 
 __all__ = ["derive_obs_index"]
@@ -17,24 +19,34 @@ _QUAT_DESC = {
 }
 
 
+def _objects(env: Any, task: MetaWorldTask) -> list[tuple[str, str, str, bool]]:
+    """(name, description, quaternion order, quaternion always zero) of each object the observation holds."""
+    n_obj = len(env._get_pos_objects()) // 3
+    orders = quat_orders(task.mw_name)
+    quats = np.asarray(env._get_quat_objects()).reshape(n_obj, 4)
+    names = [(task.obj, task.obj_desc), (task.obj2, task.obj2_desc)]
+    out = []
+    for i in range(n_obj):
+        name, desc = names[i] if i < len(names) and names[i][0] else (f"object{i + 1}", f"object {i + 1}")
+        zero = orders[i] == "zero" or not np.any(quats[i])
+        out.append((name, desc, orders[i], zero))
+    return out
+
+
 def _frame(env: Any, task: MetaWorldTask, start: int, prev: bool) -> list[ObsField]:
     """Fields of one frame: hand (3), gripper (1), objects (pos 3 + quat 4 each), zero padding."""
     p = "prev_" if prev else ""
     when = " at the previous step" if prev else ""
-    n_obj = len(env._get_pos_objects()) // 3
-    quat_zero = not np.any(env._get_quat_objects())
     fields = [
         ObsField(f"{p}hand_pos", start, 3, "position", f"end-effector (hand) position{when}", "m", "xyz"),
         ObsField(f"{p}gripper_open", start + 3, 1, "gripper",
                  f"gripper opening{when}: finger distance / 0.1 m, clipped to [0, 1] (1 = open)"),
     ]
     pos = start + 4
-    for i in range(n_obj):
-        name = task.obj if i == 0 else f"object{i + 1}"
-        desc = task.obj_desc if i == 0 else f"object {i + 1}"
+    for name, desc, order, zero in _objects(env, task):
         fields.append(ObsField(f"{p}{name}_pos", pos, 3, "position", f"{desc}{when}", "m", "xyz"))
-        qdesc = "always zero in this task" if quat_zero else f"{_QUAT_DESC[task.quat_order]} of the {name}{when}"
-        fields.append(ObsField(f"{p}{name}_quat", pos + 3, 4, "quaternion", qdesc, always_zero=quat_zero))
+        qdesc = "always zero in this task" if zero else f"{_QUAT_DESC[order]} of the {name}{when}"
+        fields.append(ObsField(f"{p}{name}_quat", pos + 3, 4, "quaternion", qdesc, always_zero=zero))
         pos += 7
     pad = start + 4 + env._obs_obj_max_len - pos
     if pad == 7:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import textwrap
 from functools import cache
 
-__all__ = ["strip_reward_code", "base_class_excerpt", "task_source", "LEAK_PATTERNS", "hidden_names", "success_thresholds"]
+__all__ = ["strip_reward_code", "base_class_excerpt", "task_source", "LEAK_PATTERNS", "hidden_names", "success_thresholds",
+           "quat_orders"]
 
 # Regexes that must not match any rendered prompt (checked by strip_reward_code and the tests).
 LEAK_PATTERNS = (
@@ -210,23 +212,75 @@ def _success_expr(fn: ast.FunctionDef) -> ast.AST | None:
     return None
 
 
+def _assigned_success(fn: ast.FunctionDef) -> list[ast.AST]:
+    """What a function assigns to `success`, with the values of the names that expression reads assigned in the same
+    function (`aligned = radius < 0.02; success = aligned and hooked`)."""
+    values = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
+              for t in n.targets if isinstance(t, ast.Name)}
+    if "success" not in values:
+        return []
+    expr = values["success"]
+    return [expr, *(values[n.id] for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in values)]
+
+
+def _success_exprs(tree: ast.Module) -> list[ast.AST]:
+    """The expressions a task's success check compares: evaluate_state's `success`, or, where evaluate_state only
+    passes on a flag its reward code computed (`reward, ..., success = self.compute_reward(...)`), every `success = ...`
+    of the module's functions."""
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "evaluate_state")
+    expr = _success_expr(fn)
+    if expr is not None and any(isinstance(n, ast.Compare) for n in ast.walk(expr)):
+        return [expr]
+    return [e for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for e in _assigned_success(f)]
+
+
 @cache
 def success_thresholds(mw_name: str) -> tuple[float, ...]:
-    """The numbers a Meta-World task's success check compares against (evaluate_state's `success`), with class
-    constants such as TARGET_RADIUS resolved: e.g. push-v3 -> (0.05,), drawer-close-v3 -> (0.065,)."""
+    """The non-zero numbers a Meta-World task's success check compares against (evaluate_state's `success`, followed
+    into the reward code where it is computed there), with class constants such as TARGET_RADIUS and numpy's
+    constants resolved: e.g. push-v3 -> (0.05,), drawer-close-v3 -> (0.065,), lever-pull-v3 -> (pi / 24,). Zero is
+    left out: a sign test reveals nothing."""
+    import numpy as np
     from metaworld.env_dict import ALL_V3_ENVIRONMENTS
 
     cls = ALL_V3_ENVIRONMENTS[mw_name]
-    fn = next(n for n in ast.walk(_task_module_tree(mw_name))
-              if isinstance(n, ast.FunctionDef) and n.name == "evaluate_state")
-    expr = _success_expr(fn)
     out = []
-    for cmp in (n for n in ast.walk(expr) if isinstance(n, ast.Compare)) if expr is not None else ():
-        for side in [cmp.left, *cmp.comparators]:
-            try:  # constants and class attributes only (`self` is the class); measured quantities fail and are skipped
-                value = eval(compile(ast.Expression(side), "<success>", "eval"), {"__builtins__": {}}, {"self": cls})
-            except Exception:  # noqa: BLE001 - anything that is not a constant expression
-                continue
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                out.append(round(float(value), 9))
+    for expr in _success_exprs(_task_module_tree(mw_name)):
+        for cmp in (n for n in ast.walk(expr) if isinstance(n, ast.Compare)):
+            for side in [cmp.left, *cmp.comparators]:
+                try:  # constants and class attributes only (`self` is the class); measured quantities fail, skipped
+                    value = eval(compile(ast.Expression(side), "<success>", "eval"), {"__builtins__": {}},
+                                 {"self": cls, "np": np})
+                except Exception:  # noqa: BLE001 - anything that is not a constant expression
+                    continue
+                if isinstance(value, int | float) and not isinstance(value, bool) and value != 0:
+                    out.append(round(float(value), 9))
     return tuple(sorted(set(out)))
+
+
+def _quat_kind(node: ast.AST) -> str | None:
+    """How one expression of `_get_quat_objects` gives an object's orientation: "wxyz" (a MuJoCo body's xquat, or a
+    constant such as (1, 0, 0, 0)), "xyzw" (scipy's Rotation(...).as_quat()), "zero" (np.zeros(4) or four zeros)."""
+    if isinstance(node, ast.Attribute) and node.attr == "xquat":
+        return "wxyz"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "as_quat":
+            return "xyzw"
+        args = node.args[0] if node.args else None
+        if node.func.attr == "zeros" and isinstance(args, ast.Constant) and args.value == 4:
+            return "zero"
+        if node.func.attr == "array" and isinstance(args, ast.List) and len(args.elts) == 4:
+            values = [e.value for e in args.elts if isinstance(e, ast.Constant)]
+            return "zero" if values == [0.0] * 4 else "wxyz"
+    return None
+
+
+@cache
+def quat_orders(mw_name: str) -> tuple[str, ...]:
+    """The order of each object's quaternion in the observation, read from the task's `_get_quat_objects`, in object
+    order: e.g. push-v3 -> ("xyzw",), hammer-v3 -> ("wxyz", "wxyz"), stick-pull-v3 -> ("xyzw", "zero")."""
+    from metaworld.env_dict import ALL_V3_ENVIRONMENTS
+
+    fn = ast.parse(textwrap.dedent(inspect.getsource(ALL_V3_ENVIRONMENTS[mw_name]._get_quat_objects)))
+    found = [(n.lineno, n.col_offset, kind) for n in ast.walk(fn) if (kind := _quat_kind(n)) is not None]
+    return tuple(kind for *_, kind in sorted(found))

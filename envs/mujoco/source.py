@@ -155,6 +155,8 @@ def full_source(env_cls: type, module_source: str | None = None, origin: str = "
             continue
         if isinstance(node, ast.ClassDef) and node.name == env_cls.__name__:
             _strip_class(node, remove)
+        if isinstance(node, ast.FunctionDef):  # a module-level helper (Humanoid's mass_center): its docstring goes
+            node.body = [s for s in node.body if not _is_docstring(s)] or [ast.Pass()]
         keep.append(node)
     tree.body = keep
     out = ast.unparse(ast.fix_missing_locations(tree))

@@ -229,3 +229,22 @@ def test_every_bench_script_runs_in_the_suite():
     commands += (root / "tests" / "cluster" / "test_bench_executor.py").read_text()
     assert len(scripts) >= 9 and not _not_run(scripts, commands), _not_run(scripts, commands)
     assert _not_run([*scripts, "bench_new.py"], commands) == ["bench_new.py"]  # positive control
+
+
+@pytest.mark.background("bird_anchors")
+def test_bird_anchors_bench_measures_birds_tasks_beside_birds_values():
+    out = output("bird_anchors")
+    for task in ("reacher_hold", "inverted_pendulum_balance"):
+        assert re.search(rf"{task}\s+\S+\s+BIRD\s+[\d.-]+ \(n=\d+\)\s+n2\s+[\d.e-]+ ± [\d.e-]+\s+n2\s+[\d.e-]+", out), out
+    rows = recorded("bird_anchors", "bird_random_anchors", 2)
+    assert [r["bird_task"] for r in rows] == ["reacher_hold", "inverted_pendulum_balance"] and rows[0]["versions"]
+
+
+@pytest.mark.background("quickstart")
+def test_quickstart_bench_times_the_readmes_first_example_and_appends_a_row():
+    out = output("quickstart")
+    figure(r"python -m bird budget=smoke env=gym/pendulum .*: wall ([\d.]+) s", out)
+    figure(r"CPU ([\d.]+) s", out)
+    (row,) = recorded("quickstart", "quickstart")
+    assert row["command"].startswith("python -m bird budget=smoke env=gym/pendulum budget.max_iterations=1"), row
+    assert float(row["wall_s"]) > 0 and float(row["cpu_s"]) > 0

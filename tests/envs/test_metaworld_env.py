@@ -1,4 +1,4 @@
-"""Meta-World MT10 v3: every task steps, the observation index matches the simulator, names and horizons."""
+"""Meta-World v3 (all 50 tasks): every task steps, the observation index matches the simulator, names and horizons."""
 
 from __future__ import annotations
 
@@ -7,35 +7,87 @@ import numpy as np
 import pytest
 
 from bird.config.schema import EnvConfig
-from bird.envs.metaworld.tasks import TASKS
+from bird.envs.metaworld.tasks import MT10, TASKS
 from bird.envs.registry import make_adapter
 
-# Where each task's first object lives in the simulator, written out here independently of the adapter.
-_OBJECT_POS = {
-    "button_press_topdown": lambda d: d.body("button").xpos + [0.0, 0.0, 0.193],
-    "door_open": lambda d: d.geom("handle").xpos,
-    "drawer_close": lambda d: d.body("drawer_link").xpos + [0.0, -0.16, 0.05],
-    "drawer_open": lambda d: d.body("drawer_link").xpos + [0.0, -0.16, 0.0],
-    "peg_insert_side": lambda d: d.site("pegGrasp").xpos,
-    "pick_place": lambda d: d.body("obj").xpos,
-    "push": lambda d: d.body("obj").xpos,
-    "reach": lambda d: d.body("obj").xpos,
-    "window_close": lambda d: d.site("handleCloseStart").xpos,
-    "window_open": lambda d: d.site("handleOpenStart").xpos,
+
+# Where each task's objects live in the simulator and how their orientation is read, written out here independently of
+# the adapter (from Meta-World's `_get_pos_objects` / `_get_quat_objects`): (position of each object, orientation of
+# each). Orientation: ("xmat", "geom" | "site" | "body", name) read as (x, y, z, w); ("xquat", body) as (w, x, y, z);
+# ("const", (w, x, y, z)); None = zeros.
+def _body(name, offset=(0.0, 0.0, 0.0)):
+    return lambda d: d.body(name).xpos + offset  # get_body_com: the body frame's position
+
+
+def _site(name, offset=(0.0, 0.0, 0.0)):
+    return lambda d: d.site(name).xpos + offset
+
+
+def _geom(name):
+    return lambda d: d.geom(name).xpos
+
+
+def _dial(d):
+    angle = d.joint("knob_Joint_1").qpos.item()
+    return d.body("dial").xpos + 0.05 * np.array([np.sin(angle), -np.cos(angle), 0.0])
+
+
+_TOP, _FRONT = (0.0, 0.0, 0.193), (0.0, -0.193, 0.0)
+_OBJ_XMAT = ("xmat", "geom", "objGeom")
+_OBJECTS = {
+    "assembly": [(_site("RoundNut-8"), ("xquat", "RoundNut"))],
+    "basketball": [(_body("bsktball"), ("xquat", "bsktball"))],
+    "bin_picking": [(_body("obj"), ("xquat", "obj"))],
+    "box_close": [(_body("top_link"), ("xquat", "top_link"))],
+    "button_press_topdown": [(_body("button", _TOP), ("xquat", "button"))],
+    "button_press_topdown_wall": [(_body("button", _TOP), ("xquat", "button"))],
+    "button_press": [(_body("button", _FRONT), ("xquat", "button"))],
+    "button_press_wall": [(_body("button", _FRONT), ("xquat", "button"))],
+    "coffee_button": [(_site("buttonStart"), ("const", (1.0, 0.0, 0.0, 0.0)))],
+    "coffee_pull": [(_body("obj"), ("xmat", "geom", "mug"))],
+    "coffee_push": [(_body("obj"), ("xmat", "geom", "mug"))],
+    "dial_turn": [(_dial, ("xquat", "dial"))],
+    "disassemble": [(_site("RoundNut-8"), ("xquat", "RoundNut"))],
+    "door_close": [(_geom("handle"), ("xmat", "geom", "handle"))],
+    "door_lock": [(_site("lockStartLock"), ("xquat", "door_link"))],
+    "door_open": [(_geom("handle"), ("xmat", "geom", "handle"))],
+    "door_unlock": [(_site("lockStartUnlock"), ("xquat", "door_link"))],
+    "drawer_close": [(_body("drawer_link", (0.0, -0.16, 0.05)), None)],
+    "drawer_open": [(_body("drawer_link", (0.0, -0.16, 0.0)), ("xquat", "drawer_link"))],
+    "faucet_close": [(_site("handleStartClose", (0.0, 0.0, -0.01)), ("xquat", "faucetBase"))],
+    "faucet_open": [(_site("handleStartOpen", (0.0, 0.0, -0.01)), ("xquat", "faucetBase"))],
+    "hammer": [(_body("hammer"), ("xquat", "hammer")), (_body("nail_link"), ("xquat", "nail_link"))],
+    "hand_insert": [(_body("obj"), ("xquat", "obj"))],
+    "handle_press_side": [(_site("handleStart"), None)],
+    "handle_press": [(_site("handleStart"), None)],
+    "handle_pull_side": [(_site("handleCenter"), None)],
+    "handle_pull": [(_site("handleRight"), None)],
+    "lever_pull": [(_site("leverStart"), _OBJ_XMAT)],
+    "peg_insert_side": [(_site("pegGrasp"), ("xmat", "site", "pegGrasp"))],
+    "peg_unplug_side": [(_site("pegEnd"), ("xquat", "plug1"))],
+    "pick_out_of_hole": [(_body("obj"), ("xquat", "obj"))],
+    "pick_place": [(_body("obj"), _OBJ_XMAT)],
+    "pick_place_wall": [(_geom("objGeom"), _OBJ_XMAT)],
+    "plate_slide_back_side": [(_geom("puck"), ("xmat", "geom", "puck"))],
+    "plate_slide_back": [(_geom("puck"), ("xmat", "geom", "puck"))],
+    "plate_slide_side": [(_geom("puck"), ("xmat", "geom", "puck"))],
+    "plate_slide": [(_geom("puck"), ("xmat", "geom", "puck"))],
+    "push_back": [(_geom("objGeom"), _OBJ_XMAT)],
+    "push": [(_body("obj"), _OBJ_XMAT)],
+    "push_wall": [(_geom("objGeom"), _OBJ_XMAT)],
+    "reach": [(_body("obj"), _OBJ_XMAT)],
+    "reach_wall": [(_body("obj"), _OBJ_XMAT)],
+    "shelf_place": [(_body("obj"), _OBJ_XMAT)],
+    "soccer": [(_body("soccer_ball"), ("xmat", "body", "soccer_ball"))],
+    "stick_pull": [(_body("stick"), ("xmat", "body", "stick")), (_site("insertion"), None)],
+    "stick_push": [(_body("stick"), ("xmat", "body", "stick")), (_site("insertion", (0.0, 0.09, 0.0)), None)],
+    "sweep_into": [(_body("obj"), _OBJ_XMAT)],
+    "sweep": [(lambda d: d.body("obj").xpos, ("xquat", "obj"))],
+    "window_close": [(_site("handleCloseStart"), None)],
+    "window_open": [(_site("handleOpenStart"), None)],
 }
-# Orientation source: ("xmat", geom/site, name) read as (x, y, z, w); ("xquat", body) as (w, x, y, z); None = zeros.
-_OBJECT_QUAT = {
-    "button_press_topdown": ("xquat", "button"),
-    "door_open": ("xmat", "geom", "handle"),
-    "drawer_close": None,
-    "drawer_open": ("xquat", "drawer_link"),
-    "peg_insert_side": ("xmat", "site", "pegGrasp"),
-    "pick_place": ("xmat", "geom", "objGeom"),
-    "push": ("xmat", "geom", "objGeom"),
-    "reach": ("xmat", "geom", "objGeom"),
-    "window_close": None,
-    "window_open": None,
-}
+# steps checked per task: MT10 as since the suite had ten tasks, the other forty fewer (each step checks every field)
+_STEPS = {task: 40 if task in MT10 else 12 for task in TASKS}
 
 
 def _adapter(task: str, horizon: int = 500):
@@ -47,20 +99,27 @@ def _expected_quat(data, src) -> np.ndarray:
         return np.zeros(4)
     if src[0] == "xquat":
         return data.body(src[1]).xquat.copy()
-    xmat = (data.geom(src[2]) if src[1] == "geom" else data.site(src[2])).xmat
+    if src[0] == "const":
+        return np.asarray(src[1])
+    xmat = {"geom": data.geom, "site": data.site, "body": data.body}[src[1]](src[2]).xmat
     wxyz = np.zeros(4)
     mujoco.mju_mat2Quat(wxyz, xmat)
     return np.r_[wxyz[1:], wxyz[0]]
 
 
-def _check_frame(task: str, env, fields: dict[str, np.ndarray], obj: str) -> None:
+def _object_names(task: str) -> list[str]:
+    return [n for n in (TASKS[task].obj, TASKS[task].obj2) if n]
+
+
+def _check_frame(task: str, env, fields: dict[str, np.ndarray]) -> None:
     data = env.unwrapped.data
     np.testing.assert_allclose(fields["hand_pos"], data.body("hand").xpos, atol=1e-9)
     fingers = np.linalg.norm(data.body("rightclaw").xpos - data.body("leftclaw").xpos)
     np.testing.assert_allclose(fields["gripper_open"], np.clip(fingers / 0.1, 0, 1), atol=1e-9)
-    np.testing.assert_allclose(fields[f"{obj}_pos"], _OBJECT_POS[task](data), atol=1e-9)
-    quat, expected = fields[f"{obj}_quat"], _expected_quat(data, _OBJECT_QUAT[task])
-    assert np.allclose(quat, expected, atol=1e-6) or np.allclose(quat, -expected, atol=1e-6)
+    for obj, (pos, src) in zip(_object_names(task), _OBJECTS[task], strict=True):
+        np.testing.assert_allclose(fields[f"{obj}_pos"], pos(data), atol=1e-9, err_msg=obj)
+        quat, expected = fields[f"{obj}_quat"], _expected_quat(data, src)
+        assert np.allclose(quat, expected, atol=1e-6) or np.allclose(quat, -expected, atol=1e-6), obj
     unwrapped = env.unwrapped
     goal = np.clip(unwrapped._target_pos, unwrapped.goal_space.low, unwrapped.goal_space.high)
     np.testing.assert_allclose(fields["goal_pos"], goal, atol=1e-9)
@@ -69,16 +128,16 @@ def _check_frame(task: str, env, fields: dict[str, np.ndarray], obj: str) -> Non
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_every_task_steps_and_its_obs_index_matches_the_simulator(task):
     adapter = _adapter(task)
-    index, obj = adapter.spec.obs_index, TASKS[task].obj
+    index = adapter.spec.obs_index
     env = adapter.make_env(seed=0)
     policy = adapter.expert_policy()
     obs, _ = env.reset(seed=1)
     assert obs.shape == (index.dim,) == (39,)
     prev_current = obs[:18]
-    for _ in range(40):
+    for _ in range(_STEPS[task]):
         obs, reward, terminated, truncated, info = env.step(policy(obs))
         fields = {k: v[0] for k, v in index.split(obs[None]).items()}
-        _check_frame(task, env, fields, obj)
+        _check_frame(task, env, fields)
         np.testing.assert_allclose(obs[18:36], prev_current)  # previous frame = last step's current frame
         prev_current = obs[:18]
         for f in index.fields:
@@ -92,11 +151,20 @@ def test_every_task_steps_and_its_obs_index_matches_the_simulator(task):
 def test_obs_index_names_task_objects_and_marks_padding(task):
     index = _adapter(task).spec.obs_index
     names = index.names()
-    obj = TASKS[task].obj
-    assert {"hand_pos", "gripper_open", f"{obj}_pos", f"prev_{obj}_pos", "goal_pos"} <= set(names)
+    objs = _object_names(task)
+    assert {"hand_pos", "gripper_open", "goal_pos"} | {f"{o}_pos" for o in objs} | {f"prev_{o}_pos" for o in objs} \
+        <= set(names)
     zero = {f.name for f in index.fields if f.always_zero}
-    assert {"second_object_pos", "second_object_quat", "prev_second_object_pos"} <= zero
-    assert (f"{obj}_quat" in zero) == (_OBJECT_QUAT[task] is None)
+    if len(objs) == 1:
+        assert {"second_object_pos", "second_object_quat", "prev_second_object_pos"} <= zero
+    else:
+        assert not [n for n in names if "second_object" in n]
+    described = {f.name: f.description for f in index.fields}
+    for obj, (_, src) in zip(objs, _OBJECTS[task], strict=True):
+        assert (f"{obj}_quat" in zero) == (src is None), obj
+        if src is not None:  # the order the description states is the one the simulator is read in
+            order = "(x, y, z, w)" if src[0] == "xmat" else "(w, x, y, z)"
+            assert order in described[f"{obj}_quat"], (obj, described[f"{obj}_quat"])
     assert [f.kind for f in index.fields if f.name == "goal_pos"] == ["goal"]
 
 

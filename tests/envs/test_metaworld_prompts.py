@@ -109,3 +109,16 @@ def test_stripper_removes_reward_members_thresholds_and_their_dead_state():
         "        return self.kept"
     )
     assert out == expected
+
+
+def test_success_thresholds_are_read_where_the_success_check_computes_them():
+    """evaluate_state's own comparison (push), a flag computed in the reward code (hammer's nail joint, box-close's lid
+    distance), numpy's constants (lever-pull's pi / 24), and a check that compares two positions (disassemble: none)."""
+    import math
+
+    from bird.envs.hidden import hidden_facts
+
+    expected = {"push": (0.05,), "hammer": (0.09,), "box_close": (0.08,), "lever_pull": (round(math.pi / 24, 9),),
+                "disassemble": ()}
+    for task, thresholds in expected.items():
+        assert hidden_facts(f"metaworld/{task}").thresholds == thresholds, task

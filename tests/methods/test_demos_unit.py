@@ -96,8 +96,8 @@ def test_the_demo_set_records_how_it_was_built_and_splits_by_max_train(compose_c
     assert [g["episode"] for g in goals] == [0, 1, 2, 3] and all(g["goal_steps"] for g in goals)
     assert demos.meta == {"env": "metaworld/reach", "n_expert": 4, "n_negative": 4, "seed": cfg.demos.seed,
                           "negative_kind": "random", "positive_states": "goal_identified", "stride": cfg.demos.stride,
-                          "n_shown": cfg.demos.n_shown, "max_train": 4, "expert_success_rate": 1.0,
-                          "negative_success_rate": 0.0}
+                          "n_shown": cfg.demos.n_shown, "max_train": 4, "expert": "the task's scripted expert",
+                          "expert_success_rate": 1.0, "negative_success_rate": 0.0}
 
 
 @pytest.mark.parametrize("single, held_out, label", [("n_expert", "random", -1), ("n_negative", "expert", 1)])

@@ -99,6 +99,7 @@ def _code_keys(module: str) -> dict[str, dict]:
         "score.function": {"task.score.kind": "function", "task.score.function": f"{module}:still_score"},
         "success.function": {"task.success": {"function": f"{module}:still_success"}},
         "reference_reward": {"task.reference_reward": f"{module}:still_reference"},
+        "expert": {"task.expert": f"{module}:still_expert"},
     }
 
 
