@@ -11,22 +11,25 @@ import os
 import sys
 from pathlib import Path
 
+import background
 import pytest
 import tutorial_runner as tr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jaxpath"))
+
+from jax_programs import TINY as TINY_JAX  # noqa: E402
 
 TINY = "budget.env_steps=256 budget.final_env_steps=256"
-JAX_TINY = ("train.jax.policy_hidden_layer_sizes=[16] train.jax.value_hidden_layer_sizes=[16] train.jax.num_envs=4 "
-            "train.jax.batch_size=4 train.jax.num_minibatches=2 train.jax.unroll_length=8 "
-            "train.jax.num_updates_per_batch=1 train.jax.min_updates=1 env.horizon=20")
+# the JAX path's test sizes (tests/jaxpath/jax_programs.py), whose programs the background job jax_programs compiles
+JAX_TINY = " ".join([*TINY_JAX[2:], "budget.env_steps=192", "budget.final_env_steps=192"])
 # a regex on a command -> what the test appends: searches (and the sweeps bird.ablate launches) train shorter
-EXTRA = {r"^python -m bird (?!.*(--help|--plan|--cfg))": TINY, r"^python -m bird\.ablate .*--run": TINY,
+EXTRA = {r"^python -m bird (?!.*(--help|--plan|--cfg|jax_ppo))": TINY, r"^python -m bird\.ablate .*--run": TINY,
          r"train\.learner=jax_ppo": JAX_TINY}
 TUTORIALS = sorted(p.name for p in tr.TUTORIALS.glob("[0-9][0-9]_*.md"))
 NEEDS = {"08_publish.md": ["02_compare_methods.md"], "09_watch_and_rate.md": ["01_first_search.md",
                                                                            "02_compare_methods.md"]}
 SLOW = {"07_at_scale.md", "08_publish.md"}
+WAITS = {"07_at_scale.md": "jax_programs"}  # its JAX search reads the programs that job compiled
 # what a reader of tutorial 6 gets from a model: one reward program for Pendulum's fields
 ANSWER = '''Here is a reward.
 
@@ -68,8 +71,15 @@ def _check(done: tr.Ran) -> None:
         assert not missing, f"`{command.line}` did not print {missing}; it printed:\n{output[-3000:]}"
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in TUTORIALS])
-def test_tutorial_runs_as_written_and_prints_what_it_shows(workspace, name, request):
+def _marks(name: str) -> list:
+    marks = [pytest.mark.slow] if name in SLOW else []
+    return marks + ([pytest.mark.background(WAITS[name])] if name in WAITS else [])
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n)) for n in TUTORIALS])
+def test_tutorial_runs_as_written_and_prints_what_it_shows(workspace, name):
+    if name in WAITS:
+        background.result(WAITS[name])
     if name == "06_real_llm.md":
         from llm.fake_provider import ProviderServer
 
