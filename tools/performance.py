@@ -110,7 +110,7 @@ def headline() -> str:
         if not rows:
             continue
         last = rows[-1]
-        label = f"{what} ({last[case]})" if case and last.get(case) else what
+        label = f"{what} ({case} {last[case]})" if case and last.get(case) else what
         lines.append(f"| [{stem}](docs/performance.md#{stem}): {label} | **{float(last['ratio']):.3g}** | "
                      f"{target or '—'} | {last['date'][:10]} ({last['load'] or '?'}) |")
     return "\n".join(lines)

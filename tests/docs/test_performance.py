@@ -30,5 +30,5 @@ def test_the_headline_takes_the_latest_row_with_a_ratio(tmp_path, monkeypatch):
                                            "2026-12-02,m,3.5,abc1236,c,mujoco/swimmer,1.2\n")
     monkeypatch.setattr(performance, "RESULTS", tmp_path)
     table = performance.headline()
-    assert "**1.2**" in table and "(mujoco/swimmer)" in table and "2026-12-02 (3.5)" in table
+    assert "**1.2**" in table and "(env mujoco/swimmer)" in table and "2026-12-02 (3.5)" in table
     assert "0.9" not in table and "abc123" not in table
