@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bird-installed
 
-.PHONY: run test lint bench bench-jax mutate catalogue clean-venv
+.PHONY: run test lint docs bench bench-jax mutate catalogue clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,11 +31,16 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-# the README's overhead figure; ARGS='--steps 256 --n-envs 2 --repeats 1' is a smoke run (tests/bench)
+# the documentation site (mkdocs.yml) into site/; --strict: a broken link or a page outside the nav fails the build
+# (tests/docs/test_site.py runs the same build)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict $(ARGS)
+
+# the overhead bench (a dated row in bench/results/overhead.csv); ARGS='--steps 256 --n-envs 2 --repeats 1' is a smoke run (tests/bench)
 bench: $(STAMP)
 	$(PY) bench/bench_overhead.py $(ARGS)
 
-# mutation testing of the core modules (hours on 2 cores; not part of CI): docs/testing.md
+# mutation testing of the core modules (hours on 2 cores; not part of CI): docs/mutation.md
 mutate: $(STAMP)
 	$(PY) tools/mutate.py $(ARGS)
 

@@ -95,7 +95,7 @@ def canonicalize_tabular(reward: np.ndarray, discount: float, state_dist: np.nda
 def epic_distance_tabular(reward_a: np.ndarray, reward_b: np.ndarray, discount: float,
                           state_dist: np.ndarray | None = None, action_dist: np.ndarray | None = None,
                           coverage: np.ndarray | None = None) -> float:
-    """EPIC distance between two tabular rewards R[s][a][s_next].
+    """EPIC distance between two tabular rewards `R[s][a][s_next]`.
 
     Args:
         reward_a, reward_b: (n_S, n_A, n_S) arrays.

@@ -18,6 +18,8 @@ import time
 import warnings
 from pathlib import Path
 
+import record
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "analysis"))
 
 from synthetic_runs import write_run  # noqa: E402
@@ -41,11 +43,12 @@ SELECT benchmark, task, method, iteration, avg(incumbent_score) AS score, count(
 FROM iterations GROUP BY ALL"""
 
 
-def _timed(label: str, fn, results: dict):
+def _timed(label: str, fn, results: dict, key: str):
+    """Run fn, print its wall time under `label`, keep it as results[key] (a results-file column)."""
     t0 = time.perf_counter()
     out = fn()
-    results[label] = time.perf_counter() - t0
-    print(f"  {label:<44s} {results[label]:8.2f} s", flush=True)
+    results[key] = time.perf_counter() - t0
+    print(f"  {label:<44s} {results[key]:8.2f} s", flush=True)
     return out
 
 
@@ -65,37 +68,38 @@ def main() -> None:
     args = p.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bird-bench-SYNTHETIC-"))
     results: dict[str, float] = {}
+    started = record.begin()
     print(f"SYNTHETIC collection (made-up scores, timing only): {args.n_runs} runs in {root}")
     try:
         cells = _layout(args.n_runs)
         if not (root / "runs").is_dir():
             _timed(f"write {len(cells)} synthetic run dirs", lambda: [
-                write_run(root / "runs", m, b, t, s, effect=e, minimal=True) for m, b, t, s, e in cells], results)
+                write_run(root / "runs", m, b, t, s, effect=e, minimal=True) for m, b, t, s, e in cells], results, "write_s")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            coll = _timed("read_runs (JSON scan, all tables)", lambda: read_runs(root / "runs"), results)
+            coll = _timed("read_runs (JSON scan, all tables)", lambda: read_runs(root / "runs"), results, "read_runs_s")
         print(f"    -> {len(coll.runs)} runs, {len(coll.iterations)} iterations, {len(coll.candidates)} candidates")
-        _timed("save_parquet", lambda: save_parquet(coll, root / "parquet"), results)
-        agg = _timed("DuckDB aggregate over Parquet (runs)", lambda: query(AGG_SQL, root / "parquet"), results)
-        _timed("DuckDB per-iteration curves over Parquet", lambda: query(CURVE_SQL, root / "parquet"), results)
+        _timed("save_parquet", lambda: save_parquet(coll, root / "parquet"), results, "save_parquet_s")
+        agg = _timed("DuckDB aggregate over Parquet (runs)", lambda: query(AGG_SQL, root / "parquet"), results, "duckdb_aggregate_s")
+        _timed("DuckDB per-iteration curves over Parquet", lambda: query(CURVE_SQL, root / "parquet"), results, "duckdb_curves_s")
         _timed("pandas groupby aggregate (in memory)", lambda: coll.runs.groupby(["benchmark", "method"])
-               ["returned_score"].agg(["mean", "count"]), results)
+               ["returned_score"].agg(["mean", "count"]), results, "pandas_aggregate_s")
         keys = agg[["benchmark", "method"]].itertuples(index=False)
 
         def bca_all():
             tables = {b: score_table(coll.runs, b) for b in coll.runs["benchmark"].unique()}
             return [bca_interval(tables[b][m], n_resamples=10_000) for b, m in keys]
 
-        ivs = _timed(f"BCa (B=10^4) for {len(agg)} benchmark x method cells", bca_all, results)
+        ivs = _timed(f"BCa (B=10^4) for {len(agg)} benchmark x method cells", bca_all, results, "bca_s")
         pooled = score_table(coll.runs)
-        _timed(f"Bradley–Terry pooled fit ({len(pooled)} methods)", lambda: bradley_terry(pooled), results)
+        _timed(f"Bradley–Terry pooled fit ({len(pooled)} methods)", lambda: bradley_terry(pooled), results, "bt_fit_s")
         sub = score_table(coll.runs[coll.runs["benchmark"] == "suite0"])
         _timed("Bradley–Terry intervals, one benchmark, B=200", lambda: bradley_terry_intervals(
-            sub, n_resamples=200), results)
-        total = results["read_runs (JSON scan, all tables)"]
+            sub, n_resamples=200), results, "bt_intervals_s")
         print(f"\n  first interval {ivs[0]}; load + aggregate from JSON: "
-              f"{total + results['DuckDB aggregate over Parquet (runs)']:.2f} s; "
-              f"aggregate from Parquet: {results['DuckDB aggregate over Parquet (runs)']:.2f} s")
+              f"{results['read_runs_s'] + results['duckdb_aggregate_s']:.2f} s; "
+              f"aggregate from Parquet: {results['duckdb_aggregate_s']:.2f} s")
+        print(f"row appended to {record.append('analysis', {'n_runs': len(coll.runs), **results}, started)}")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

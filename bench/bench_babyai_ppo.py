@@ -2,27 +2,22 @@
 for n_steps) on the same env and bird's learner (train.learner=sb3_ppo: the grid CNN of bird/learners/grid_policy.py,
 a GRACE-style reward program relabelling every rollout in the sandbox, checkpoint evaluations), alternating.
 
-    python bench/bench_babyai_ppo.py [--level GoToRedBall] [--steps 4096] [--repeats 3] [--no-record]
+    python bench/bench_babyai_ppo.py [--level GoToRedBall] [--steps 4096] [--repeats 3]
 
-Appends a dated row per run to bench/results/babyai_ppo.csv (machine, load, commit, command, figures, ratio).
+Appends a dated row per run to bench/results/babyai_ppo.csv through bench/record.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime
 import os
-import platform
-import shlex
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).with_name("results") / "babyai_ppo.csv"
+import record
+
 # the offline synthesiser's first GoToRedBall reward (a distance between two cell classes of the grid)
 PROGRAM = """import numpy as np
 
@@ -81,24 +76,6 @@ def _bird(level: str, steps: int, n_envs: int, n_steps: int, seed: int) -> float
     return elapsed
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _record(row: dict[str, object]) -> None:
-    RESULTS.parent.mkdir(exist_ok=True)
-    new = not RESULTS.exists()
-    with RESULTS.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(row))
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", default="GoToRedBall")
@@ -106,8 +83,8 @@ def main() -> None:
     parser.add_argument("--n-envs", type=int, default=2)
     parser.add_argument("--n-steps", type=int, default=512, help="PPO rollout length per env (both sides)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--no-record", action="store_true", help="print only; append no row to the results CSV")
     args = parser.parse_args()
+    started = record.begin()
     load = os.getloadavg()[0]
     sides = {"sb3": _sb3, "bird": _bird}
     secs: dict[str, list[float]] = {side: [] for side in sides}
@@ -121,15 +98,10 @@ def main() -> None:
     print(f"  SB3 PPO (MlpPolicy, the env's reward)              {sps['sb3']:8.0f} steps/s")
     print(f"  bird sb3_ppo (grid CNN, sandboxed reward, evals)   {sps['bird']:8.0f} steps/s")
     print(f"ratio bird / SB3 = {ratio:.3f}")
-    if not args.no_record:
-        _record({"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                 "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus",
-                 "load": f"{load:.2f}", "commit": _commit(),
-                 "command": shlex.join(["python", *sys.argv]), "level": args.level, "steps": args.steps,
-                 "sb3_steps_per_s": f"{sps['sb3']:.0f}", "bird_steps_per_s": f"{sps['bird']:.0f}",
-                 "ratio_bird_over_sb3": f"{ratio:.3f}"})
-        print(f"row appended to {RESULTS}")
-
+    path = record.append("babyai_ppo", {"level": args.level, "steps": args.steps, "n_envs": args.n_envs,
+                                        "n_steps": args.n_steps, "sb3_steps_per_s": round(sps["sb3"]),
+                                        "bird_steps_per_s": round(sps["bird"]), "ratio": round(ratio, 3)}, started)
+    print(f"row appended to {path}")
 
 if __name__ == "__main__":
     main()

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -28,7 +30,7 @@ from llm.fake_servers import FakeLLMServer  # noqa: E402
 from bird.bundle import pack  # noqa: E402
 
 
-def record(root: Path) -> float:
+def record_sweep(root: Path) -> float:
     """The sweep against the local server, answers recorded into root/cache; returns its wall time."""
     with FakeLLMServer("openai", answer) as srv:
         env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "BIRD_CACHE_DIR": str(root / "cache")}
@@ -64,7 +66,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="working folder (default: a temporary one)")
     args = parser.parse_args()
     root = args.out or Path(tempfile.mkdtemp(prefix="bench-bundle-"))
-    recorded = record(root)
+    started = record.begin()
+    recorded = record_sweep(root)
     res = pack([root / "sweep"], root / "sweep.bird", cache_dir=root / "cache")
     answers = sum(c["transcript"]["answers"] for c in res.cells)
     print(f"bundle: {res.size:,} bytes ({res.size / 1024:.0f} KiB), {len(res.cells)} runs, {answers} LLM answers")
@@ -77,6 +80,9 @@ def main() -> None:
         assert statuses == ["identical"] * len(res.cells), statuses
     median = statistics.median(walls)
     print(f"replay median {median:.1f} s; ratio replay / recording {median / recorded:.2f}")
+    row = {"runs": len(res.cells), "llm_answers": answers, "bundle_bytes": res.size, "recording_s": recorded,
+           "replay_s": median, "replays_s": " ".join(f"{w:.1f}" for w in walls), "ratio": median / recorded}
+    print(f"row appended to {record.append('bundle', row, started)}")
 
 
 if __name__ == "__main__":

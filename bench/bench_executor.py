@@ -16,6 +16,7 @@ import statistics
 import time
 
 import ray
+import record
 from timing import timed_search
 
 
@@ -42,6 +43,7 @@ def main() -> None:
     parser.add_argument("--address", default=None, help="a running Ray's address (default: start a local one)")
     parser.add_argument("--set", nargs="*", default=[], help="extra config overrides, e.g. budget.env_steps=256")
     args = parser.parse_args()
+    started = record.begin()
     base = ["budget=smoke", f"env={args.env}", "run.progress=false", f"train.workers={args.num_cpus}", *args.set]
     startup = start_ray(args.num_cpus, args.address)
     walls: dict[str, list[float]] = {"local": [], "ray": []}
@@ -62,6 +64,10 @@ def main() -> None:
     print(f"ratio ray / local: {on_ray / local:.3f} (target <= 1.15)")
     same = outcomes["local"] == outcomes["ray"] and len(outcomes["local"]) == 1
     print(f"same returned candidate and score on both executors: {same} {sorted(outcomes['local'] | outcomes['ray'])}")
+    row = {"env": args.env, "cores": args.num_cpus, "repeats": args.repeats, "ray_startup_s": startup,
+           "local_s": local, "ray_s": on_ray, "local_runs_s": " ".join(f"{w:.2f}" for w in walls["local"]),
+           "ray_runs_s": " ".join(f"{w:.2f}" for w in walls["ray"]), "ratio": on_ray / local, "same_result": same}
+    print(f"row appended to {record.append('executor', row, started)}")
 
 
 if __name__ == "__main__":

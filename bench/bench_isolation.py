@@ -22,6 +22,7 @@ from bird.reward.languages import get_language
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import record  # noqa: E402
 from isolation_baseline_worker import drops_uid  # noqa: E402
 
 
@@ -61,6 +62,7 @@ def main() -> None:
     parser.add_argument("--languages", nargs="+", default=["numpy", "jax"])
     args = parser.parse_args()
     load = os.getloadavg()[0]
+    started = record.begin()
     print(f"{args.repeats} repeats per variant, interleaved; uid {os.geteuid()}; {os.cpu_count()} cores; "
           f"load average {load:.1f} before")
     if not drops_uid():
@@ -81,6 +83,10 @@ def main() -> None:
               f"pid_namespace/task_limit/mount_namespace: {(full[0] - base[0]) * 1e3:+.0f} ms per worker "
               f"(ratio {full[0] / base[0]:.2f}); close {full[2] * 1e3:.0f} ms vs {base[2] * 1e3:.0f} ms; one 1,024-row "
               f"call {full[1] * 1e3:.2f} ms vs {base[1] * 1e3:.2f} ms" + (f"; inactive here: {missing}" if missing else ""))
+        record.append("isolation", {"language": language, "repeats": args.repeats, "startup_ms": full[0] * 1e3,
+                                    "baseline_startup_ms": base[0] * 1e3, "ratio": full[0] / base[0],
+                                    "call_ms": full[1] * 1e3, "baseline_call_ms": base[1] * 1e3,
+                                    "close_ms": full[2] * 1e3, "inactive_layers": " ".join(missing)}, started)
     print(f"load average {os.getloadavg()[0]:.1f} after")
 
 

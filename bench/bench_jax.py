@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import record
+
 os.environ["BIRD_JAX_CACHE"] = "off"  # cold compiles for both sides
 
 QUICK = ["train.jax.policy_hidden_layer_sizes=[16]", "train.jax.value_hidden_layer_sizes=[16]",
@@ -159,6 +161,7 @@ def main() -> None:
     from bird.jax_cache import enable_compilation_cache
     from bird.learners.jax_settings import resolve_settings
 
+    started = record.begin()
     enable_compilation_cache()  # logging and allocation settings only (the cache itself is off)
     cfg = _config(args)
     adapter = make_adapter(cfg.env)
@@ -186,6 +189,13 @@ def main() -> None:
           f"layers) + {iso['setup_s']:.1f} s loading the task and compiling (in this process: "
           f"{bird.get('compile_s', 0):.1f} s compiling); {1000 * iso['channel_s_per_update']:.1f} ms per update "
           f"on the result channel ({iso['updates']} updates); wall {iso['wall_s'] - bird['wall_s']:+.1f} s")
+    row = {"task": args.task, "backend": adapter.backend, "steps_per_training": cfg.budget.env_steps, "k": args.k,
+           "quick": args.quick, "device": _machine(), "raw_env_steps": raw["env_steps"], "raw_wall_s": raw["wall_s"],
+           "raw_env_steps_per_s": raw["env_steps_per_s"], "bird_env_steps": bird["env_steps"],
+           "bird_wall_s": bird["wall_s"], "bird_env_steps_per_s": bird["env_steps_per_s"],
+           "isolated_wall_s": iso["wall_s"], "isolated_env_steps_per_s": iso["env_steps_per_s"], "ratio": ratio,
+           "ratio_isolated": iso_ratio}
+    print(f"row appended to {record.append('jax', row, started)}")
     if args.json:
         args.json.write_text(json.dumps({"date": str(dt.date.today()), "machine": _machine(), "args": vars(args) | {
             "json": str(args.json)}, "settings": settings.to_json(), "raw": raw, "bird": bird, "ratio": ratio,

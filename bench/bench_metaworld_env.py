@@ -15,6 +15,7 @@ import time
 
 import gymnasium as gym
 import numpy as np
+import record
 
 
 def main() -> None:
@@ -29,6 +30,7 @@ def main() -> None:
     from bird.envs.metaworld.tasks import HORIZON, canonical_task
     from bird.envs.registry import make_adapter
 
+    started = record.begin()
     print(f"making one Meta-World env (seed 0, horizon {HORIZON}), {args.repeats} repeats, alternating; CPU seconds")
     print(f"  {'task':<16} {'metaworld':>10} {'bird':>8} {'ratio bird / metaworld':>24}")
     same, ratios = True, []
@@ -52,6 +54,11 @@ def main() -> None:
         same = same and bool(np.array_equal(first["metaworld"], first["bird"]))
         ratio = statistics.median(cpu["bird"]) / statistics.median(cpu["metaworld"])
         ratios.append(ratio)
+        record.append("metaworld_env", {"task": canonical_task(task), "repeats": args.repeats,
+                                        "metaworld_cpu_s": statistics.median(cpu["metaworld"]),
+                                        "bird_cpu_s": statistics.median(cpu["bird"]), "ratio": ratio,
+                                        "same_first_obs": bool(np.array_equal(first["metaworld"], first["bird"]))},
+                      started)
         print(f"  {canonical_task(task):<16} {statistics.median(cpu['metaworld']):9.3f}s "
               f"{statistics.median(cpu['bird']):7.3f}s {ratio:24.3f}")
     print(f"ratio bird / metaworld, median over tasks: {statistics.median(ratios):.3f}")

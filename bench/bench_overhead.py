@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import record
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import Logger
@@ -138,6 +139,7 @@ def main() -> None:
         warm = _job(args, 1, 1, Path(tmp) / "warm", steps=16 * args.n_envs)
         raw_sb3(warm), bird_training(warm)  # untimed: first-call costs (imports, torch set-up) hit neither side
         load_before = os.getloadavg()
+        started = record.begin()
         runs: dict[str, list[tuple[float, float, int]]] = {"raw": [], "bird": []}
         for _ in range(args.repeats):  # interleaved so machine noise hits both alike
             runs["raw"].append(measured(raw_sb3, job))
@@ -162,6 +164,12 @@ def main() -> None:
           f"rollout {call_s * 1e3:.1f} ms (median)")
     print(f"bird training with {full_job.n_checkpoints} checkpoint evaluations ({full_job.eval_episodes} episodes "
           f"each): {full_s:.2f} s (ratio {full_s / r:.3f}; the extra evaluation is work raw SB3 does not do)")
+    row = {"env": args.env, "steps": steps, "n_envs": args.n_envs, "repeats": args.repeats, "raw_wall_s": wall["raw"],
+           "bird_wall_s": wall["bird"], "raw_cpu_s": cpu["raw"], "bird_cpu_s": cpu["bird"],
+           "raw_steps_per_s": steps / wall["raw"], "bird_steps_per_s": steps / wall["bird"],
+           "ratio": wall["bird"] / r, "ratio_cpu": cpu["bird"] / cpu["raw"], "worker_start_ms": start_s * 1e3,
+           "call_ms": call_s * 1e3, "with_evaluations_s": full_s}
+    print(f"row appended to {record.append('overhead', row, started)}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parents[1]
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -62,6 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise SystemExit("prctl(PR_SET_CHILD_SUBREAPER) failed: the CPU of the fork server's workers would be missed")
+    started = record.begin()
     overrides = ["budget=smoke", f"env={args.env}", "run.progress=false", "video.record=none",
                  f"train.workers={args.workers}", f"budget.max_candidates={args.workers}", *args.set]
     walls: dict[str, list[float]] = {"forkserver": [], "spawn": []}
@@ -81,6 +84,12 @@ def main() -> None:
     for what, values in (("wall", walls), ("CPU", cpus)):
         print(f"ratio forkserver / spawn, {what}: {statistics.median(values['forkserver']) / statistics.median(values['spawn']):.3f}")
     print(f"same returned candidate and score either way: {len(outcomes) == 1} {sorted(outcomes)}")
+    med = {f"{name}_{what}_s": statistics.median(values[name]) for what, values in (("wall", walls), ("cpu", cpus))
+           for name in walls}
+    row = {"env": args.env, "workers": args.workers, "repeats": args.repeats, **med,
+           "ratio": med["forkserver_wall_s"] / med["spawn_wall_s"],
+           "ratio_cpu": med["forkserver_cpu_s"] / med["spawn_cpu_s"], "same_result": len(outcomes) == 1}
+    print(f"row appended to {record.append('pool_start', row, started)}")
 
 
 if __name__ == "__main__":

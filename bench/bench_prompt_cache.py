@@ -3,17 +3,21 @@ Anthropic Messages protocol with a prompt cache (tests/llm/fake_provider.py), on
 once with false, and against the OpenAI wire (automatic prefix caching: the recorded cost vs. the same tokens at the
 full input price). Prices: the price table (claude-sonnet-5-5, gpt-6.1-sol). The fake server counts a token per word.
 
-    python bench/bench_prompt_cache.py [--out bench/results/prompt_cache.json] [--set KEY=VALUE ...]
+    python bench/bench_prompt_cache.py [--set KEY=VALUE ...]
+
+One row per run in bench/results/prompt_cache.csv (the server: a token per word; Anthropic caches a marked prefix
+on first sight, OpenAI the longest prefix shared with an earlier request).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 import tempfile
 from pathlib import Path
+
+import record
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -49,28 +53,23 @@ def run(wire: str, prompt_cache: bool, root: Path, extra: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "prompt_cache.json")
     parser.add_argument("--set", nargs="*", default=[], help="more overrides (a smaller training: the calls are the same)")
     args = parser.parse_args()
+    started = record.begin()
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {"anthropic_prompt_cache": run("anthropic", True, Path(tmp), args.set),
-                "anthropic_no_prompt_cache": run("anthropic", False, Path(tmp), args.set),
+        runs = {"anthropic_cache": run("anthropic", True, Path(tmp), args.set),
+                "anthropic_no_cache": run("anthropic", False, Path(tmp), args.set),
                 "openai": run("openai", True, Path(tmp), args.set)}
-    on, off, oa = runs["anthropic_prompt_cache"], runs["anthropic_no_prompt_cache"], runs["openai"]
-    report = {
-        "what": __doc__.splitlines()[0], "date": dt.date.today().isoformat(),
-        "command": " ".join(["python", "bench/bench_prompt_cache.py", *sys.argv[1:]]),
-        "overrides": [*OVERRIDES, *args.set],
-        "server": "tests/llm/fake_provider.py ProviderServer (a token per word; Anthropic caches a marked prefix on "
-                  "first sight, OpenAI the longest prefix shared with an earlier request)",
-        "prices": {w: price_for(w, m).to_json() for w, m in MODEL.items()},
-        "runs": runs,
-        "anthropic_saving_fraction": round(1 - on["cost_usd"] / off["cost_usd"], 4),
-        "openai_saving_fraction": round(1 - oa["cost_usd"] / oa["cost_usd_at_full_input_price"], 4),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print(json.dumps({k: report[k] for k in ("anthropic_saving_fraction", "openai_saving_fraction")}))
+    on, off, oa = runs["anthropic_cache"], runs["anthropic_no_cache"], runs["openai"]
+    row = {"models": " ".join(f"{w}:{m}" for w, m in MODEL.items()), "calls": on["calls"],
+           "input_tokens": on["input_tokens"], "output_tokens": on["output_tokens"],
+           **{f"{name}_{key}": r[key] for name, r in runs.items()
+              for key in ("cached_input_tokens", "cache_write_tokens", "cost_usd")},
+           "openai_cost_usd_at_full_input_price": oa["cost_usd_at_full_input_price"],
+           "anthropic_saving_fraction": round(1 - on["cost_usd"] / off["cost_usd"], 4),
+           "openai_saving_fraction": round(1 - oa["cost_usd"] / oa["cost_usd_at_full_input_price"], 4)}
+    record.append("prompt_cache", row, started)
+    print(json.dumps({k: row[k] for k in ("anthropic_saving_fraction", "openai_saving_fraction")}))
 
 
 if __name__ == "__main__":

@@ -1,21 +1,18 @@
 """The README's first example, timed as a user runs it: one `python -m bird` search from the repository root.
 
-    python bench/bench_quickstart.py [--repeats 3] [--out bench/results/quickstart.csv] [--set KEY=VALUE ...]
+    python bench/bench_quickstart.py [--repeats 3] [--set KEY=VALUE ...]
 
 The command is `python -m bird budget=smoke env=gym/pendulum` (plus `--set` overrides) in a fresh process with a fresh
 run directory. Wall time is the figure; CPU counts every process the search started (this script is their subreaper,
-so the fork server's workers count too). One dated row per repeat is appended to `--out`: machine, load (1-minute
-load average at the start), commit, command, wall and CPU seconds.
+so the fork server's workers count too). One dated row per repeat is appended to bench/results/quickstart.csv
+(bench/record.py: machine, load, commit, command, wall and CPU seconds).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import ctypes
-import datetime as dt
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -23,11 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "bench" / "results" / "quickstart.csv"
 COMMAND = ["budget=smoke", "env=gym/pendulum"]  # the README's first example
 PR_SET_CHILD_SUBREAPER = 36
-FIELDS = ("date", "machine", "load", "commit", "command", "wall_s", "cpu_s")
 
 
 def _reap_all() -> None:
@@ -57,30 +54,17 @@ def timed(overrides: list[str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--set", nargs="*", default=[], help="extra overrides, e.g. budget.max_iterations=1")
     args = parser.parse_args()
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise SystemExit("prctl(PR_SET_CHILD_SUBREAPER) failed: the CPU of the fork server's workers would be missed")
     overrides = [*COMMAND, *args.set]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-    machine = f"{platform.node()} ({os.cpu_count()} cores, {platform.processor() or platform.machine()})"
-    new = not args.out.exists()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        for _ in range(args.repeats):
-            load = os.getloadavg()[0]
-            wall, cpu = timed(overrides)
-            writer.writerow({"date": dt.datetime.now().isoformat(timespec="minutes"), "machine": machine,
-                             "load": f"{load:.2f}", "commit": commit, "command": "python -m bird " + " ".join(overrides),
-                             "wall_s": f"{wall:.2f}", "cpu_s": f"{cpu:.2f}"})
-            fh.flush()
-            print(f"python -m bird {' '.join(overrides)}: wall {wall:.2f} s, CPU {cpu:.2f} s (load {load:.2f})",
-                  flush=True)
+    for _ in range(args.repeats):
+        started = {**record.begin(), "command": "python -m bird " + " ".join(overrides)}
+        wall, cpu = timed(overrides)
+        record.append("quickstart", {"wall_s": wall, "cpu_s": cpu}, started)
+        print(f"python -m bird {' '.join(overrides)}: wall {wall:.2f} s, CPU {cpu:.2f} s (load {started['load']})",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
+import record
+
 from bird.config.load import compose
 from bird.executors.jobs import call_learner
 from bird.learners.job import make_job
@@ -52,12 +54,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. trainer=sb3_tuned")
     args = parser.parse_args()
+    started = record.begin()
     print(f"{'env':<24} {'steps/s wall (median)':>22} {'steps/CPU-s (median)':>21}  runs (wall / CPU)")
     for env in args.env:
         runs = [steps_per_s(env, args.steps, args.override) for _ in range(args.repeats)]
         wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
         shown = ", ".join(f"{w:,.0f} / {c:,.0f}" for w, c in runs)
         print(f"{env:<24} {wall:>22,.0f} {cpu:>21,.0f}  {shown}", flush=True)
+        record.append("throughput", {"env": env, "steps": args.steps, "repeats": args.repeats,
+                                     "overrides": " ".join(args.override), "steps_per_wall_s": wall,
+                                     "steps_per_cpu_s": cpu}, started)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import record
+
 TINY = ["train.jax.policy_hidden_layer_sizes=[16]", "train.jax.value_hidden_layer_sizes=[16]", "train.jax.num_envs=4",
         "train.jax.batch_size=4", "train.jax.num_minibatches=2", "train.jax.unroll_length=8",
         "train.jax.num_updates_per_batch=1", "train.jax.min_updates=1"]
@@ -48,8 +50,8 @@ def fresh_process(jobs_file: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def host_side(job: Any, repeats: int, out: Path) -> None:
-    """The stored output vs the compile step, each in a fresh process, alternating."""
+def host_side(job: Any, repeats: int, out: Path) -> dict[str, float]:
+    """The stored output vs the compile step, each in a fresh process, alternating; their medians."""
     from bird.learners.jax_executables import store_dir
 
     found = sorted(store_dir().glob("*.program"))  # the bench's own store: this job's shape only
@@ -71,11 +73,15 @@ def host_side(job: Any, repeats: int, out: Path) -> None:
         walls = ", ".join(f"{r['wall']:.2f}" for r in runs)
         print(f"  {name:<14} {statistics.median(r['wall'] for r in runs):7.3f} s wall"
               f"  {statistics.median(r['cpu'] for r in runs):7.3f} s CPU  ({walls})")
+    med = {f"{key}_{what}_s": statistics.median(r[what] for r in seen[name])
+           for key, name in (("stored", "stored output"), ("compile_step", "compile step")) for what in ("wall", "cpu")}
     for what in ("wall", "cpu"):
-        ratio = statistics.median(r[what] for r in seen["stored output"]) / statistics.median(
-            r[what] for r in seen["compile step"])
+        ratio = med[f"stored_{what}_s"] / med[f"compile_step_{what}_s"]
         print(f"ratio stored output / compile step, {'CPU' if what == 'cpu' else what}: {ratio:.4f}")
-    print(f"same executables either way: {len({r['sha'] for runs in seen.values() for r in runs}) == 1}")
+    same = len({r['sha'] for runs in seen.values() for r in runs}) == 1
+    print(f"same executables either way: {same}")
+    return {**med, "host_ratio": med["stored_wall_s"] / med["compile_step_wall_s"],
+            "host_ratio_cpu": med["stored_cpu_s"] / med["compile_step_cpu_s"], "same_executables": same}
 
 
 def main() -> None:
@@ -84,6 +90,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--set", nargs="*", default=[], help="extra config overrides, e.g. env.horizon=20")
     args = parser.parse_args()
+    started = record.begin()
     os.environ["BIRD_JAX_CACHE"] = tempfile.mkdtemp(prefix="bird-bench-trainer-")  # both sides start from nothing
     from bird.config.load import compose
     from bird.jax_cache import enable_compilation_cache
@@ -112,7 +119,10 @@ def main() -> None:
     ratio = statistics.median(setup["executables"]) / statistics.median(setup["tracing"])
     print(f"ratio executables / tracing: {ratio:.3f}")
     print(f"same curve either way: {len(curves) == 1}")
-    host_side(job, args.repeats, out)
+    host = host_side(job, args.repeats, out)
+    row = {"task": args.task, "repeats": args.repeats, "executables_s": statistics.median(setup["executables"]),
+           "tracing_s": statistics.median(setup["tracing"]), "ratio": ratio, "same_curve": len(curves) == 1, **host}
+    print(f"row appended to {record.append('trainer_start', row, started)}")
 
 
 if __name__ == "__main__":

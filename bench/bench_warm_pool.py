@@ -1,6 +1,6 @@
 """The local pool's warm workers: searches in one process, each starting from the warm workers the previous one left,
 next to the same searches each starting fresh workers (the raw baseline: what every search did before; they fork from
-the fork server, or spawn with --set train.start_method=spawn, as the README's figure did), alternating.
+the fork server, or spawn with --set train.start_method=spawn, as the first measurement did), alternating.
 
     python bench/bench_warm_pool.py [--env mujoco/inverted_pendulum] [--repeats 3] [--set K=V ...]
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
+import record
 import timing
 
 from bird.executors import local
@@ -29,6 +30,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--set", nargs="*", default=[], help="extra config overrides, e.g. budget.env_steps=256")
     args = parser.parse_args()
+    started = record.begin()
     overrides = ["budget=smoke", f"env={args.env}", "run.progress=false", "video.record=none", *args.set]
     timed_search(overrides, warm=False)  # the first search of a process spawns either way
     walls: dict[str, list[float]] = {"fresh": [], "warm": []}
@@ -44,6 +46,11 @@ def main() -> None:
         print(f"{name:<8} {statistics.median(walls[name]):>10.2f} s  {', '.join(f'{w:.2f}' for w in walls[name])}")
     print(f"ratio warm / fresh: {statistics.median(walls['warm']) / statistics.median(walls['fresh']):.3f}")
     print(f"same returned candidate and score either way: {len(outcomes) == 1} {sorted(outcomes)}")
+    fresh, warm = statistics.median(walls["fresh"]), statistics.median(walls["warm"])
+    row = {"env": args.env, "repeats": args.repeats, "fresh_s": fresh, "warm_s": warm, "ratio": warm / fresh,
+           "fresh_runs_s": " ".join(f"{w:.2f}" for w in walls["fresh"]),
+           "warm_runs_s": " ".join(f"{w:.2f}" for w in walls["warm"]), "same_result": len(outcomes) == 1}
+    print(f"row appended to {record.append('warm_pool', row, started)}")
 
 
 if __name__ == "__main__":

@@ -29,41 +29,42 @@ ROOT = Path(__file__).resolve().parents[1]
 def _table(out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
     """name -> (argv, extra environment); `out` is the job's own scratch folder. In the order the runner runs them."""
     py = sys.executable
+    rows = {"BIRD_BENCH_RESULTS": str(out)}
     return {
         # the leak audit's random episodes of every Brax task (tests/prompt_rehearsal.py), made first: the
         # leak audit is the first long module (tests/conftest.py orders them)
         "brax_envs": ([py, "tests/jaxpath/warm_programs.py", "envs"], {}),
         # what the JAX path tests train, compiled into the session's JAX cache before they need it
         "jax_programs": ([py, "tests/jaxpath/warm_programs.py", "training", str(out)], {}),
-        # bench/ scripts at smoke budgets (tests/bench/test_bench_scripts.py reads what they print)
+        # bench/ scripts at smoke budgets (tests/bench/test_bench_scripts.py reads what they print); their result rows go
+        # to the job's folder, not to bench/results/
         "make_bench": (["make", "-s", "bench", "STAMP=", f"PY={py}",
-                        "ARGS=--steps 256 --n-envs 2 --repeats 1 --sandbox-repeats 1"], {}),
+                        "ARGS=--steps 256 --n-envs 2 --repeats 1 --sandbox-repeats 1"], rows),
         "throughput": ([py, "bench/bench_throughput.py", "--env", "mujoco/hopper", "--steps", "256", "--repeats", "1"],
-                       {}),
-        "analysis": ([py, "bench/bench_analysis.py", "--n-runs", "200"], {}),
-        "isolation": ([py, "bench/bench_isolation.py", "--repeats", "1", "--languages", "numpy", "jax"], {}),
+                       rows),
+        "analysis": ([py, "bench/bench_analysis.py", "--n-runs", "200"], rows),
+        "isolation": ([py, "bench/bench_isolation.py", "--repeats", "1", "--languages", "numpy", "jax"], rows),
         "video": ([py, "bench/bench_video.py", "--envs", "mujoco/inverted_pendulum", "--repeats", "1", "--set",
                    "budget.max_iterations=1", "budget.max_candidates=1", "budget.env_steps=256",
-                   "budget.final_env_steps=256", "env.horizon=50"], {}),
-        "bundle": ([py, "bench/bench_bundle.py", "--repeats", "1", "--out", str(out)], {}),
-        "prompt_cache": ([py, "bench/bench_prompt_cache.py", "--out", str(out / "prompt_cache.json"), "--set",
-                          "budget.env_steps=256", "env.horizon=50"], {}),
+                   "budget.final_env_steps=256", "env.horizon=50"], rows),
+        "bundle": ([py, "bench/bench_bundle.py", "--repeats", "1", "--out", str(out)], rows),
+        "prompt_cache": ([py, "bench/bench_prompt_cache.py", "--set",
+                          "budget.env_steps=256", "env.horizon=50"], rows),
         "warm_pool": ([py, "bench/bench_warm_pool.py", "--repeats", "1", "--set", "budget.max_iterations=1",
-                       "budget.max_candidates=1", "budget.env_steps=256", "budget.final_env_steps=256"], {}),
+                       "budget.max_candidates=1", "budget.env_steps=256", "budget.final_env_steps=256"], rows),
         "pool_start": ([py, "bench/bench_pool_start.py", "--repeats", "1", "--set", "budget.max_iterations=1",
-                        "budget.env_steps=256", "budget.final_env_steps=256"], {}),
-        "metaworld_env": ([py, "bench/bench_metaworld_env.py", "--tasks", "push", "--repeats", "1"], {}),
-        "babyai_ppo": ([py, "bench/bench_babyai_ppo.py", "--steps", "512", "--n-steps", "128", "--repeats", "1",
-                        "--no-record"], {}),
+                        "budget.env_steps=256", "budget.final_env_steps=256"], rows),
+        "metaworld_env": ([py, "bench/bench_metaworld_env.py", "--tasks", "push", "--repeats", "1"], rows),
+        "babyai_ppo": ([py, "bench/bench_babyai_ppo.py", "--steps", "512", "--n-steps", "128", "--repeats", "1"], rows),
         "bird_anchors": ([py, "bench/bench_bird_anchors.py", "--episodes", "2", "--bird-episodes", "2", "--tasks",
-                          "reacher_hold", "inverted_pendulum_balance", "--out", str(out / "anchors.csv")], {}),
-        "quickstart": ([py, "bench/bench_quickstart.py", "--repeats", "1", "--out", str(out / "quickstart.csv"), "--set",
+                          "reacher_hold", "inverted_pendulum_balance"], rows),
+        "quickstart": ([py, "bench/bench_quickstart.py", "--repeats", "1", "--set",
                         "budget.max_iterations=1", "budget.env_steps=256", "budget.final_env_steps=256",
-                        "video.record=none"], {}),
+                        "video.record=none"], rows),
         "trainer_start": ([py, "bench/bench_trainer_start.py", "--task", "inverted_pendulum", "--repeats", "1",
-                           "--set", "env.horizon=20"], {}),
+                           "--set", "env.horizon=20"], rows),
         "device_dry_run": (["bash", "bench/device/run.sh", "--dry-run"],
-                           {"PYTHON": py, "OUT": str(out), "BIRD_DEVICE_BUDGET_S": "840"}),
+                           {**rows, "PYTHON": py, "OUT": str(out), "BIRD_DEVICE_BUDGET_S": "840"}),
     }
 
 

@@ -24,6 +24,8 @@ DEADLINE=$((SECONDS + BUDGET))
 OUT=${OUT:-runs/device}
 PY=${PYTHON:-.venv/bin/python}
 mkdir -p "$OUT"
+# bench rows (bench/record.py) come back under $OUT/results; append them to bench/results/ by hand
+export BIRD_BENCH_RESULTS=${BIRD_BENCH_RESULTS:-$OUT/results}
 SUMMARY=()
 
 step() {  # step NAME CMD...: run with what is left of the budget; record its wall time and exit status

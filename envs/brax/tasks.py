@@ -18,7 +18,7 @@ class BraxTask:
     score: str  # displacement | survival | final_distance (the Gym MuJoCo suite's definitions)
     score_definition: str
     backends: tuple[str, ...]  # physics backends the brax env accepts
-    default_backend: str  # env.backend when unset (measured, see README "Brax suite")
+    default_backend: str  # env.backend when unset (measured: bench/results/brax_backends.csv)
 
 
 _REACHER_LAYOUT = (
