@@ -90,10 +90,10 @@ MODULES: dict[str, Module] = {
             "a_stored_program_is_found_only_for_its_key_environment_and_bytes",
             "the_store_keeps_the_most_recently_used_programs",
             "a_stored_program_is_not_found_once_birds_source_changed")))),
-    "jax_settings": Module(("bird/learners/jax_settings.py",), tuple(
+    "jax_settings": Module(("bird/learners/jax_settings.py",), ("tests/jaxpath/test_jax_settings_unit.py", *(
         f"tests/jaxpath/test_jax_learner.py::test_settings_{t}" for t in (
             "take_the_command_line_then_the_task_table_then_brax_defaults",
-            "shrink_the_rollout_batch_until_the_budget_affords_min_updates", "reject_what_brax_rejects"))),
+            "shrink_the_rollout_batch_until_the_budget_affords_min_updates", "reject_what_brax_rejects")))),
     # the training program, trained in the test process (train_jax_ppo): a mutant that changes it compiles again, and
     # a traced function is reached (in mutmut's stats) only by the first test that traced it, the longest (~70 s)
     "jax_core": Module(("bird/learners/jax_core.py", "bird/learners/jax_rewards.py"), JAX_TRAINING_TESTS),
@@ -114,6 +114,24 @@ MODULES: dict[str, Module] = {
     "judgement": Module(("bird/components/judgement.py",),
                         ("tests/test_judged_feedback.py", "tests/test_judge_rollout_replay.py")),
     "leaderboard_artefacts": Module(("analysis/artefacts.py",), ("tests/analysis/test_report_artefacts.py",)),
+    # new in the round of issues 36-43 (issue 44: "and the new modules of this round's issues")
+    "escape": Module(("bird/escape.py",), ("tests/received/test_escape_unit.py",)),
+    "files": Module(("bird/files.py",), ("tests/received/test_files_unit.py", "tests/received/test_received_files.py")),
+    "state_codec": Module(("bird/state_codec.py",), ("tests/security/test_state_codec_unit.py",
+                                                     "tests/security/test_received_code.py")),
+    "sealed": Module(("bird/sealed.py",), ("tests/security/test_sealed_unit.py", "tests/security/test_received_code.py")),
+    "received": Module(("bird/config/received.py", "bird/config/received_task.py"), (
+        "tests/security/test_received_unit.py", "tests/security/test_received_configs.py",
+        "tests/security/test_received_tasks.py")),
+    "secrets": Module(("bird/config/secrets.py",), ("tests/security/test_secrets_unit.py",)),
+    "plugins": Module(("bird/plugins.py",), ("tests/test_plugins.py",)),
+    "answer_text": Module(("bird/llm/content.py", "bird/llm/visible.py"), ("tests/llm/test_answer_text_unit.py",)),
+    "reward_sources": Module(("bird/reward/sources.py",),
+                             ("tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
+    "end_state": Module(("bird/completed.py",), ("tests/test_completed.py",)),
+    "sweep_ledger": Module(("bird/llm/sweep.py",), ("tests/llm/test_sweep_ledger_unit.py",
+                                                    "tests/llm/test_sweep_caps.py::test_ledger_admits_exactly_the_cap_"
+                                                    "across_processes")),
 }
 
 
@@ -143,7 +161,7 @@ def _stage(name: str, module: Module, resume: bool = False) -> Path:
     With `resume`, an earlier stage keeps its mutants and results and only gets the current tests/."""
     stage = STAGE / name
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "notebooks")
-    extra = ["conf", "methods", "envs", "analysis", "pyproject.toml", "mutate_order.py"]
+    extra = ["conf", "docs", "methods", "envs", "analysis", "pyproject.toml", "mutate_order.py"]
     if resume and (stage / "mutants").is_dir():
         shutil.rmtree(stage / "tests")
         shutil.copytree(ROOT / "tests", stage / "tests", ignore=ignore)
@@ -151,8 +169,8 @@ def _stage(name: str, module: Module, resume: bool = False) -> Path:
         shutil.rmtree(stage, ignore_errors=True)
         for top, target in LAYOUT.items():
             shutil.copytree(ROOT / top, stage / target, ignore=ignore, dirs_exist_ok=True)
-        # the repo-relative data (conf/, methods/prompts) and the folders the tests read as files, at the root too
-        for folder in ("conf", "tests", "methods", "envs", "analysis"):
+        # the repo-relative data (conf/, methods/prompts, docs/) and the folders the tests read as files, at the root too
+        for folder in ("conf", "docs", "tests", "methods", "envs", "analysis"):
             shutil.copytree(ROOT / folder, stage / folder, ignore=ignore)
     (stage / "mutate_order.py").write_text(ORDER_PLUGIN)
     settings = {
