@@ -104,8 +104,10 @@ MODULES: dict[str, Module] = {
     "trainer_replies": Module(("bird/learners/trainer_replies.py", "bird/learners/jax_outputs.py"),
                               ("tests/security/test_reply_parsing.py", "tests/security/test_trainer_host.py")),
     "culprit_search": Module(("bird/learners/jax_isolated.py",), ("tests/test_culprit_search.py",)),
-    # the trainer process's side: only encode_arrays runs in the test process (the rest behind the trainer's wall)
-    "trainer": Module(("bird/learners/trainer.py",), ("tests/security/test_reply_parsing.py",)),
+    # the trainer process's side, run in the test process against a stand-in for the compiled training run
+    # (_setup and compile_main build the real one: they run only in the trainer and its compile step)
+    "trainer": Module(("bird/learners/trainer.py",), ("tests/security/test_trainer_protocol_unit.py",
+                                                      "tests/security/test_reply_parsing.py")),
     "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_jax_export.py",)),
     "inspector": Module(("bird/reward/inspector.py",), (
         "tests/jaxpath/test_jax_export.py::test_inspector_and_trainer_reject_host_callbacks_corrupt_bytes_or_the_wrong_"
