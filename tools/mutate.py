@@ -108,10 +108,14 @@ MODULES: dict[str, Module] = {
     # (_setup and compile_main build the real one: they run only in the trainer and its compile step)
     "trainer": Module(("bird/learners/trainer.py",), ("tests/security/test_trainer_protocol_unit.py",
                                                       "tests/security/test_reply_parsing.py")),
-    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_jax_export.py",)),
+    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_jax_export.py",
+                                                               "tests/jaxpath/test_inspector_unit.py")),
+    # the inspecting process's checks run in the test process (test_inspector_unit.py); the process itself, behind
+    # the layers, in test_jax_export.py
     "inspector": Module(("bird/reward/inspector.py",), (
+        "tests/jaxpath/test_inspector_unit.py",
         "tests/jaxpath/test_jax_export.py::test_inspector_and_trainer_reject_host_callbacks_corrupt_bytes_or_the_wrong_"
-        "signature",)),
+        "signature")),
     "extract": Module(("bird/reward/extract.py",), ("tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
     "judgement": Module(("bird/components/judgement.py",),
                         ("tests/test_judged_feedback.py", "tests/test_judge_rollout_replay.py")),
