@@ -222,6 +222,29 @@ def _statuses(stage: Path, module: Module) -> dict[str, str]:
     return out
 
 
+def _metas(stage: Path, module: Module) -> dict[str, dict]:
+    """mutmut's record of each of the module's files (exit code by mutant, hash by function)."""
+    return {f: json.loads((stage / "mutants" / (_staged(f) + ".meta")).read_text()) for f in module.files}
+
+
+def _keep_kills(stage: Path, module: Module, before: dict[str, dict]) -> None:
+    """After a resumed run: mutmut forgets every verdict when the module's test selection changed, so the killed
+    mutants of the run it continues are written back, for functions whose source is unchanged (same hash)."""
+    from mutmut.stats import status_by_exit_code
+
+    for f, meta in _metas(stage, module).items():
+        old = before.get(f)
+        if old is None:
+            continue
+        for key, code in meta["exit_code_by_key"].items():
+            was = old["exit_code_by_key"].get(key)
+            fn = key.partition("__mutmut_")[0].rpartition(".")[2]
+            same = old["hash_by_function_name"].get(fn) == meta["hash_by_function_name"].get(fn)
+            if code is None and was is not None and status_by_exit_code[was] in KILLED and same:
+                meta["exit_code_by_key"][key] = was
+        (stage / "mutants" / (_staged(f) + ".meta")).write_text(json.dumps(meta))
+
+
 def _change(diff: str) -> tuple[str, str]:
     """The removed and added source lines of a mutant's diff, whitespace-collapsed."""
     minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
@@ -241,9 +264,10 @@ def run_module(name: str, timeout_s: float, max_children: int, resume: bool = Fa
     not killed (survivors, not checked, no tests) with the current tests: killed ones stay killed when tests are
     only added; the source must be unchanged (mutmut regenerates mutants of changed functions)."""
     module = MODULES[name]
-    rerun = []
+    rerun, before = [], {}
     if resume and (STAGE / name / "mutants").is_dir():
         rerun = sorted(k for k, v in _statuses(STAGE / name, module).items() if v not in KILLED)
+        before = _metas(STAGE / name, module)
     stage = _stage(name, module, resume=bool(rerun))
     start = time.monotonic()
     try:
@@ -252,6 +276,8 @@ def run_module(name: str, timeout_s: float, max_children: int, resume: bool = Fa
     except subprocess.TimeoutExpired as exc:
         log, finished = f"{exc.stdout or ''}{exc.stderr or ''}", False
     (stage / "mutmut.log").write_text(log)
+    if rerun:
+        _keep_kills(stage, module, before)
     entry = collect(name, round(time.monotonic() - start), finished)
     if rerun:
         entry["command"] += " --resume"

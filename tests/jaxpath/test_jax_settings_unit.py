@@ -29,6 +29,11 @@ def test_envs_and_batch_halve_together_then_envs_and_minibatches_until_the_budge
     assert s.scaled_from == {"num_envs": 8, "batch_size": 2, "num_minibatches": 8}
 
 
+def test_minibatches_halve_down_to_one():
+    s = _settings(10, 1, num_envs=4, batch_size=1, num_minibatches=4)  # 40 steps an update; the budget is 10
+    assert _batch(s) == (1, 1, 1) and s.steps_per_update == 10 and s.n_updates == 1
+
+
 def test_halving_stops_when_num_envs_reaches_one_even_if_the_budget_still_does_not_fit():
     s = _settings(100, 10, num_envs=2, batch_size=8, num_minibatches=1)
     assert _batch(s) == (1, 4, 1) and s.n_updates == 3 and _all_ints(s)
