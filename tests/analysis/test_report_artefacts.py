@@ -179,3 +179,12 @@ def test_a_clip_that_is_a_link_out_of_its_folder_is_refused(tmp_path):
     clips = pd.DataFrame([{"benchmark": "b", "task": "t", "method": "m", "path": str(tmp_path / "run" / "c.mp4")}])
     with pytest.raises(UnsafeFileError):
         copy_clips(clips, tmp_path / "out")
+
+
+def test_a_run_whose_only_file_links_out_gets_no_folder_on_the_page(tmp_path):
+    (tmp_path / "secret.json").write_text("{}")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "result.json").symlink_to(tmp_path / "secret.json")
+    assert copy_run_files(pd.DataFrame([_row(run)]), tmp_path / "out") == {("mujoco", "hopper", "eureka", 0): {}}
+    assert not (tmp_path / "out").exists()
