@@ -102,7 +102,8 @@ MODULES: dict[str, Module] = {
     "programs": Module(("bird/learners/programs.py",), JAX_TRAINING_TESTS),
     "trainer_host": Module(("bird/learners/trainer_host.py",), ("tests/security/test_trainer_host.py",)),
     "trainer_replies": Module(("bird/learners/trainer_replies.py", "bird/learners/jax_outputs.py"),
-                              ("tests/security/test_reply_parsing.py", "tests/test_jax_outputs.py",
+                              ("tests/security/test_trainer_replies_unit.py", "tests/security/test_reply_parsing.py",
+                               "tests/test_jax_outputs.py",
                                "tests/security/test_trainer_host.py")),
     "culprit_search": Module(("bird/learners/jax_isolated.py",), ("tests/test_culprit_search.py",)),
     # the trainer process's side, run in the test process against a stand-in for the compiled training run
