@@ -286,16 +286,35 @@ def run_module(name: str, timeout_s: float, max_children: int, resume: bool = Fa
     return entry
 
 
+# `mutmut show KEY` for many mutants in one process (one `mutmut show` process per survivor took minutes)
+DIFFS = """import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+todo = json.load(sys.stdin)
+print(json.dumps({key: get_diff_for_mutant(key, path=path) for key, path in todo}))
+"""
+
+
+def _diffs(stage: Path, module: Module, keys: list[str]) -> dict[str, str]:
+    """{mutant: its diff, as `mutmut show` prints it}."""
+    if not keys:
+        return {}
+    prefix = {f: _staged(f).removesuffix(".py").replace("/", ".") + "." for f in module.files}
+    todo = [(k, next(_staged(f) for f, p in prefix.items() if k.startswith(p))) for k in keys]
+    proc = subprocess.run([sys.executable, "-c", DIFFS], cwd=stage, input=json.dumps(todo), capture_output=True,
+                          text=True, timeout=600, check=True)
+    return json.loads(proc.stdout)
+
+
 def collect(name: str, wall_s: int = 0, finished: bool = False) -> dict:
     """The results of the last mutmut run of `name` in its stage (also of one that was stopped)."""
     module = MODULES[name]
     stage = STAGE / name
     statuses = _statuses(stage, module)
     survivors = []
-    for key, status in sorted(statuses.items()):
-        if status in KILLED or status == "not checked":
-            continue
-        removed, added = _change(_mutmut(stage, "show", key, timeout=120).stdout)
+    alive = {key: status for key, status in sorted(statuses.items()) if status not in KILLED | {"not checked"}}
+    diffs = _diffs(stage, module, list(alive))
+    for key, status in alive.items():
+        removed, added = _change(diffs[key])
         survivors.append({"key": key, "function": _function(key), "status": status, "removed": removed,
                           "added": added})
     counts: dict[str, int] = {}
