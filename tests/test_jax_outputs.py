@@ -79,3 +79,11 @@ def test_a_job_without_policy_rollouts_or_curve_gets_no_such_files(cfg, tmp_path
     assert (result.policy_path, result.rollouts_path, result.shipped, result.checkpoint_choice) == (None, None, -1, {})
     assert json.loads((out / "jax_ppo.json").read_text()) == {"x": 1, "program": None}
     assert sorted(p.name for p in out.iterdir()) == ["curve.csv", "jax_ppo.json"]
+
+
+def test_a_job_trained_again_after_the_culprit_search_rewrites_its_folder(cfg, tmp_path):
+    job = _job(cfg, tmp_path, program=None)
+    write_result(job, [], 0, 0.0, FAILED, {"x": 1}, None, None)
+    result = write_result(job, CURVE, 192, 2.0, None, {"x": 2}, b"p", None)
+    out = tmp_path / "deep" / "it1-c0"
+    assert result.shipped == 2 and (out / "jax_ppo.json").read_text() == '{\n "x": 2,\n "program": null\n}\n'
