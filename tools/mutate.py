@@ -76,7 +76,8 @@ MODULES: dict[str, Module] = {
     "registry": Module(("bird/registry.py",), ("tests/test_registry.py",)),
     "branch_detector": Module(("bird/method_branches.py",), ("tests/test_registry.py",)),
     # written since the run above (issue 44)
-    "bundle_archive": Module(("bird/bundle/archive.py", "bird/bundle/reader.py"), BUNDLE_TESTS),
+    "bundle_archive": Module(("bird/bundle/archive.py", "bird/bundle/reader.py"),
+                             ("tests/bundle/test_archive_unit.py", *BUNDLE_TESTS)),
     "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"), BUNDLE_TESTS),
     "bundle_compare": Module(("bird/bundle/compare.py",), BUNDLE_TESTS),
     "bundle_pack": Module(("bird/bundle/pack.py",), BUNDLE_TESTS),
