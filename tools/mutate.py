@@ -78,7 +78,8 @@ MODULES: dict[str, Module] = {
     # written since the run above (issue 44)
     "bundle_archive": Module(("bird/bundle/archive.py", "bird/bundle/reader.py"),
                              ("tests/bundle/test_archive_unit.py", *BUNDLE_TESTS)),
-    "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"), BUNDLE_TESTS),
+    "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"),
+                            ("tests/bundle/test_verify_unit.py", *BUNDLE_TESTS)),
     "bundle_compare": Module(("bird/bundle/compare.py",), BUNDLE_TESTS),
     "bundle_pack": Module(("bird/bundle/pack.py",), BUNDLE_TESTS),
     "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_bundle_tampering.py",)),
