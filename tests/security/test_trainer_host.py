@@ -6,6 +6,7 @@ well-formed run is read into results and files (the positive control)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -99,7 +100,8 @@ def test_a_group_reports_each_checkpoint_to_the_progress_and_keeps_each_jobs_cur
     assert seen[:3] == [(jobs[0].candidate_id, 128, 192, 0.2), ("c1", 128, 192, 1.2), ("c2", 128, 192, 2.2)]
     assert len(seen) == 6
     record = json.loads((tmp_path / "job2" / "jax_ppo.json").read_text())
-    assert record["slots"] == 3 and record["timing"] == {"compile_s": 1.0, "train_s": 2.0}
+    assert record["slots"] == 3 and record["timing"] == {"compile_s": 1.0, "executables_bytes": 0.0,
+                                                          "train_s": 2.0}
     assert record["settings"] == {"steps_per_update": 64, "n_updates": 3} and record["program"] == jobs[2].program.digest
     assert set(attempt.seconds) >= {"start_s", "setup_s", "load_s", "train_s", "outputs_s"}
 
@@ -130,3 +132,57 @@ def test_outputs_for_a_job_that_failed_are_refused(run):
     _, attempt = run("outputs_for_failed", n=2)
     assert attempt.group.kind == FailureKind.BAD_OUTPUT and attempt.blame
     assert attempt.group.reason == "outputs for job 1, which did not train or already has them"
+
+
+@pytest.fixture
+def compile_step(monkeypatch, tmp_path):
+    """The compile step on (BIRD_JAX_CACHE set): it runs as the fake trainer module's compile_main."""
+    monkeypatch.setenv("BIRD_JAX_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(trainer_host, "_COMPILED", {})
+
+
+def test_the_compile_steps_executables_reach_the_trainer_and_are_kept_for_the_next_group(run, compile_step, tmp_path):
+    from bird.learners.jax_executables import StoredPrograms, store_dir
+
+    job, attempt = run("compile_ok")
+    assert attempt.group is None and attempt.results[0].ok
+    [(key, executables)] = trainer_host._COMPILED.items()
+    assert executables.startswith(b"EXECUTABLES compile_ok 1 ")
+    sent = json.loads((tmp_path / "job" / "jax_ppo.json").read_text())["timing"]["executables_bytes"]
+    assert sent == len(executables)
+    _, again = run("compile_ok")  # the same shape in this process: not compiled again
+    assert again.group is None and {key: executables} == trainer_host._COMPILED
+    trainer_host._COMPILED.clear()  # another process: read from the store
+    assert trainer_host.ensure_compiled([replace(job, program=None)], 1, 30.0) == executables
+    wall, env = trainer_host.trainer_isolation(job)
+    assert StoredPrograms(store_dir(), {"PATH": os.defpath, **env}, wall.devices).get(key) == executables
+
+
+def test_the_compile_key_is_the_program_not_the_trainers_limits(run, compile_step):
+    job, _ = run("compile_ok")
+    jax = replace(job.train.jax, trainer_memory_mb=1, compile_timeout_s=2.0, update_timeout_s=3.0)
+    assert trainer_host._compile_key([replace(job, train=replace(job.train, jax=jax))], 1) == \
+        trainer_host._compile_key([job], 1)
+    assert trainer_host._compile_key([job], 2) != trainer_host._compile_key([job], 1)
+    assert trainer_host._compile_key([replace(job, env_steps=384)], 1) != trainer_host._compile_key([job], 1)
+
+
+@pytest.mark.parametrize("scenario, kind, reason", [
+    ("compile_fails", FailureKind.TRAIN_ERROR,
+     "compiling the training program failed: ValueError: no training program for this shape"),
+    ("compile_silent_failure", FailureKind.TRAIN_ERROR, "compiling the training program failed: exit 4"),
+])
+def test_a_compile_step_that_fails_is_every_jobs_failure_and_blames_no_program(run, compile_step, scenario, kind,
+                                                                               reason):
+    _, attempt = run(scenario)
+    assert (attempt.group.kind, attempt.group.reason, attempt.blame, attempt.results) == (kind, reason, False, [])
+    assert trainer_host._COMPILED == {}
+
+
+def test_a_compile_step_past_its_limit_is_a_timeout(run, compile_step):
+    job, _ = run("compile_ok")
+    hung = replace(job, candidate_id="scenario:compile_hangs", env_steps=384,
+                   train=replace(job.train, jax=replace(job.train.jax, compile_timeout_s=1.0)))
+    attempt = trainer_host.run_trainer([hung], 1)
+    assert (attempt.group.kind, attempt.group.reason, attempt.blame) == (
+        FailureKind.TIMEOUT, "compiling the training program exceeded train.jax.compile_timeout_s=1", False)

@@ -9,6 +9,7 @@ import os
 import pickle
 import signal
 import struct
+import sys
 import time
 
 from bird.reward import isolation
@@ -30,7 +31,7 @@ def main(result_fd: int) -> None:  # noqa: C901 - one branch per scenario
     cfg = isolation.IsolationConfig.from_json(init["isolation"])
     session.send({"ok": True, "layers": [layer.to_json() for layer in isolation.apply(cfg)]})
     header, payload = session.recv()
-    jobs, _ = pickle.loads(payload)  # noqa: S301 - from the host: (jobs, the compile step's executables)
+    jobs, executables = pickle.loads(payload)  # noqa: S301 - from the host: (jobs, the compile step's executables)
     scenario = jobs[0].candidate_id.removeprefix("scenario:")
     drop = [isolation.drop_identity(cfg).to_json()] if cfg.defer_uid_drop and os.geteuid() == 0 else []
     if scenario == "setup_deep_json":
@@ -42,7 +43,8 @@ def main(result_fd: int) -> None:  # noqa: C901 - one branch per scenario
         session.send({"ok": False, "kind": "train_error", "reason": "no such task"})
         return
     settings = {} if scenario == "setup_no_settings" else SETTINGS
-    session.send({"ok": True, "rows": 32, "settings": settings, "timing": {"compile_s": 1.0}, "layers": drop,
+    timing = {"compile_s": 1.0, "executables_bytes": len(executables or b"")}
+    session.send({"ok": True, "rows": 32, "settings": settings, "timing": timing, "layers": drop,
                   "devices": ["TFRT_CPU_0"]})
     session.recv()  # load
     if scenario == "load_crash":  # the programs arrived: one of them may be the cause
@@ -92,7 +94,7 @@ def main(result_fd: int) -> None:  # noqa: C901 - one branch per scenario
     if failures:
         del shipped["1"]
     session.send({"event": "trained", "failures": failures, "updates": 2 if scenario == "train_updates_differ" else 3,
-                  "timing": {"compile_s": 1.0, "train_s": 2.0}, "shipped": shipped})
+                  "timing": {**timing, "train_s": 2.0}, "shipped": shipped})
     try:
         session.recv()  # outputs
     except EOFError:
@@ -112,3 +114,18 @@ def main(result_fd: int) -> None:  # noqa: C901 - one branch per scenario
         if scenario == "outputs_twice":
             session.send({"event": "output", "job": job, "policy": 8, "arrays": []}, b"POLICY!!")
     session.send({"event": "done"})
+
+
+def compile_main(host_pid: int) -> None:
+    """The host's compile step, as bird/learners/trainer.py's runs: the pickled (jobs, width) on stdin, the
+    executables on stdout (here, bytes naming the scenario and width), exit status 0 on success."""
+    jobs, width = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - from the host
+    scenario = jobs[0].candidate_id.removeprefix("scenario:")
+    if scenario == "compile_fails":
+        print("compiling...\nValueError: no training program for this shape", file=sys.stderr)
+        sys.exit(3)
+    if scenario == "compile_silent_failure":
+        sys.exit(4)
+    if scenario == "compile_hangs":
+        time.sleep(60)
+    sys.stdout.buffer.write(f"EXECUTABLES {scenario} {width} {os.getpid()}".encode())
