@@ -120,7 +120,8 @@ MODULES: dict[str, Module] = {
         "tests/jaxpath/test_inspector_unit.py",
         "tests/jaxpath/test_jax_export.py::test_inspector_and_trainer_reject_host_callbacks_corrupt_bytes_or_the_wrong_"
         "signature")),
-    "extract": Module(("bird/reward/extract.py",), ("tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
+    "extract": Module(("bird/reward/extract.py",), ("tests/llm/test_extract_rules_unit.py", "tests/llm/test_extract_unit.py",
+                                                    "tests/llm/test_answer_corpus.py")),
     "judgement": Module(("bird/components/judgement.py",),
                         ("tests/test_judged_feedback.py", "tests/test_judge_rollout_replay.py")),
     "leaderboard_artefacts": Module(("analysis/artefacts.py",), ("tests/analysis/test_report_artefacts.py",)),
