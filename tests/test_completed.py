@@ -106,3 +106,50 @@ def test_every_end_state_but_completed_is_run_again_and_counted_by_bird_status(c
         assert (completed_result(run, cfg) is None) == (state != "completed")
     counts = status.summarise(tmp_path)
     assert all(counts[state] == 1 for state in END_STATES), counts
+
+
+def test_a_search_whose_llm_calls_failed_ends_incomplete_before_anything_else_with_the_last_error():
+    failed = {**SCORED, "n_trained": 0, "llm_failed_calls": 3, "llm_refused_calls": 2, "llm_last_error": "x" * 400}
+    assert end_state(failed) == ("incomplete", "3 LLM call(s) failed after every retry; the last: " + "x" * 300)
+    assert end_state({**SCORED, "llm_failed_calls": 1}) == ("incomplete", "1 LLM call(s) failed after every retry; "
+                                                                          "the last: ?")
+
+
+def test_a_search_whose_calls_the_sweeps_caps_refused_ends_budget_exhausted_before_its_failures():
+    refused = {**SCORED, "n_trained": 0, "llm_failed_calls": 0, "llm_refused_calls": 2,
+               "stop_reason": "budget.sweep_max_llm_calls=10 reached"}
+    assert end_state(refused) == ("budget_exhausted", "the sweep's caps refused 2 LLM call(s): "
+                                                      "budget.sweep_max_llm_calls=10 reached")
+    assert end_state({**SCORED, "llm_refused_calls": 1})[1] == "the sweep's caps refused 1 LLM call(s): generation " \
+                                                               "stopped"
+
+
+def test_the_reasons_of_a_failed_search_have_their_defaults_when_the_result_gives_none():
+    assert end_state({**SCORED, "n_trained": 0, "failures": None}) == (
+        "failed", "no candidate trained: every one of the loop's 4 trainings failed (candidate failures: none "
+                  "recorded)")
+    assert end_state({**SCORED, "returned": None}) == ("failed", "no candidate could be returned")
+    assert end_state({**SCORED, "returned_score": None}) == ("failed", "the returned reward it1-c2 has no score: "
+                                                                        "not trained")
+    assert end_state({**SCORED, "n_trained": 0, "failures": {"a": 2, "b": 1}})[1].endswith(
+        "(candidate failures: a × 2, b × 1)")
+
+
+def test_status_or_result_files_that_are_not_objects_are_not_a_finished_run(cfg, tmp_path):
+    run = _finished(tmp_path / "run", cfg)
+    (run / "status.json").write_text('["completed"]')
+    assert completed_result(run, cfg) is None
+    run = _finished(tmp_path / "run2", cfg)
+    (run / "result.json").write_text('"completed"')
+    assert completed_result(run, cfg) is None
+
+
+def test_clearing_removes_links_without_following_them(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "keep").mkdir(parents=True)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "candidates").symlink_to(outside, target_is_directory=True)
+    (run / "result.json").symlink_to(tmp_path / "nowhere")
+    assert clear_previous_run(run) == ["candidates", "result.json"]
+    assert (outside / "keep").is_dir() and list(run.iterdir()) == []

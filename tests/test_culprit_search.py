@@ -29,10 +29,11 @@ class Trainer:
     """One run per call: the group fails (after its programs were sent) when it holds a poisoned candidate."""
 
     def __init__(self, poisoned: set[str], blame: bool = True) -> None:
-        self.poisoned, self.blame, self.calls = poisoned, blame, []
+        self.poisoned, self.blame, self.calls, self.progress = poisoned, blame, [], []
 
     def __call__(self, group, width, progress=None) -> Attempt:
         self.calls.append(([j.candidate_id for j in group], width))
+        self.progress.append(progress)
         if any(j.candidate_id in self.poisoned for j in group):
             return Attempt(group=HANG, blame=self.blame)
         return Attempt(results=[TrainResult(j.candidate_id, j.seed, (), 192, 1.0) for j in group])
@@ -90,3 +91,25 @@ def test_jobs_of_other_budgets_train_in_groups_of_their_own_and_come_back_in_job
     assert [r.failure is not None for r in results] == [False, False, True, False, False]
     assert trainer.calls == [(["c0", "c2", "c3"], 3), (["c0"], 3), (["c2", "c3"], 3), (["c2"], 3), (["c3"], 3),
                              (["c4", "c5"], 2)]  # each group at its own width, searched apart
+
+
+def test_a_culprit_is_recorded_as_untrained_with_its_own_seed_and_the_failure_of_its_run(jobs):
+    found = search_culprits(jobs[:3], 3, runner=Trainer({"c1"}))
+    assert found[1] == TrainResult("c1", jobs[1].seed, (), 0, 0.0, HANG)
+    assert jobs[1].seed == 1
+
+
+def _progress(*args) -> None:
+    """A progress callback (the loop's)."""
+
+
+def test_every_trainer_run_of_the_search_reports_to_the_callers_progress(jobs, monkeypatch):
+    from bird.learners import jax_isolated
+
+    trainer = Trainer({"c2"})
+    search_culprits(jobs[:4], 4, _progress, runner=trainer)
+    assert len(trainer.progress) > 1 and set(trainer.progress) == {_progress}
+    trainer = Trainer({"c1"})
+    monkeypatch.setattr(jax_isolated, "run_trainer", trainer)
+    jax_isolated.train_isolated(jobs[:3], _progress)
+    assert len(trainer.progress) > 1 and set(trainer.progress) == {_progress}

@@ -77,9 +77,11 @@ MODULES: dict[str, Module] = {
     "registry": Module(("bird/registry.py",), ("tests/test_registry.py",)),
     "branch_detector": Module(("bird/method_branches.py",), ("tests/test_registry.py",)),
     # written since the run above (issue 44)
-    "bundle_archive": Module(("bird/bundle/archive.py", "bird/bundle/reader.py"), BUNDLE_TESTS),
-    "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"), BUNDLE_TESTS),
-    "bundle_compare": Module(("bird/bundle/compare.py",), BUNDLE_TESTS),
+    "bundle_archive": Module(("bird/bundle/archive.py", "bird/bundle/reader.py"),
+                             ("tests/bundle/test_archive_unit.py", *BUNDLE_TESTS)),
+    "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"),
+                            ("tests/bundle/test_verify_unit.py", *BUNDLE_TESTS)),
+    "bundle_compare": Module(("bird/bundle/compare.py",), ("tests/bundle/test_compare_unit.py", *BUNDLE_TESTS)),
     "bundle_pack": Module(("bird/bundle/pack.py",), BUNDLE_TESTS),
     "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_bundle_tampering.py",)),
     "jax_store": Module(("bird/learners/jax_executables.py",), (
@@ -91,10 +93,10 @@ MODULES: dict[str, Module] = {
             "a_stored_program_is_found_only_for_its_key_environment_and_bytes",
             "the_store_keeps_the_most_recently_used_programs",
             "a_stored_program_is_not_found_once_birds_source_changed")))),
-    "jax_settings": Module(("bird/learners/jax_settings.py",), tuple(
+    "jax_settings": Module(("bird/learners/jax_settings.py",), ("tests/jaxpath/test_jax_settings_unit.py", *(
         f"tests/jaxpath/test_jax_learner.py::test_settings_{t}" for t in (
             "take_the_command_line_then_the_task_table_then_brax_defaults",
-            "shrink_the_rollout_batch_until_the_budget_affords_min_updates", "reject_what_brax_rejects"))),
+            "shrink_the_rollout_batch_until_the_budget_affords_min_updates", "reject_what_brax_rejects")))),
     # the training program, trained in the test process (train_jax_ppo): a mutant that changes it compiles again, and
     # a traced function is reached (in mutmut's stats) only by the first test that traced it, the longest (~70 s)
     "jax_core": Module(("bird/learners/jax_core.py", "bird/learners/jax_rewards.py"), JAX_TRAINING_TESTS),
@@ -103,18 +105,45 @@ MODULES: dict[str, Module] = {
     "programs": Module(("bird/learners/programs.py",), JAX_TRAINING_TESTS),
     "trainer_host": Module(("bird/learners/trainer_host.py",), ("tests/security/test_trainer_host.py",)),
     "trainer_replies": Module(("bird/learners/trainer_replies.py", "bird/learners/jax_outputs.py"),
-                              ("tests/security/test_reply_parsing.py", "tests/security/test_trainer_host.py")),
+                              ("tests/security/test_trainer_replies_unit.py", "tests/security/test_reply_parsing.py",
+                               "tests/test_jax_outputs.py",
+                               "tests/security/test_trainer_host.py")),
     "culprit_search": Module(("bird/learners/jax_isolated.py",), ("tests/test_culprit_search.py",)),
-    # the trainer process's side: only encode_arrays runs in the test process (the rest behind the trainer's wall)
-    "trainer": Module(("bird/learners/trainer.py",), ("tests/security/test_reply_parsing.py",)),
-    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_jax_export.py",)),
+    # the trainer process's side, run in the test process against a stand-in for the compiled training run
+    # (_setup and compile_main build the real one: they run only in the trainer and its compile step)
+    "trainer": Module(("bird/learners/trainer.py",), ("tests/security/test_trainer_protocol_unit.py",
+                                                      "tests/security/test_reply_parsing.py")),
+    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_jax_export.py",
+                                                               "tests/jaxpath/test_inspector_unit.py")),
+    # the inspecting process's checks run in the test process (test_inspector_unit.py); the process itself, behind
+    # the layers, in test_jax_export.py
     "inspector": Module(("bird/reward/inspector.py",), (
+        "tests/jaxpath/test_inspector_unit.py",
         "tests/jaxpath/test_jax_export.py::test_inspector_and_trainer_reject_host_callbacks_corrupt_bytes_or_the_wrong_"
-        "signature",)),
-    "extract": Module(("bird/reward/extract.py",), ("tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
+        "signature")),
+    "extract": Module(("bird/reward/extract.py",), ("tests/llm/test_extract_rules_unit.py", "tests/llm/test_extract_unit.py",
+                                                    "tests/llm/test_answer_corpus.py")),
     "judgement": Module(("bird/components/judgement.py",),
                         ("tests/test_judged_feedback.py", "tests/test_judge_rollout_replay.py")),
     "leaderboard_artefacts": Module(("analysis/artefacts.py",), ("tests/analysis/test_report_artefacts.py",)),
+    # new in the round of issues 36-43 (issue 44: "and the new modules of this round's issues")
+    "escape": Module(("bird/escape.py",), ("tests/received/test_escape_unit.py",)),
+    "files": Module(("bird/files.py",), ("tests/received/test_files_unit.py", "tests/received/test_received_files.py")),
+    "state_codec": Module(("bird/state_codec.py",), ("tests/security/test_state_codec_unit.py",
+                                                     "tests/security/test_received_code.py")),
+    "sealed": Module(("bird/sealed.py",), ("tests/security/test_sealed_unit.py", "tests/security/test_received_code.py")),
+    "received": Module(("bird/config/received.py", "bird/config/received_task.py"), (
+        "tests/security/test_received_unit.py", "tests/security/test_received_configs.py",
+        "tests/security/test_received_tasks.py")),
+    "secrets": Module(("bird/config/secrets.py",), ("tests/security/test_secrets_unit.py",)),
+    "plugins": Module(("bird/plugins.py",), ("tests/test_plugins.py",)),
+    "answer_text": Module(("bird/llm/content.py", "bird/llm/visible.py"), ("tests/llm/test_answer_text_unit.py",)),
+    "reward_sources": Module(("bird/reward/sources.py",),
+                             ("tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
+    "end_state": Module(("bird/completed.py",), ("tests/test_completed.py",)),
+    "sweep_ledger": Module(("bird/llm/sweep.py",), ("tests/llm/test_sweep_ledger_unit.py",
+                                                    "tests/llm/test_sweep_caps.py::test_ledger_admits_exactly_the_cap_"
+                                                    "across_processes")),
 }
 
 
@@ -144,7 +173,7 @@ def _stage(name: str, module: Module, resume: bool = False) -> Path:
     With `resume`, an earlier stage keeps its mutants and results and only gets the current tests/."""
     stage = STAGE / name
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "notebooks")
-    extra = ["conf", "methods", "envs", "analysis", "pyproject.toml", "mutate_order.py"]
+    extra = ["conf", "docs", "methods", "envs", "analysis", "pyproject.toml", "mutate_order.py"]
     if resume and (stage / "mutants").is_dir():
         shutil.rmtree(stage / "tests")
         shutil.copytree(ROOT / "tests", stage / "tests", ignore=ignore)
@@ -152,8 +181,8 @@ def _stage(name: str, module: Module, resume: bool = False) -> Path:
         shutil.rmtree(stage, ignore_errors=True)
         for top, target in LAYOUT.items():
             shutil.copytree(ROOT / top, stage / target, ignore=ignore, dirs_exist_ok=True)
-        # the repo-relative data (conf/, methods/prompts) and the folders the tests read as files, at the root too
-        for folder in ("conf", "tests", "methods", "envs", "analysis"):
+        # the repo-relative data (conf/, methods/prompts, docs/) and the folders the tests read as files, at the root too
+        for folder in ("conf", "docs", "tests", "methods", "envs", "analysis"):
             shutil.copytree(ROOT / folder, stage / folder, ignore=ignore)
     (stage / "mutate_order.py").write_text(ORDER_PLUGIN)
     settings = {
@@ -199,6 +228,29 @@ def _statuses(stage: Path, module: Module) -> dict[str, str]:
     return out
 
 
+def _metas(stage: Path, module: Module) -> dict[str, dict]:
+    """mutmut's record of each of the module's files (exit code by mutant, hash by function)."""
+    return {f: json.loads((stage / "mutants" / (_staged(f) + ".meta")).read_text()) for f in module.files}
+
+
+def _keep_kills(stage: Path, module: Module, before: dict[str, dict]) -> None:
+    """After a resumed run: mutmut forgets every verdict when the module's test selection changed, so the killed
+    mutants of the run it continues are written back, for functions whose source is unchanged (same hash)."""
+    from mutmut.stats import status_by_exit_code
+
+    for f, meta in _metas(stage, module).items():
+        old = before.get(f)
+        if old is None:
+            continue
+        for key, code in meta["exit_code_by_key"].items():
+            was = old["exit_code_by_key"].get(key)
+            fn = key.partition("__mutmut_")[0].rpartition(".")[2]
+            same = old["hash_by_function_name"].get(fn) == meta["hash_by_function_name"].get(fn)
+            if code is None and was is not None and status_by_exit_code[was] in KILLED and same:
+                meta["exit_code_by_key"][key] = was
+        (stage / "mutants" / (_staged(f) + ".meta")).write_text(json.dumps(meta))
+
+
 def _change(diff: str) -> tuple[str, str]:
     """The removed and added source lines of a mutant's diff, whitespace-collapsed."""
     minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
@@ -218,9 +270,10 @@ def run_module(name: str, timeout_s: float, max_children: int, resume: bool = Fa
     not killed (survivors, not checked, no tests) with the current tests: killed ones stay killed when tests are
     only added; the source must be unchanged (mutmut regenerates mutants of changed functions)."""
     module = MODULES[name]
-    rerun = []
+    rerun, before = [], {}
     if resume and (STAGE / name / "mutants").is_dir():
         rerun = sorted(k for k, v in _statuses(STAGE / name, module).items() if v not in KILLED)
+        before = _metas(STAGE / name, module)
     stage = _stage(name, module, resume=bool(rerun))
     start = time.monotonic()
     try:
@@ -229,10 +282,31 @@ def run_module(name: str, timeout_s: float, max_children: int, resume: bool = Fa
     except subprocess.TimeoutExpired as exc:
         log, finished = f"{exc.stdout or ''}{exc.stderr or ''}", False
     (stage / "mutmut.log").write_text(log)
+    if rerun:
+        _keep_kills(stage, module, before)
     entry = collect(name, round(time.monotonic() - start), finished)
     if rerun:
         entry["command"] += " --resume"
     return entry
+
+
+# `mutmut show KEY` for many mutants in one process (one `mutmut show` process per survivor took minutes)
+DIFFS = """import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+todo = json.load(sys.stdin)
+print(json.dumps({key: get_diff_for_mutant(key, path=path) for key, path in todo}))
+"""
+
+
+def _diffs(stage: Path, module: Module, keys: list[str]) -> dict[str, str]:
+    """{mutant: its diff, as `mutmut show` prints it}."""
+    if not keys:
+        return {}
+    prefix = {f: _staged(f).removesuffix(".py").replace("/", ".") + "." for f in module.files}
+    todo = [(k, next(_staged(f) for f, p in prefix.items() if k.startswith(p))) for k in keys]
+    proc = subprocess.run([sys.executable, "-c", DIFFS], cwd=stage, input=json.dumps(todo), capture_output=True,
+                          text=True, timeout=600, check=True)
+    return json.loads(proc.stdout)
 
 
 def collect(name: str, wall_s: int = 0, finished: bool = False) -> dict:
@@ -241,10 +315,10 @@ def collect(name: str, wall_s: int = 0, finished: bool = False) -> dict:
     stage = STAGE / name
     statuses = _statuses(stage, module)
     survivors = []
-    for key, status in sorted(statuses.items()):
-        if status in KILLED or status == "not checked":
-            continue
-        removed, added = _change(_mutmut(stage, "show", key, timeout=120).stdout)
+    alive = {key: status for key, status in sorted(statuses.items()) if status not in KILLED | {"not checked"}}
+    diffs = _diffs(stage, module, list(alive))
+    for key, status in alive.items():
+        removed, added = _change(diffs[key])
         survivors.append({"key": key, "function": _function(key), "status": status, "removed": removed,
                           "added": added})
     counts: dict[str, int] = {}
