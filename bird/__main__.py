@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 
 from bird.config.load import CONF_DIR, ConfigError, composed_choices, load_config, register_configs
 from bird.config.searchpath import user_dirs
+from bird.config.validate_task import description_warning
 
 register_configs()
 
@@ -26,6 +27,9 @@ def main(cfg: DictConfig) -> None:
         sys.exit(2)
     overrides = HydraConfig.get().overrides
     bcfg.choices = list(dict.fromkeys([*bcfg.choices, *composed_choices([*overrides.hydra, *overrides.task])]))
+    warning = description_warning(list(overrides.task), bcfg.env.id)
+    if warning:
+        print(f"bird: warning: {warning}", file=sys.stderr)
     from bird.checkpoint import CheckpointError
     from bird.completed import DONE, SearchNotDone, completed_result
     from bird.files import UnsafeFileError

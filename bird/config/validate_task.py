@@ -8,7 +8,7 @@ from typing import Any
 from bird import registry
 from bird.config.schema import BirdConfig
 
-__all__ = ["check_task", "signal_keys", "demo_expert", "DEMO_EXPERTS"]
+__all__ = ["check_task", "signal_keys", "demo_expert", "description_warning", "DEMO_EXPERTS"]
 
 DEMO_EXPERTS = ("auto", "scripted", "ppo")  # the values of demos.expert
 
@@ -140,3 +140,15 @@ def check_task(cfg: BirdConfig, problems: list[str]) -> None:
             demo_expert(cfg.demos.expert, offers, cfg.env.id)
         except ValueError as exc:
             problems.append(str(exc))
+
+
+def description_warning(overrides: list[str], env_id: str) -> str | None:
+    """A warning when the command line rewrites `env.description`: the generator reads the new words, but the task's
+    score, success flag and reference reward are still the task's own (asking Hopper to hop backward still scores
+    forward motion). None when no override touches it."""
+    if not any(o.lstrip("+~").partition("=")[0] == "env.description" for o in overrides):
+        return None
+    return (f"env.description is overridden, but {env_id}'s score, success flag and reference reward are unchanged: "
+            f"the search is still ranked and reported on the task's own objective (`python -m bird.envs describe "
+            f"{env_id}` shows it). To score another objective, write a task file with its own score "
+            f"(docs/task_files.md).")

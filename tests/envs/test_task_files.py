@@ -382,3 +382,15 @@ def test_a_task_files_content_is_part_of_the_config_hash():
     base = compose(["env=gym/pendulum"])
     assert config_hash(base) != config_hash(compose(["env=gym/pendulum", "env.task.score.random=-1000"]))
     assert config_hash(base) != config_hash(compose(["env=gym/pendulum", "env.task.hidden.names=[costs]"]))
+
+
+def test_an_overridden_description_warns_that_the_score_is_still_the_tasks_own():
+    """Asking Hopper to hop backward through env.description still ranks forward motion: the command line says so."""
+    from bird.config.validate_task import description_warning
+
+    warning = description_warning(["method=eureka", "env=mujoco/hopper", "env.description=Hop backward."],
+                                  "mujoco/hopper")
+    assert warning and "mujoco/hopper's score" in warning and "task file" in warning
+    assert description_warning(["++env.description=x"], "gym/pendulum")
+    assert description_warning(["env=mujoco/hopper", "env.horizon=100", "generate.description_view=x"],
+                               "mujoco/hopper") is None
