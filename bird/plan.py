@@ -77,6 +77,22 @@ def _schedule(cfg: BirdConfig) -> tuple[list[int], list[int]]:
     return samples, trained
 
 
+def _asks_goal_states(cfg: BirdConfig) -> bool:
+    """Whether the demonstrations' positives take one goal-state call per expert episode (GRACE's P0.1):
+    goal_identified always, last_if_terminal where the task's episodes do not end on success."""
+    if cfg.demos.positive_states == "goal_identified":
+        return True
+    if cfg.demos.positive_states != "last_if_terminal":
+        return False
+    from bird import registry
+
+    suite = cfg.env.id.partition("/")[0]
+    try:
+        return not registry.get("suite", suite).offers(cfg.env).ends_on_success
+    except ValueError:
+        return True  # an unknown task: refused when the config loads
+
+
 def llm_calls(cfg: BirdConfig) -> dict[str, Calls]:
     """LLM calls of one search of `cfg`, by role (ROLES)."""
     from bird import registry
@@ -100,7 +116,7 @@ def llm_calls(cfg: BirdConfig) -> dict[str, Calls]:
     if cfg.decompose.co_evolve:  # a revision after every iteration but the last, from its best candidate's feedback
         revisions = len(samples) - 1
         setup += Calls(0, revisions, revisions * (1 + cfg.decompose.retries))
-    if cfg.demos.enabled and cfg.demos.positive_states == "goal_identified":
+    if cfg.demos.enabled and _asks_goal_states(cfg):
         setup += Calls(cfg.demos.n_expert, cfg.demos.n_expert, cfg.demos.n_expert)
     parts = configured(cfg)  # the declarations of every component the config names
     aligned = registry.declared("alignment", "none") not in parts  # the labeller runs only when something aligns

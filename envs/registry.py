@@ -24,6 +24,8 @@ class TaskOffers:
         and a PPO expert trains on it (demos.expert=ppo).
     :param scripted_expert: its adapter has expert_policy() (scripted-expert demonstrations, demos.expert=scripted).
     :param jax_env: its env runs in JAX (Brax), so train.learner=jax_ppo can train on it.
+    :param ends_on_success: its episodes end on success, so an expert episode's last state is its goal state
+        (demos.positive_states=last_if_terminal needs no LLM call there).
     """
 
     representations: tuple[str, ...] | None
@@ -32,6 +34,7 @@ class TaskOffers:
     reference_reward: bool
     scripted_expert: bool
     jax_env: bool = False
+    ends_on_success: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Suite(Component):
     :param task_names: `task -> canonical name`, a ValueError naming the available tasks for an unknown one.
     :param task_offers: per-task offers (a suite whose tasks differ: the gym suite's task files), else the above.
     :param jax_env: its envs run in JAX (Brax).
+    :param ends_on_success: its episodes end on success (BabyAI).
     :param tasks: `() -> names` of every task the suite holds (the catalogue, `python -m bird.envs list`); None where
         its tasks are files found on the config search path (the gym suite).
     """
@@ -58,6 +62,7 @@ class Suite(Component):
     task_offers: Callable[[EnvConfig], TaskOffers] | None = None
     jax_env: bool = False
     tasks: Callable[[], tuple[str, ...]] | None = None
+    ends_on_success: bool = False
 
     def suite_offers(self) -> TaskOffers | None:
         """What every task of the suite offers (None when each task says, `task_offers`)."""
@@ -65,7 +70,8 @@ class Suite(Component):
             return None
         provides = self.provides or {}
         return TaskOffers(provides.get("representations"), provides.get("frames"), self.success_flag,
-                          reference_reward=True, scripted_expert=self.scripted_expert, jax_env=self.jax_env)
+                          reference_reward=True, scripted_expert=self.scripted_expert, jax_env=self.jax_env,
+                          ends_on_success=self.ends_on_success)
 
     def offers(self, env: EnvConfig) -> TaskOffers:
         """What the task `env` names offers; a ValueError naming the available tasks when the suite has no such one."""
@@ -229,7 +235,8 @@ def _babyai_tasks() -> Mapping[str, Any]:
 
 # its own adapter, not task files: the bot plans from the simulator's state (demos.enabled), the actions are discrete,
 # and the grid is a shaped field (docs/babyai.md)
-register("suite", "babyai")(Suite(_babyai, scripted_expert=True, success_flag=True, task_names=_known("babyai", _babyai_tasks),
+register("suite", "babyai")(Suite(_babyai, scripted_expert=True, success_flag=True, ends_on_success=True,
+                                  task_names=_known("babyai", _babyai_tasks),
                                   provides={"representations": _ADAPTER_VIEWS, "frames": True}))
 
 

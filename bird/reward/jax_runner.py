@@ -20,7 +20,7 @@ __all__ = ["JaxRunner", "jax_runner"]
 class JaxRunner:
     def __init__(self, fn: Any, fields: list[list[Any]]) -> None:
         self.fn, self.fields = fn, fields
-        self.obs_dim = sum(int(k) for _, _, k in fields)
+        self.obs_dim = sum(int(f[2]) for f in fields)  # a field is [name, start, size] or [name, start, size, shape, kind]
         self.program: JaxProgram | None = None
         self.shipped: JaxProgram | None = None
         self.act_dim = 0
