@@ -4,6 +4,7 @@ test_reply_parsing.py)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -60,6 +61,11 @@ def test_as_many_failures_as_jobs_are_read_and_one_more_is_refused():
 @pytest.mark.parametrize("key", ["3", "-1", "²", "٣", " 1", "", "1.0", "0x1"])
 def test_a_failure_for_a_job_not_in_the_group_is_refused_naming_it(key):
     assert _refused(job_failures, {key: {"kind": "timeout"}}, 3) == f"a failure for job {key!r}, not in the group"
+
+
+def test_a_failure_for_a_job_of_a_long_key_names_it_cut_to_twenty_characters():
+    assert _refused(job_failures, {"9" * 30: {"kind": "timeout"}}, 3) == \
+        f"a failure for job {'9' * 19 + '…'!r}, not in the group"
 
 
 def test_a_failure_record_that_is_not_an_object_is_refused():
@@ -127,6 +133,12 @@ def test_a_checkpoint_at_another_step_count_or_with_other_fields_is_refused(job)
     assert _refused(read_checkpoint, _ckpt(extra=1), job, 64) == message
     assert _refused(read_checkpoint, {k: v for k, v in _ckpt().items() if k != "quantity"}, job, 64) == message
     assert _refused(read_checkpoint, [_ckpt()], job, 64) == message
+
+
+def test_components_of_long_names_are_named_in_at_most_two_hundred_characters(job):
+    names = [f"component_{i}_" + "x" * 40 for i in range(8)]
+    reason = _refused(read_checkpoint, _ckpt(components=dict.fromkeys(names, 0.0)), job, 64)
+    assert reason == f"checkpoint components {json.dumps(names)[:200]} instead of ['forward', 'ctrl']"
 
 
 def test_components_must_be_the_jobs_in_its_order(job):
@@ -222,6 +234,11 @@ def test_an_array_of_an_unknown_or_repeated_name_is_refused(job):
     assert _refused(read_outputs, *_frame(extra=[["comp/other", "<f8", [0]]]), job) == \
         "an unexpected rollout array 'comp/other'"
     assert _refused(read_outputs, *_frame(extra=[["reward", "<f8", [0]]]), job) == "an unexpected rollout array 'reward'"
+
+
+def test_an_array_of_a_long_unknown_name_is_named_cut_to_eighty_characters(job):
+    assert _refused(read_outputs, *_frame(extra=[["x" * 100, "<f8", [0]]]), job) == \
+        f"an unexpected rollout array {'x' * 79 + '…'!r}"
 
 
 @pytest.mark.parametrize(("name", "entry", "says"), [
