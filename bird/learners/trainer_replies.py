@@ -109,7 +109,8 @@ def _check_rollouts(arrays: dict[str, np.ndarray], job: TrainJob, comps: set[str
     if missing:
         raise replies.bad(f"rollouts without {sorted(missing)}")
     n, e = len(arrays["obs"]), job.collect_episodes
-    dims = {"obs": arrays["obs"].shape[1], "next_obs": arrays["next_obs"].shape[1]}
+    # a reference-reward job has no program to give the widths: its next observations are as wide as its observations
+    dims = {"next_obs": arrays["obs"].shape[1]}
     if job.program is not None:
         dims = {"obs": job.program.obs_dim, "next_obs": job.program.obs_dim, "actions": job.program.act_dim}
     for name, a in arrays.items():

@@ -288,6 +288,13 @@ def test_a_reference_reward_jobs_rollouts_take_their_widths_from_the_observation
     assert got["obs"].shape == (5, 7) and got["actions"].shape == (5, 9)
 
 
+def test_a_reference_reward_jobs_next_observations_are_as_wide_as_its_observations(job):
+    reference = replace(job, program=None)
+    arrays = {k: v for k, v in _arrays().items() if not k.startswith("comp/")}
+    arrays["obs"], arrays["next_obs"] = np.ones((5, 7)), np.ones((5, 8))
+    assert _refused(read_outputs, *_frame(arrays), reference) == "rollout array next_obs has shape (5, 8)"
+
+
 def test_episode_indices_lie_within_the_episodes_asked_for(job):
     for episodes, ok in (([0, 0, 1, 1, 1], True), ([0, 0, 1, 1, 2], False), ([-1, 0, 1, 1, 1], False)):
         arrays = _arrays()
