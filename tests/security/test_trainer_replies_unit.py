@@ -81,6 +81,7 @@ def test_timing_holds_up_to_sixteen_non_negative_numbers_with_short_names():
     assert _refused(read_timing, {**sixteen, "t16": 1.0}) == message and _refused(read_timing, [1.0]) == message
     assert _refused(read_timing, {"x": -1}) == "a timing=-1.0 is not finite or outside [0, 1e+12]"
     assert _refused(read_timing, {"x": 1.5e12}) == "a timing=1500000000000.0 is not finite or outside [0, 1e+12]"
+    assert _refused(read_timing, {"x": 1e12 + 0.5}) == "a timing=1000000000000.5 is not finite or outside [0, 1e+12]"
 
 
 # --- checkpoints ------------------------------------------------------------------------------------------------
@@ -125,6 +126,7 @@ def test_the_episode_length_lies_between_zero_and_a_billion(job):
     assert _refused(read_checkpoint, _ckpt(episode_length=1.5e9), job, 64) == \
         "episode_length=1500000000.0 is not finite or outside [0, 1e+09]"
     assert _refused(read_checkpoint, _ckpt(episode_length=-0.5), job, 64).startswith("episode_length=-0.5")
+    assert _refused(read_checkpoint, _ckpt(episode_length=1e9 + 0.5), job, 64).startswith("episode_length=1000000000.5")
 
 
 def test_a_checkpoint_at_another_step_count_or_with_other_fields_is_refused(job):
@@ -184,6 +186,11 @@ def test_outputs_give_the_policy_bytes_and_every_array_by_name_and_dtype(job):
 def test_a_job_that_asked_for_neither_gets_none_of_either(job):
     plain = replace(job, save_policy=False, collect_episodes=0)
     assert read_outputs({"policy": 0, "arrays": []}, b"", plain) == (None, None)
+
+
+def test_a_policy_of_one_byte_is_read(job):
+    frame, data = _frame(policy=1)
+    assert read_outputs(frame, data, job)[0] == b"P"
 
 
 def test_a_policy_must_come_exactly_when_the_job_asked_for_one(job):
