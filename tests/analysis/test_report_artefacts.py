@@ -150,6 +150,29 @@ def test_a_result_is_copied_under_its_own_size_cap_and_the_other_files_under_the
     assert sorted(copied[("mujoco", "hopper", "eureka", 0)]) == ["config", "result"]
 
 
+def test_a_file_refused_ahead_of_others_leaves_out_its_label_only(tmp_path, monkeypatch):
+    from bird import files as bird_files
+
+    run = _run_dir(tmp_path)
+    monkeypatch.setitem(bird_files.LIMITS, "text", 12)
+    (run / "config.yaml").write_text("x" * 13)  # over the cap: refused by copy_file, before the reward is reached
+    (run / "candidates" / "it1-c0" / "reward.py").write_text("x" * 12)
+    copied = copy_run_files(pd.DataFrame([_row(run)]), tmp_path / "out")
+    assert sorted(copied[("mujoco", "hopper", "eureka", 0)]) == ["result", "reward"]
+
+
+def test_the_clips_folder_is_made_on_a_page_that_has_none(tmp_path):
+    from bird.analysis.artefacts import copy_clips
+
+    (tmp_path / "c.mp4").write_bytes(b"clip")
+    out = tmp_path / "out"
+    out.mkdir()
+    clips = pd.DataFrame([{"benchmark": "b", "task": "t", "method": "m", "path": str(tmp_path / "c.mp4")}])
+    assert copy_clips(clips, out) == {("b", "t", "m"): "clips/b-t-m.mp4"}
+    assert sorted(p.name for p in out.iterdir()) == ["clips"]
+    assert (out / "clips" / "b-t-m.mp4").read_bytes() == b"clip"
+
+
 def test_clips_are_copied_one_per_method_and_task_under_safe_names(tmp_path):
     from bird.analysis.artefacts import copy_clips
 

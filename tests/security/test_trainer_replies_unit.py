@@ -4,6 +4,7 @@ test_reply_parsing.py)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -62,6 +63,11 @@ def test_a_failure_for_a_job_not_in_the_group_is_refused_naming_it(key):
     assert _refused(job_failures, {key: {"kind": "timeout"}}, 3) == f"a failure for job {key!r}, not in the group"
 
 
+def test_a_failure_for_a_job_of_a_long_key_names_it_cut_to_twenty_characters():
+    assert _refused(job_failures, {"9" * 30: {"kind": "timeout"}}, 3) == \
+        f"a failure for job {'9' * 19 + '…'!r}, not in the group"
+
+
 def test_a_failure_record_that_is_not_an_object_is_refused():
     assert _refused(job_failures, {"0": "timeout"}, 1) == "a failure record that is not an object"
 
@@ -75,6 +81,7 @@ def test_timing_holds_up_to_sixteen_non_negative_numbers_with_short_names():
     assert _refused(read_timing, {**sixteen, "t16": 1.0}) == message and _refused(read_timing, [1.0]) == message
     assert _refused(read_timing, {"x": -1}) == "a timing=-1.0 is not finite or outside [0, 1e+12]"
     assert _refused(read_timing, {"x": 1.5e12}) == "a timing=1500000000000.0 is not finite or outside [0, 1e+12]"
+    assert _refused(read_timing, {"x": 1e12 + 0.5}) == "a timing=1000000000000.5 is not finite or outside [0, 1e+12]"
 
 
 # --- checkpoints ------------------------------------------------------------------------------------------------
@@ -119,6 +126,7 @@ def test_the_episode_length_lies_between_zero_and_a_billion(job):
     assert _refused(read_checkpoint, _ckpt(episode_length=1.5e9), job, 64) == \
         "episode_length=1500000000.0 is not finite or outside [0, 1e+09]"
     assert _refused(read_checkpoint, _ckpt(episode_length=-0.5), job, 64).startswith("episode_length=-0.5")
+    assert _refused(read_checkpoint, _ckpt(episode_length=1e9 + 0.5), job, 64).startswith("episode_length=1000000000.5")
 
 
 def test_a_checkpoint_at_another_step_count_or_with_other_fields_is_refused(job):
@@ -127,6 +135,12 @@ def test_a_checkpoint_at_another_step_count_or_with_other_fields_is_refused(job)
     assert _refused(read_checkpoint, _ckpt(extra=1), job, 64) == message
     assert _refused(read_checkpoint, {k: v for k, v in _ckpt().items() if k != "quantity"}, job, 64) == message
     assert _refused(read_checkpoint, [_ckpt()], job, 64) == message
+
+
+def test_components_of_long_names_are_named_in_at_most_two_hundred_characters(job):
+    names = [f"component_{i}_" + "x" * 40 for i in range(8)]
+    reason = _refused(read_checkpoint, _ckpt(components=dict.fromkeys(names, 0.0)), job, 64)
+    assert reason == f"checkpoint components {json.dumps(names)[:200]} instead of ['forward', 'ctrl']"
 
 
 def test_components_must_be_the_jobs_in_its_order(job):
@@ -172,6 +186,11 @@ def test_outputs_give_the_policy_bytes_and_every_array_by_name_and_dtype(job):
 def test_a_job_that_asked_for_neither_gets_none_of_either(job):
     plain = replace(job, save_policy=False, collect_episodes=0)
     assert read_outputs({"policy": 0, "arrays": []}, b"", plain) == (None, None)
+
+
+def test_a_policy_of_one_byte_is_read(job):
+    frame, data = _frame(policy=1)
+    assert read_outputs(frame, data, job)[0] == b"P"
 
 
 def test_a_policy_must_come_exactly_when_the_job_asked_for_one(job):
@@ -224,6 +243,11 @@ def test_an_array_of_an_unknown_or_repeated_name_is_refused(job):
     assert _refused(read_outputs, *_frame(extra=[["reward", "<f8", [0]]]), job) == "an unexpected rollout array 'reward'"
 
 
+def test_an_array_of_a_long_unknown_name_is_named_cut_to_eighty_characters(job):
+    assert _refused(read_outputs, *_frame(extra=[["x" * 100, "<f8", [0]]]), job) == \
+        f"an unexpected rollout array {'x' * 79 + '…'!r}"
+
+
 @pytest.mark.parametrize(("name", "entry", "says"), [
     ("episode", ["episode", "<f8", [5]], "rollout array episode has dtype <f8 and 1 dimensions"),
     ("length", ["length", "<f8", [2]], "rollout array length has dtype <f8 and 1 dimensions"),
@@ -269,6 +293,13 @@ def test_a_reference_reward_jobs_rollouts_take_their_widths_from_the_observation
     arrays["obs"], arrays["next_obs"], arrays["actions"] = np.ones((5, 7)), np.ones((5, 7)), np.ones((5, 9))
     _, got = read_outputs(*_frame(arrays), reference)
     assert got["obs"].shape == (5, 7) and got["actions"].shape == (5, 9)
+
+
+def test_a_reference_reward_jobs_next_observations_are_as_wide_as_its_observations(job):
+    reference = replace(job, program=None)
+    arrays = {k: v for k, v in _arrays().items() if not k.startswith("comp/")}
+    arrays["obs"], arrays["next_obs"] = np.ones((5, 7)), np.ones((5, 8))
+    assert _refused(read_outputs, *_frame(arrays), reference) == "rollout array next_obs has shape (5, 8)"
 
 
 def test_episode_indices_lie_within_the_episodes_asked_for(job):
