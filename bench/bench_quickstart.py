@@ -1,11 +1,13 @@
 """The README's first example, timed as a user runs it: one `python -m bird` search from the repository root.
 
     python bench/bench_quickstart.py [--repeats 3] [--set KEY=VALUE ...]
+    python bench/bench_quickstart.py --search method=grace env=babyai/GoToRedBall budget=smoke [--repeats 1]
 
 The command is `python -m bird budget=smoke env=gym/pendulum` (plus `--set` overrides) in a fresh process with a fresh
 run directory. Wall time is the figure; CPU counts every process the search started (this script is their subreaper,
 so the fork server's workers count too). One dated row per repeat is appended to bench/results/quickstart.csv
-(bench/record.py: machine, load, commit, command, wall and CPU seconds).
+(bench/record.py: machine, load, commit, command, wall and CPU seconds). `--search OVERRIDES` times another search the
+same way (a suite's smoke search, an issue's "in under a minute"), its rows going to bench/results/search_time.csv.
 """
 
 from __future__ import annotations
@@ -55,14 +57,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--set", nargs="*", default=[], help="extra overrides, e.g. budget.max_iterations=1")
+    parser.add_argument("--search", nargs="+", help="the search's overrides in place of the README's first example "
+                        "(rows to bench/results/search_time.csv)")
     args = parser.parse_args()
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise SystemExit("prctl(PR_SET_CHILD_SUBREAPER) failed: the CPU of the fork server's workers would be missed")
-    overrides = [*COMMAND, *args.set]
+    overrides = [*(args.search or COMMAND), *args.set]
+    bench = "search_time" if args.search else "quickstart"
     for _ in range(args.repeats):
         started = {**record.begin(), "command": "python -m bird " + " ".join(overrides)}
         wall, cpu = timed(overrides)
-        record.append("quickstart", {"wall_s": wall, "cpu_s": cpu}, started)
+        record.append(bench, {"wall_s": wall, "cpu_s": cpu}, started)
         print(f"python -m bird {' '.join(overrides)}: wall {wall:.2f} s, CPU {cpu:.2f} s (load {started['load']})",
               flush=True)
 

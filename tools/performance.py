@@ -46,6 +46,8 @@ ABOUT = {
                  "(`tools/suite_cpu.py`) and `/proc/stat` around whole commands, by scope and part.",
     "experiments": "One-off A/B measurements behind a setting (a pinned version, a lazy import, a cache floor): "
                    "what was compared, the command, both values.",
+    "search_time": "Whole searches timed as a user runs them (`python bench/bench_quickstart.py --search OVERRIDES`): "
+                   "wall time, and the CPU of every process the search started.",
     "searches": "Whole searches with the offline generator: what a configuration returns at a budget, with its cost.",
     "catalogue_smoke": "`make catalogue`: one smoke search per task of the catalogue (envs/catalogue_smoke.py), whether "
                        "it passed, its returned score and wall time; docs/tasks.md shows each task's last row.",

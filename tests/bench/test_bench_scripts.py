@@ -256,3 +256,12 @@ def test_quickstart_bench_times_the_readmes_first_example_and_appends_a_row():
     (row,) = recorded("quickstart", "quickstart")
     assert row["command"].startswith("python -m bird budget=smoke env=gym/pendulum budget.max_iterations=1"), row
     assert float(row["wall_s"]) > 0 and float(row["cpu_s"]) > 0
+
+
+@pytest.mark.background("search_time")
+def test_quickstart_bench_times_another_search_into_its_own_file():
+    out = output("search_time")
+    figure(r"python -m bird method=oracle env=mujoco/inverted_pendulum budget=smoke .*: wall ([\d.]+) s", out)
+    (row,) = recorded("search_time", "search_time")
+    assert row["command"].startswith("python -m bird method=oracle env=mujoco/inverted_pendulum budget=smoke"), row
+    assert float(row["cpu_s"]) > 0 and not (background.result("search_time").out / "quickstart.csv").exists()
