@@ -212,6 +212,24 @@ def test_docs_tasks_md_is_the_catalogue_as_generated():
     assert by_id["metaworld/push"].demonstrations == "scripted" and by_id["gym/reacher_hold"].demonstrations == "none"
 
 
+def test_a_smoke_search_stopped_at_its_time_limit_is_shown_as_timed_out_not_failed():
+    """A smoke search the time limit stopped (a busy machine) is neither passed nor FAILED in docs/tasks.md."""
+    from bird.envs.catalogue import TaskRow, render_markdown
+    from bird.envs.catalogue_smoke import _one
+
+    rows = [TaskRow(env_id, "gym", 200, "a score", True, False, "none", True, ("eureka",), ())
+            for env_id in ("gym/acrobot", "gym/pendulum", "gym/reacher_hold")]
+    assert _one(rows[1], timeout_s=0.05)["passed"] == "timeout"  # killed long before it could finish
+    row = {"date": "2026-12-04 22:00", "machine": "m", "method": "eureka", "wall_s": "900.0"}
+    smoke = {"gym/acrobot": {**row, "passed": "yes"}, "gym/pendulum": {**row, "passed": "timeout"},
+             "gym/reacher_hold": {**row, "passed": "no"}}
+    page = render_markdown(rows, smoke)
+    cells = {r.env_id: next(line for line in page.splitlines() if line.startswith(f"| `{r.env_id}`")) for r in rows}
+    assert "eureka: timed out, 900 s" in cells["gym/pendulum"] and "eureka: passed" in cells["gym/acrobot"]
+    assert "eureka: FAILED" in cells["gym/reacher_hold"]
+    assert "**1 passed**, 1 stopped at the time limit" in page
+
+
 # -- searches, one per kind of task (slow) ---------------------------------------------------------------------------
 def _final_curve(run: Path) -> list[dict[str, float]]:
     import csv
