@@ -20,7 +20,7 @@ from bird.bundle.transcript import (
     key_problem,
 )
 from bird.bundle.verify import REQUIRED_RUN_FILES, _expectation, verify
-from bird.environment import describe_environment
+from bird.environment import describe_environment, same_machine
 from bird.llm.base import Message, Request, record_key
 
 CELL = "m/t/seed0"
@@ -563,3 +563,22 @@ def test_a_malformed_line_leaves_the_lines_after_it_checked(tmp_path):
     problems = _problems(_bundle(tmp_path, _members([no_response, edited])))
     assert [p.rsplit("): ", 1)[-1] for p in problems] == ["malformed (KeyError: 'response')",
                                                          "the answer differs from the one recorded"]
+
+
+def test_a_bundle_path_with_spaces_is_cut_off_an_unreadable_members_reason(tmp_path):
+    folder = tmp_path / "my bundles"
+    folder.mkdir()
+    members = _members()
+    members[f"runs/{CELL}/result.json"] = b'{"returned_score": 0.123456789}' * 50
+    path = _bundle(folder, members)
+    _corrupt(path, f"runs/{CELL}/result.json")
+    assert _problems(path) == [f"runs/{CELL}/result.json: cannot be read (runs/{CELL}/result.json cannot be read (Bad "
+                               f"CRC-32 for file 'runs/{CELL}/result.json'))"]
+
+
+def test_machine_differences_are_joined_by_a_semicolon_and_a_space():
+    here = describe_environment()
+    recorded = {**here, "packages": {"p0": "1"}}
+    diffs = same_machine(recorded, here)
+    _, why = _expectation({}, recorded, here)
+    assert why == "this machine differs from the recording one: " + "; ".join(diffs[:4]) and len(diffs) > 1
