@@ -207,6 +207,8 @@ def _csv_diffs(rel: str, a: dict[str, Any], b: dict[str, Any]) -> Iterator[tuple
     if len(a["rows"]) != len(b["rows"]):
         yield f"{rel}:rows", len(a["rows"]), len(b["rows"]), "*"
     for i, (ra, rb) in enumerate(zip(a["rows"], b["rows"], strict=False)):
+        if len(ra) != len(rb):
+            yield f"{rel}:row {i}:cells", len(ra), len(rb), "*"
         for j, (x, y) in enumerate(zip(ra, rb, strict=False)):
             if not _same(x, y):
                 col = a["header"][j] if j < len(a["header"]) else str(j)

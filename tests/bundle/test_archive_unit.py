@@ -4,8 +4,10 @@ writing, the manifest's checks, member names and sizes, and extracting only what
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from bird.bundle.archive import (
     read_member,
     safe_member,
     sha256,
+    stream_member,
     write_archive,
 )
 from bird.bundle.reader import Bundle, is_bundle, unpack
@@ -64,12 +67,29 @@ def test_an_archive_is_the_manifest_first_then_sorted_members_with_no_packing_ti
     assert (tmp_path / "again.bird").read_bytes() == path.read_bytes()
 
 
+def _deflated_size(data: bytes, level: int) -> int:
+    compressor = zlib.compressobj(level, zlib.DEFLATED, -15)  # raw deflate, as in a ZIP member
+    return len(compressor.compress(data) + compressor.flush())
+
+
 def test_members_are_compressed_at_the_highest_level(tmp_path):
     data = {"runs/a.txt": b"abcabcabd" * 20_000}
     path = _bundle(tmp_path, data)
     with zipfile.ZipFile(path) as zf:
         info = zf.getinfo("runs/a.txt")
     assert info.compress_size < 700
+    # bytes whose deflated size at level 9 differs from zlib's default level (6): each member is written at 9
+    numbers = str(list(range(20_000))).encode()
+    assert _deflated_size(numbers, 9) != _deflated_size(numbers, zlib.Z_DEFAULT_COMPRESSION)
+    with zipfile.ZipFile(_bundle(tmp_path, {"runs/n.txt": numbers}, name="n.bird")) as zf:
+        assert zf.getinfo("runs/n.txt").compress_size == _deflated_size(numbers, 9)
+
+
+def test_a_bundle_of_more_members_than_a_plain_zip_holds_is_written_with_zip64(tmp_path):
+    members = [(f"runs/{k:05d}", b"") for k in range(0xFFFF)]  # the manifest makes 65536: past the 65535 limit
+    path = tmp_path / "many.bird"
+    write_archive(path, {"format": FORMAT}, members)
+    assert len(member_names(path)) == 0x10000
 
 
 @pytest.mark.parametrize("name", ["", "/abs", "a/../b", "..", "a\\b", "//x"])
@@ -91,7 +111,8 @@ def test_a_member_is_read_whole_within_its_limit(tmp_path):
     assert member_names(path) == [MANIFEST, *sorted(RUN)]
     size = len(RUN["runs/m/t/seed0/reward.py"])
     assert read_member(path, "runs/m/t/seed0/reward.py", limit=size) == RUN["runs/m/t/seed0/reward.py"]
-    with pytest.raises(BundleError, match=f"reward.py holds {size} bytes uncompressed; at most {size - 1} are read"):
+    with pytest.raises(BundleError, match=f"^{path}: runs/m/t/seed0/reward.py holds {size} bytes uncompressed; at most "
+                                          f"{size - 1} are read$"):
         read_member(path, "runs/m/t/seed0/reward.py", limit=size - 1)
     with pytest.raises(BundleError, match="the bundle has no runs/none"):
         read_member(path, "runs/none")
@@ -105,6 +126,19 @@ def test_a_corrupt_member_is_a_bundle_error(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(BundleError, match=r"a cannot be read \(Bad CRC-32"):
         read_member(path, "a")
+
+
+def test_the_reason_a_member_cannot_be_read_is_cut_at_two_hundred_characters(tmp_path):
+    name = "n" * 300  # zipfile's message quotes the member's name
+    path = _raw(tmp_path, {name: b"hello world " * 100})
+    data = bytearray(path.read_bytes())
+    at = data.index(b"hello world")
+    data[at:at + 5] = b"HELLO"
+    path.write_bytes(bytes(data))
+    with pytest.raises(BundleError) as caught:
+        read_member(path, name)
+    reason = str(caught.value).split(" cannot be read (", 1)[1]
+    assert reason == f"Bad CRC-32 for file '{name}'"[:200] + ")"
 
 
 def test_a_missing_file_or_one_that_is_not_a_zip_is_named(tmp_path):
@@ -122,7 +156,7 @@ def test_a_missing_file_or_one_that_is_not_a_zip_is_named(tmp_path):
 def test_the_manifest_is_read_when_it_describes_a_bundle_this_bird_reads(tmp_path):
     assert read_manifest(_bundle(tmp_path))["cells"] == [{"id": "m/t/seed0"}]
     for version in (0, SCHEMA_VERSION + 1, "1", None, 1.0):
-        with pytest.raises(BundleError, match=rf"schema_version {version!r} is not one this bird reads \(1..1\)"):
+        with pytest.raises(BundleError, match=rf"schema_version {version!r} is not one this bird reads \(1..1\); a newer bird wrote it$"):
             read_manifest(_bundle(tmp_path, name=f"v{version}.bird", schema_version=version))
     with pytest.raises(BundleError, match="manifest.json does not describe a bird-bundle"):
         read_manifest(_bundle(tmp_path, name="f.bird", format="other"))
@@ -135,6 +169,14 @@ def test_the_manifest_is_read_when_it_describes_a_bundle_this_bird_reads(tmp_pat
     assert read_manifest(_bundle(tmp_path, name="nocells.bird", cells=[]))["cells"] == []
 
 
+def test_a_manifest_without_cells_is_a_bundle_of_no_cells(tmp_path):
+    manifest = _manifest(RUN)
+    del manifest["cells"]
+    write_archive(tmp_path / "b.bird", manifest, RUN.items())
+    assert "cells" not in read_manifest(tmp_path / "b.bird")
+    assert Bundle(tmp_path / "b.bird").cells == []
+
+
 def test_a_manifest_over_sixteen_mib_is_not_read(tmp_path):
     path = _raw(tmp_path, {MANIFEST: json.dumps({"format": FORMAT, "pad": "x" * (16 << 20)}).encode()})
     with pytest.raises(BundleError, match="holds .* bytes uncompressed; at most 16777216 are read"):
@@ -145,7 +187,8 @@ def test_a_manifest_over_sixteen_mib_is_not_read(tmp_path):
                                      7, None, "a/"])
 def test_a_cell_id_that_is_not_a_path_of_plain_names_refuses_the_bundle(tmp_path, cell_id):
     path = _bundle(tmp_path, cells=[{"id": cell_id}])
-    with pytest.raises(BundleError, match="is not a relative path of plain names"):
+    with pytest.raises(BundleError, match=r"is not a relative path of plain names \(such as "
+                                          r"'eureka/mujoco-hopper/seed0'\); refusing the bundle$"):
         read_manifest(path)
 
 
@@ -184,13 +227,38 @@ def test_a_bundle_reads_members_up_to_their_manifest_size(tmp_path):
     assert bundle.names == [MANIFEST, *sorted(RUN)] and bundle.names is not bundle._names
 
 
+def test_a_member_of_several_read_chunks_is_read_and_extracted_whole(tmp_path):
+    big = bytes(range(256)) * (5 << 12)  # 5 MiB: five 1 MiB chunks as it streams
+    files = {**RUN, "runs/m/t/seed0/big.bin": big}
+    path = _bundle(tmp_path, files)
+    assert read_member(path, "runs/m/t/seed0/big.bin") == big
+    with zipfile.ZipFile(path) as zf:  # streamed a chunk at a time, never held whole
+        assert [len(c) for c in stream_member(zf, path, "runs/m/t/seed0/big.bin", len(big))] == [1 << 20] * 5
+    assert Bundle(path).read("runs/m/t/seed0/big.bin") == big
+    Bundle(path).extract(tmp_path / "out", "runs/")
+    assert (tmp_path / "out" / "runs/m/t/seed0/big.bin").read_bytes() == big
+
+
+def test_an_index_table_is_read_from_its_parquet_member(tmp_path):
+    import pandas as pd
+
+    buffer = io.BytesIO()
+    pd.DataFrame({"cell": ["m/t/seed0", "m/t/seed0"], "seq": [0, 1]}).to_parquet(buffer)
+    path = _bundle(tmp_path, {**RUN, "index/llm_calls.parquet": buffer.getvalue()})
+    table = Bundle(path).table("llm_calls")
+    assert list(table["cell"]) == ["m/t/seed0", "m/t/seed0"] and list(table["seq"]) == [0, 1]
+    with pytest.raises(BundleError, match="the bundle has no index/runs.parquet"):
+        Bundle(path).table("runs")
+
+
 def test_a_member_larger_than_its_manifest_size_is_not_read(tmp_path):
     files = dict(RUN)
     path = tmp_path / "b.bird"
     manifest = _manifest(files)
     manifest["files"][1]["size"] = 3  # reward.py, listed smaller than it is
     write_archive(path, manifest, files.items())
-    with pytest.raises(BundleError, match="reward.py holds 13 bytes uncompressed; at most 3 are read"):
+    with pytest.raises(BundleError, match=f"^{path}: runs/m/t/seed0/reward.py holds 13 bytes uncompressed; at most 3 "
+                                          "are read$"):
         Bundle(path).read("runs/m/t/seed0/reward.py")
     assert Bundle(path).limit("runs/m/t/seed0/reward.py") == 3
 
@@ -200,6 +268,21 @@ def test_extract_writes_only_listed_members_under_the_prefix_each_checked_agains
     assert sorted(bundle.extract(tmp_path / "out", "runs/")) == sorted(n for n in RUN if n.startswith("runs/"))
     assert (tmp_path / "out" / "runs/m/t/seed0/reward.py").read_bytes() == RUN["runs/m/t/seed0/reward.py"]
     assert not (tmp_path / "out" / "transcripts").exists() and not (tmp_path / "out" / MANIFEST).exists()
+
+
+def test_extract_without_a_prefix_writes_every_listed_member_but_the_manifest(tmp_path):
+    assert sorted(Bundle(_bundle(tmp_path)).extract(tmp_path / "out")) == sorted(RUN)
+    assert (tmp_path / "out" / "transcripts/m/t/seed0.jsonl").read_bytes() == RUN["transcripts/m/t/seed0.jsonl"]
+    assert not (tmp_path / "out" / MANIFEST).exists()
+
+
+def test_extract_names_the_bundle_of_a_member_larger_than_its_manifest_size(tmp_path):
+    manifest = _manifest(RUN)
+    manifest["files"][1]["size"] = 3  # reward.py, listed smaller than it is
+    path = tmp_path / "b.bird"
+    write_archive(path, manifest, RUN.items())
+    with pytest.raises(BundleError, match=f"^{path}: runs/m/t/seed0/reward.py holds 13 bytes uncompressed"):
+        Bundle(path).extract(tmp_path / "out", "runs/")
 
 
 def test_extract_refuses_a_member_the_manifest_does_not_list(tmp_path):
@@ -239,3 +322,17 @@ def test_unpack_gives_each_cell_its_folder_in_manifest_order_and_refuses_to_over
     assert sorted(p.name for p in (tmp_path / "new" / "dest").iterdir()) == ["m"]  # no staging folder left
     with pytest.raises(BundleError, match="seed1 already exists; unpack into an empty folder"):
         unpack(path, tmp_path / "new" / "dest")
+
+
+def test_unpack_reads_the_run_directories_alone(tmp_path):
+    manifest = _manifest(RUN)
+    manifest["files"][2]["sha256"] = sha256(b"another transcript")  # verify's to report; unpack does not read it
+    path = tmp_path / "b.bird"
+    write_archive(path, manifest, RUN.items())
+    assert unpack(path, tmp_path / "dest") == [tmp_path / "dest/m/t/seed0"]
+    assert sorted(p.name for p in (tmp_path / "dest").iterdir()) == ["m"]
+
+
+def test_unpack_of_a_bundle_without_runs_gives_no_folders(tmp_path):
+    path = _bundle(tmp_path, {"transcripts/m/t/seed0.jsonl": b"{}\n"}, cells=[])
+    assert unpack(path, tmp_path / "dest") == []

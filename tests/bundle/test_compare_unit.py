@@ -203,3 +203,54 @@ def test_a_difference_prints_both_sides_shortened():
     assert len(repr(long)[:117] + "...") == 120
     exact = "y" * 118  # its repr has 120 characters: shown whole
     assert str(Difference("f", exact, 1)) == f"f: recorded {exact!r}, replayed 1"
+
+
+def test_a_value_whose_repr_passes_one_hundred_and_twenty_characters_is_cut():
+    over = "y" * 119  # its repr has 121 characters
+    assert str(Difference("f", over, 1)) == f"f: recorded {repr(over)[:117]}..., replayed 1"
+
+
+def test_an_array_file_may_be_a_link_to_another_file_of_the_run(tmp_path):
+    np.savez(tmp_path / "a.npz", w=np.arange(2.0))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.npz").symlink_to(tmp_path / "a.npz")  # inside the run, outside its own folder
+    assert read_file(tmp_path, "sub/b.npz") == read_file(tmp_path, "a.npz")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "c.npz").symlink_to(tmp_path / "a.npz")
+    with pytest.raises(OSError, match="leaves"):
+        read_file(tmp_path / "run", "c.npz")
+
+
+def test_the_metric_of_a_list_in_a_list_is_its_key():
+    c = compare_runs({"f.json": {"env_steps": [[1, 2]]}}, {"f.json": {"env_steps": [[1, 2.0000001]]}})
+    assert _paths(c) == ["f.json:env_steps[0][1]"] and not c.within_tolerance
+
+
+def test_a_row_with_other_cell_counts_is_a_difference():
+    c = compare_runs({"t.csv": _table(["a", "b"], (1.0, 2.0))}, {"t.csv": _table(["a", "b"], (1.0,))})
+    assert [(d.path, d.recorded, d.replayed, d.within_tolerance) for d in c.differences] == [
+        ("t.csv:row 0:cells", 2, 1, False)]
+    assert not c.identical and not c.within_tolerance
+
+
+def test_a_key_on_one_side_only_is_located_at_its_depth():
+    c = compare_runs({"r.json": {"k": {"a": 1}}}, {"r.json": {"k": {}}})
+    assert [(d.path, d.recorded, d.replayed) for d in c.differences] == [("r.json:k.a", 1, "<absent>")]
+
+
+def test_a_list_against_another_type_is_one_difference_at_its_path():
+    c = compare_runs({"f": [1]}, {"f": {"0": 1}})
+    assert [(d.path, d.recorded, d.replayed) for d in c.differences] == [("f", [1], {"0": 1})]
+
+
+def test_a_journal_line_that_is_not_an_object_is_refused_by_name(tmp_path):
+    (tmp_path / "llm_calls.jsonl").write_text('{"key": "a"}\n"text"\n')
+    with pytest.raises(ValueError, match="^a journal line is not a JSON object$"):
+        read_run(tmp_path)
+
+
+def test_a_record_may_be_a_link_to_another_file_of_the_run(tmp_path):
+    (tmp_path / "a.json").write_text('{"x": 1}')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.json").symlink_to(tmp_path / "a.json")  # inside the run, outside its own folder
+    assert read_file(tmp_path, "sub/b.json") == {"x": 1}

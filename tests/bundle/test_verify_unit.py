@@ -11,9 +11,16 @@ from pathlib import Path
 import pytest
 
 from bird.bundle.archive import FORMAT, MANIFEST, SCHEMA_VERSION, sha256, write_archive
-from bird.bundle.transcript import _answer_hash, answer_ok, entry_key, key_problem
+from bird.bundle.transcript import (
+    _answer_hash,
+    answer_ok,
+    closest_difference,
+    entry_key,
+    first_difference,
+    key_problem,
+)
 from bird.bundle.verify import REQUIRED_RUN_FILES, _expectation, verify
-from bird.environment import describe_environment
+from bird.environment import describe_environment, same_machine
 from bird.llm.base import Message, Request, record_key
 
 CELL = "m/t/seed0"
@@ -267,3 +274,311 @@ def test_an_environment_whose_fields_have_the_wrong_types_is_a_problem_not_an_er
     [problem] = _problems(path)
     assert problem.startswith(f"runs/{CELL}/environment.json: malformed (AttributeError: ")
     assert verify(path).cells[0]["why"] == "the recorded environment is malformed"
+
+
+# --- how a new request differs from the recorded ones (what replay prints) -----------------------------------------
+def _recorded(request: Request, seq: int = 0, iteration: int = 1) -> dict:
+    record = request.record()
+    return {"seq": seq, "key": record_key("openai", "gpt", record), "purpose": request.purpose,
+            "iteration": iteration, "provider": "openai", "model": "gpt", "request": record}
+
+
+BASE = Request("reward", (Message("system", "be brief"), Message("user", "write a reward")), temperature=0.5,
+               max_tokens=100, sample_index=1, seed=3)
+
+
+@pytest.mark.parametrize(("change", "at", "what"), [
+    ({"purpose": "mutation"}, 2, "purpose: recorded 'reward', replayed 'mutation'"),
+    ({"seed": 4}, 3, "seed: recorded 3, replayed 4"),
+    ({"sample_index": 2}, 4, "sample_index: recorded 1, replayed 2"),
+    ({"temperature": 0.7}, 5, "temperature: recorded 0.5, replayed 0.7"),
+    ({"reasoning_effort": "high"}, 6, "reasoning_effort: recorded 'none', replayed 'high'"),
+    ({"max_tokens": 99}, 7, "max_tokens: recorded 100, replayed 99"),
+    ({"messages": (Message("system", "be brief"),)}, 8, "len(messages): recorded 2, replayed 1"),
+    ({"messages": (Message("user", "be brief"), Message("user", "write a reward"))}, 9,
+     "messages[0].role: recorded 'system', replayed 'user'"),
+    ({"messages": (Message("system", "be brief"), Message("user", "write a REWARD"))}, 13,
+     "messages[1].content: recorded 'write a reward', replayed 'write a REWARD'"),
+    ({"messages": (Message("system", "be brief"), Message("user", "write a reward", (b"png",)))}, 14,
+     "messages[1].n_images: recorded 0, replayed 1"),
+])
+def test_the_first_field_a_new_request_changes_is_named_with_both_values(change, at, what):
+    import dataclasses
+
+    assert first_difference(_recorded(BASE), "openai", "gpt", dataclasses.replace(BASE, **change)) == (at, what)
+
+
+def test_the_provider_and_model_are_the_first_fields_compared():
+    assert first_difference(_recorded(BASE), "anthropic", "gpt", BASE) == (
+        0, "provider: recorded 'openai', replayed 'anthropic'")
+    assert first_difference(_recorded(BASE), "openai", "o3", BASE) == (1, "model: recorded 'gpt', replayed 'o3'")
+
+
+def test_a_recorded_message_without_an_image_count_has_none():
+    recorded = _recorded(BASE)
+    for message in recorded["request"]["messages"]:
+        del message["n_images"]  # transcripts written before images were counted
+    assert first_difference(recorded, "openai", "gpt", BASE)[0] == 15
+    with_image = Request("reward", (Message("system", "be brief", (b"png",)), Message("user", "write a reward")),
+                         temperature=0.5, max_tokens=100, sample_index=1, seed=3)
+    assert first_difference(recorded, "openai", "gpt", with_image) == (
+        11, "messages[0].n_images: recorded 0, replayed 1")
+
+
+def test_requests_that_differ_only_in_their_images_bytes_differ_in_no_field():
+    import dataclasses
+
+    one = dataclasses.replace(BASE, messages=(Message("user", "look", (b"png-1",)),))
+    other = dataclasses.replace(BASE, messages=(Message("user", "look", (b"png-2",)),))
+    assert first_difference(_recorded(one), "openai", "gpt", other) == (
+        12, "no field differs (the key does: the request carries images whose bytes differ)")
+
+
+def _long(text: str) -> Request:
+    import dataclasses
+
+    return dataclasses.replace(BASE, messages=(Message("user", text),))
+
+
+def test_a_long_text_is_shown_around_its_first_differing_character():
+    recorded = "".join(chr(ord("a") + i % 26) for i in range(300))
+    changed = recorded[:150] + "#" + recorded[151:]
+    n, what = first_difference(_recorded(_long(recorded)), "openai", "gpt", _long(changed))
+    assert n == 10
+    assert what == (f"messages[0].content at character 150: recorded {recorded[110:210]!r}, replayed "
+                    f"{changed[110:210]!r}")
+    early = "#" + recorded[1:]
+    assert first_difference(_recorded(_long(recorded)), "openai", "gpt", _long(early))[1] == (
+        f"messages[0].content at character 0: recorded {recorded[:60]!r}, replayed {early[:60]!r}")
+    cut = recorded[:200]  # a prefix: the first difference is where the shorter text ends
+    assert first_difference(_recorded(_long(recorded)), "openai", "gpt", _long(cut))[1] == (
+        f"messages[0].content at character 200: recorded {recorded[160:260]!r}, replayed {cut[160:]!r}")
+
+
+def test_texts_of_up_to_eighty_characters_are_shown_whole():
+    for size, long_form in ((80, False), (81, True)):
+        text = "x" * size
+        what = first_difference(_recorded(_long(text)), "openai", "gpt", _long(text + "y"))[1]
+        assert what.startswith("messages[0].content at character") is long_form
+        if not long_form:
+            assert what == f"messages[0].content: recorded {text!r}, replayed {text + 'y'!r}"
+
+
+def test_the_closest_recorded_request_ranks_purpose_sample_index_iteration_agreement_then_order():
+    import dataclasses
+
+    request, iteration = BASE, 2
+
+    def best(*lines: dict) -> str:
+        return closest_difference(list(lines), "openai", "gpt", request, iteration)
+
+    def line(seq: int, iteration: int = iteration, **change) -> dict:
+        return _recorded(dataclasses.replace(request, **change), seq, iteration)
+
+    assert best() == "the transcript records no request at all"
+    # purpose before sample index
+    assert "call #1 " in best(line(0, purpose="mutation"), line(1, sample_index=0))
+    # sample index before iteration
+    assert "call #2 " in best(line(3, sample_index=0), line(2, iteration=3))
+    # iteration before how many leading fields agree
+    assert "call #4 " in best(line(4, temperature=0.9), line(5, iteration=9, max_tokens=1))
+    # more leading fields agreeing first
+    assert "call #7 " in best(line(6, seed=9), line(7, max_tokens=1))
+    # then the earliest call
+    assert "call #8 " in best(line(9, seed=9), line(8, seed=9))
+    chosen = line(8, seed=9)
+    assert best(line(9, seed=8), chosen) == (
+        f"request purpose=reward iteration=2 sample_index=1 is not in the transcript; closest recorded request: call "
+        f"#8 (key {chosen['key'][:16]}..., purpose=reward, iteration=2); first differing field: seed: recorded 9, "
+        "replayed 3")
+
+
+def test_an_answer_hash_does_not_depend_on_key_order():
+    assert _answer_hash({"b": 1, "a": 2}) == _answer_hash({"a": 2, "b": 1}) == sha256(b'{"a": 2, "b": 1}')
+
+
+def test_a_long_key_that_is_no_request_key_is_quoted_cut_at_eighty_characters():
+    assert key_problem({**_line(0), "key": "k" * 100}) == (f"the key {'k' * 80!r} is not a request key (64 lowercase "
+                                                           "hex digits)")
+
+
+def test_a_cell_with_an_empty_reason_renders_without_parentheses(tmp_path):
+    path = _bundle(tmp_path, cell={"id": CELL, "replayable": False, "why_not": ""})
+    assert f"  {CELL}: cannot replay" in verify(path).render().splitlines()
+
+
+# --- collecting a run's transcript --------------------------------------------------------------------------------
+def _journal_run(tmp_path: Path, calls: list) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    (run / "llm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
+    return run
+
+
+def test_a_transcript_holds_each_journalled_call_by_what_the_cache_has(tmp_path):
+    from bird.bundle.transcript import collect_transcript
+    from bird.llm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "cache")
+    answered, lost, failed = _line(0), _line(1), _line(2)
+    cache.put(answered["key"], {k: answered[k] for k in ("provider", "model", "request", "response")})
+    calls = [{"provider": "offline", "key": None, "purpose": "reward"},  # the offline synthesiser: not cached
+             {"provider": "openai", "key": None},  # a cacheable backend journalled with key null: deterministic too
+             {"provider": "openai", "purpose": "reward"},  # journalled before keys were: unkeyed
+             {"provider": "openai", "purpose": "reward"},
+             {"key": failed["key"], "purpose": "reward", "iteration": 3, "error": "timeout"},
+             {"key": lost["key"], "purpose": "mutation", "iteration": 4},
+             {"key": answered["key"], "purpose": "reward", "iteration": 1, "sample_index": 0}]
+    t = collect_transcript(_journal_run(tmp_path, calls), cache)
+    assert (t.deterministic_calls, t.unkeyed) == (2, 2)
+    assert t.failed == [{"seq": 4, "key": failed["key"], "purpose": "reward", "iteration": 3, "error": "timeout"}]
+    assert t.missing == [{"seq": 5, "key": lost["key"], "purpose": "mutation", "iteration": 4}]
+    assert t.lines == [{**answered, "seq": 6}]
+    # each kind of call leaves the ones after it read
+    calls = [calls[4], calls[5], calls[4], calls[6]]
+    t = collect_transcript(_journal_run(tmp_path, calls), cache)
+    assert [f["seq"] for f in t.failed] == [0, 2] and [m["seq"] for m in t.missing] == [1] and len(t.lines) == 1
+
+
+def test_a_journal_that_is_missing_unreadable_or_not_objects(tmp_path):
+    from bird.bundle.archive import BundleError
+    from bird.bundle.transcript import collect_transcript
+    from bird.llm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "cache")
+    (tmp_path / "empty").mkdir()
+    assert collect_transcript(tmp_path / "empty", cache).lines == []
+    run = _journal_run(tmp_path, [[1]])
+    with pytest.raises(BundleError, match=f"^{run / 'llm_calls.jsonl'}: a line is not a JSON object$"):
+        collect_transcript(run, cache)
+    (run / "llm_calls.jsonl").write_text("[" * 100 + "]" * 100 + "\n")
+    with pytest.raises(BundleError, match=f"^{run / 'llm_calls.jsonl'}: not a readable journal \\(.*nested"):
+        collect_transcript(run, cache)
+    (run / "llm_calls.jsonl").unlink()
+    (run / "llm_calls.jsonl").symlink_to(tmp_path / "gone.jsonl")  # a dangling link is not "no journal"
+    with pytest.raises(BundleError, match="not a readable journal"):
+        collect_transcript(run, cache)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "calls.jsonl").write_text("")
+    (run / "llm_calls.jsonl").unlink()
+    (run / "llm_calls.jsonl").symlink_to(tmp_path / "sub" / "calls.jsonl")  # leaves the run
+    with pytest.raises(BundleError, match="leaves") as caught:
+        collect_transcript(run, cache)
+    reason = str(caught.value).split(": not a readable journal (", 1)[1]
+    assert len(reason) == 201 and reason.endswith(")")  # the reason cut at 200 characters
+
+
+def _corrupt(path: Path, *names: str) -> None:
+    """Flip a byte in the deflated data of each member."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        for name in names:
+            info = zf.getinfo(name)
+            data[info.header_offset + 30 + len(info.filename) + 5] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_every_unreadable_member_is_named_and_a_transcript_that_cannot_be_read_is_not_checked_by_line(tmp_path):
+    members = _members()
+    members[f"transcripts/{CELL}.jsonl"] *= 30
+    members[f"runs/{CELL}/result.json"] = b'{"returned_score": 0.123456789}' * 50
+    path = _bundle(tmp_path, members)
+    _corrupt(path, f"runs/{CELL}/result.json", f"transcripts/{CELL}.jsonl")
+    transcript = f"transcripts/{CELL}.jsonl"
+    assert _problems(path) == [
+        f"runs/{CELL}/result.json: cannot be read (runs/{CELL}/result.json cannot be read (Bad CRC-32 for file "
+        f"'runs/{CELL}/result.json'))",
+        f"{transcript}: cannot be read ({transcript} cannot be read (Error -3 while decompressing data: invalid code "
+        "lengths set))",
+        f"{transcript}: not checked line by line ({transcript} cannot be read (Error -3 while decompressing data: "
+        "invalid code lengths set))"]
+
+
+def test_every_member_that_fails_its_hash_is_named(tmp_path):
+    members = _members()
+    listed = dict(members)
+    listed[f"runs/{CELL}/config.yaml"] = b"[]"
+    listed[f"runs/{CELL}/task.json"] = b"[]"
+    assert _problems(_bundle(tmp_path, members, listed=listed)) == [
+        f"runs/{CELL}/{name}: content differs from its manifest hash (edited or corrupt)"
+        for name in ("config.yaml", "task.json")]
+
+
+def test_a_transcript_of_several_read_chunks_is_checked_whole(tmp_path):
+    lines = [_line(k, answer="x" * 100_000) for k in range(15)]  # 1.5 MB: two 1 MiB chunks as it is hashed
+    members = _members(lines)
+    assert len(members[f"transcripts/{CELL}.jsonl"]) > 1 << 20
+    assert _problems(_bundle(tmp_path, members)) == []
+
+
+def test_machine_differences_are_joined_by_semicolons():
+    here = describe_environment()
+    recorded = {**here, "packages": {f"p{i}": "1" for i in range(6)}}
+    _, why = _expectation({}, recorded, here)
+    assert why.startswith("this machine differs from the recording one: ") and why.count("; ") == 3
+
+
+def test_a_problem_line_shows_its_purpose_and_iteration_cut_short(tmp_path):
+    line = {**_line(0), "purpose": "p" * 50, "iteration": "i" * 20}
+    line["response"] = {"text": "edited"}
+    assert _problems(_bundle(tmp_path, _members([line]))) == [
+        f"transcripts/{CELL}.jsonl line 1 (call #0, key {line['key'][:16]}..., purpose {'p' * 40}, iteration "
+        f"{'i' * 12}): the answer differs from the one recorded"]
+
+
+def test_an_environment_record_whose_sessions_are_not_objects_is_named_so(tmp_path):
+    assert _problems(_bundle(tmp_path, _members(env={"sessions": [1]}))) == [
+        f"runs/{CELL}/environment.json: malformed (sessions is not a list of objects)"]
+
+
+def test_a_cell_missing_several_required_files_names_them_all(tmp_path):
+    assert _problems(_bundle(tmp_path, _members(drop=("config.yaml", "task.json")))) == [
+        f"runs/{CELL}: missing config.yaml, task.json"]
+
+
+def test_a_cell_that_cannot_replay_leaves_the_next_cells_reported(tmp_path):
+    members = _members()
+    path = tmp_path / "b.bird"
+    cells = [{"id": CELL, "replayable": False, "why_not": "no"}, {"id": CELL, "replayable": True}]
+    write_archive(path, {"format": FORMAT, "schema_version": SCHEMA_VERSION, "cells": cells,
+                         "files": [{"path": n, "sha256": sha256(d), "size": len(d)} for n, d in sorted(members.items())]},
+                  members.items())
+    assert [c["replay"] for c in verify(path).cells] == [
+        "cannot replay", "replays from a deterministic generator (no answers needed); results within tolerance"]
+
+
+def test_a_malformed_environment_is_named_with_its_error_and_replays_within_tolerance(tmp_path):
+    path = _bundle(tmp_path, _members(env={"sessions": [{"cpu": "x", "packages": []}]}))
+    [problem] = _problems(path)
+    assert problem == (f"runs/{CELL}/environment.json: malformed (AttributeError: 'str' object has no attribute "
+                       "'get')")
+    cell = verify(path).cells[0]
+    assert cell["expect"] == "within tolerance" and cell["replay"].endswith("results within tolerance")
+
+
+def test_a_malformed_line_leaves_the_lines_after_it_checked(tmp_path):
+    no_response, edited = _line(0), _line(1)
+    del no_response["response"]
+    edited["response"] = {"text": "import os"}
+    problems = _problems(_bundle(tmp_path, _members([no_response, edited])))
+    assert [p.rsplit("): ", 1)[-1] for p in problems] == ["malformed (KeyError: 'response')",
+                                                         "the answer differs from the one recorded"]
+
+
+def test_a_bundle_path_with_spaces_is_cut_off_an_unreadable_members_reason(tmp_path):
+    folder = tmp_path / "my bundles"
+    folder.mkdir()
+    members = _members()
+    members[f"runs/{CELL}/result.json"] = b'{"returned_score": 0.123456789}' * 50
+    path = _bundle(folder, members)
+    _corrupt(path, f"runs/{CELL}/result.json")
+    assert _problems(path) == [f"runs/{CELL}/result.json: cannot be read (runs/{CELL}/result.json cannot be read (Bad "
+                               f"CRC-32 for file 'runs/{CELL}/result.json'))"]
+
+
+def test_machine_differences_are_joined_by_a_semicolon_and_a_space():
+    here = describe_environment()
+    recorded = {**here, "packages": {"p0": "1"}}
+    diffs = same_machine(recorded, here)
+    _, why = _expectation({}, recorded, here)
+    assert why == "this machine differs from the recording one: " + "; ".join(diffs[:4]) and len(diffs) > 1
