@@ -136,7 +136,7 @@ MODULES: dict[str, Module] = {
         "tests/security/test_received_unit.py", "tests/security/test_received_configs.py",
         "tests/security/test_received_tasks.py")),
     "secrets": Module(("bird/config/secrets.py",), ("tests/security/test_secrets_unit.py",)),
-    "plugins": Module(("bird/plugins.py",), ("tests/test_plugins.py",)),
+    "plugins": Module(("bird/plugins.py",), ("tests/test_plugins_unit.py", "tests/test_plugins.py")),
     "answer_text": Module(("bird/llm/content.py", "bird/llm/visible.py"), ("tests/llm/test_answer_text_unit.py",)),
     "reward_sources": Module(("bird/reward/sources.py",),
                              ("tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
