@@ -221,10 +221,11 @@ def loads(text: str | bytes, max_string: int = MAX_STRING) -> Any:
 
 
 def loads_lines(text: str | bytes) -> list[Any]:
-    """Each non-blank line of JSON lines parsed by `loads`; the ValueError names the line (1-based)."""
+    """Each non-blank line of JSON lines parsed by `loads`; the ValueError names the line (1-based). Lines end at
+    `\\n` only: a JSON string may hold U+2028, U+2029 or U+0085 unescaped, which str.splitlines would cut at."""
     lines = text.decode("utf-8") if isinstance(text, bytes) else text
     out = []
-    for n, line in enumerate(lines.splitlines(), 1):
+    for n, line in enumerate(lines.split("\n"), 1):
         if line.strip():
             try:
                 out.append(loads(line))

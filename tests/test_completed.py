@@ -153,3 +153,14 @@ def test_clearing_removes_links_without_following_them(tmp_path):
     (run / "result.json").symlink_to(tmp_path / "nowhere")
     assert clear_previous_run(run) == ["candidates", "result.json"]
     assert (outside / "keep").is_dir() and list(run.iterdir()) == []
+
+
+def test_the_refusal_of_another_configs_run_names_both_hashes(cfg, tmp_path):
+    with pytest.raises(ConfigError) as err:
+        completed_result(_finished(tmp_path, cfg, config_hash="0123abcd"), cfg)
+    assert f"(hash 0123abcd != {config_hash(cfg)})" in str(err.value)
+
+
+def test_a_search_that_stops_before_rl_ends_completed_with_an_unscored_returned_reward():
+    assert end_state({**SCORED, "returned_score": None, "stops_before_rl": True}) == ("completed", None)
+    assert end_state({**SCORED, "returned_score": None, "stops_before_rl": False})[0] == "failed"

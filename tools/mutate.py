@@ -136,10 +136,11 @@ MODULES: dict[str, Module] = {
         "tests/security/test_received_unit.py", "tests/security/test_received_configs.py",
         "tests/security/test_received_tasks.py")),
     "secrets": Module(("bird/config/secrets.py",), ("tests/security/test_secrets_unit.py",)),
-    "plugins": Module(("bird/plugins.py",), ("tests/test_plugins.py",)),
+    "plugins": Module(("bird/plugins.py",), ("tests/test_plugins_unit.py", "tests/test_plugins.py")),
     "answer_text": Module(("bird/llm/content.py", "bird/llm/visible.py"), ("tests/llm/test_answer_text_unit.py",)),
     "reward_sources": Module(("bird/reward/sources.py",),
-                             ("tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
+                             ("tests/llm/test_sources_unit.py", "tests/llm/test_extract_rules_unit.py",
+                              "tests/llm/test_extract_unit.py", "tests/llm/test_answer_corpus.py")),
     "end_state": Module(("bird/completed.py",), ("tests/test_completed.py",)),
     "sweep_ledger": Module(("bird/llm/sweep.py",), ("tests/llm/test_sweep_ledger_unit.py",
                                                     "tests/llm/test_sweep_caps.py::test_ledger_admits_exactly_the_cap_"

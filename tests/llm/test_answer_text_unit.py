@@ -167,3 +167,28 @@ def test_an_openai_messages_tool_calls_and_legacy_function_call_are_all_kept_in_
 def test_an_openai_message_whose_content_is_neither_text_nor_parts_is_set_aside():
     assert from_openai_message({"content": {"text": "x"}}) == Content(
         set_aside=("message content of type dict set aside: not text or a list of parts",))
+
+
+def test_an_answer_that_opens_with_thinking_has_it_set_aside():
+    shown = visible("<think>plan</think>\ncode")
+    assert shown.text == "\ncode" and shown.thinking == ("<think>plan</think>",)
+
+
+def test_thinking_lines_are_counted_from_the_answers_first_line_even_an_empty_one():
+    assert visible("\n<think>x</think>\ny").notes == ("thinking set aside: lines 2-2",)
+
+
+def test_fields_nested_deeper_than_five_levels_are_not_read():
+    def nest(levels: int) -> Any:
+        value: Any = "deep"
+        for _ in range(levels):
+            value = {"text": value}
+        return value
+
+    assert read_parts([{"type": "thinking", "thinking": nest(5)}]).thinking == "deep"
+    assert read_parts([{"type": "thinking", "thinking": nest(6)}]).thinking == ""
+
+
+def test_a_part_holding_no_text_in_a_list_of_parts_adds_nothing():
+    part = {"type": "thinking", "thinking": [{"signature": "abc"}, "kept"]}
+    assert read_parts([part]).thinking == "kept"

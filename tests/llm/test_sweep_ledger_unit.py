@@ -215,3 +215,52 @@ def test_an_unbatched_backend_is_asked_one_request_at_a_time_each_admitted(tmp_p
     answered = [i for i, o in enumerate(out) if isinstance(o, Response)]
     assert len(answered) == 1 and inner.asked == answered and out[answered[0]].text == f"answer {answered[0]}"
     assert isinstance(out[1 - answered[0]], SweepBudgetExhausted)
+
+
+def test_the_missing_ledger_error_says_why_and_where_to_read_more(tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        open_ledger(tmp_path, capped=True, max_concurrency=None)
+    assert str(err.value) == (f"{tmp_path / LEDGER} is missing: this cell does not see the sweep directory its "
+                              "launcher wrote, so the sweep's caps cannot be shared (docs/llm.md, \"Before a real "
+                              "sweep\")")
+
+
+def test_the_ledger_file_is_indented_json(tmp_path):
+    data = SweepLedger(tmp_path).set_caps(4, 1.5)
+    assert (tmp_path / LEDGER).read_text(encoding="utf-8") == json.dumps(data, indent=1)
+
+
+def test_the_slots_are_files_in_a_folder_per_machine_that_every_cell_shares(tmp_path):
+    import socket
+
+    first = open_ledger(tmp_path, capped=False, max_concurrency=2).slots
+    second = open_ledger(tmp_path, capped=False, max_concurrency=2).slots  # the folder exists: shared, not an error
+    assert first.folder == second.folder == tmp_path / "llm_slots" / socket.gethostname()
+
+
+class Holding(Backend):
+    """A backend that records, for each call, whether the machine's one request slot was held while it ran."""
+
+    def __init__(self, slot: Path, batched: bool = False) -> None:
+        super().__init__(batched)
+        self.slot, self.held = slot, []
+
+    def complete(self, request: Request) -> Response:
+        self.held.append(_locked(self.slot))
+        return super().complete(request)
+
+
+def test_a_call_through_the_gate_holds_a_slot_while_it_runs(tmp_path):
+    gate = _gate(tmp_path, Backend(), calls=3, slots=1)
+    inner = gate.inner = Holding(gate.limits.slots.folder / "0")
+    gate.complete(_request(0))
+    inner.batched = True
+    gate.complete_many([_request(1), _request(2)])
+    assert inner.held == [True, True, True] and inner.batches == [[1, 2]]
+
+
+def test_a_gate_being_built_or_copied_has_no_backend_to_ask():
+    gate = SweepGate.__new__(SweepGate)  # what copy and pickle make before __dict__ is filled
+    with pytest.raises(AttributeError) as err:
+        gate.price  # noqa: B018
+    assert err.value.args == ("inner",)

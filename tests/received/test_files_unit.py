@@ -326,3 +326,121 @@ def test_links_in_subfolders_and_links_to_folders_are_found_with_their_relative_
     assert links_leaving(str(run)) == [f"a/b/deep -> {tmp_path}"]
     assert json.dumps(links_leaving(run / "a" / "b"))  # relative to the root asked about
     assert links_leaving(run / "a" / "b") == [f"deep -> {tmp_path}"]
+
+
+def test_a_json_line_may_hold_unicode_line_separators_in_its_strings():
+    line = json.dumps({"a": "x\u2028y\u2029z\x85w"}, ensure_ascii=False)  # valid JSON: one line, no \n in it
+    text = f"{line}\r\n[1]\n"
+    assert loads_lines(text) == loads_lines(text.encode("utf-8")) == [{"a": "x\u2028y\u2029z\x85w"}, [1]]
+
+
+def test_reads_copies_and_npz_loads_take_the_root_given_not_the_files_folder(tmp_path):
+    run = tmp_path / "run"
+    (run / "sub").mkdir(parents=True)
+    (run / "data.txt").write_text("inside")
+    _npz(run / "p.npz", w=np.arange(3.0))
+    (run / "sub" / "text").symlink_to(run / "data.txt")  # leaves sub/, stays inside run/
+    (run / "sub" / "arrays.npz").symlink_to(run / "p.npz")
+    assert read_text(run / "sub" / "text", "text", run) == "inside"
+    copy_file(run / "sub" / "text", tmp_path / "copy", "text", run)
+    assert (tmp_path / "copy").read_text() == "inside"
+    assert np.array_equal(load_npz(run / "sub" / "arrays.npz", "arrays", run)["w"], np.arange(3.0))
+
+
+def test_a_link_leaving_says_which_folder_it_leaves(tmp_path):
+    run = tmp_path / "run"
+    (run / "sub").mkdir(parents=True)
+    (tmp_path / "outside").write_text("x")
+    (run / "sub" / "out").symlink_to(tmp_path / "outside")
+    with pytest.raises(UnsafeFileError) as err:
+        read_bytes(run / "sub" / "out", "record", run)
+    assert str(err.value).startswith(f"{run / 'sub' / 'out'} is a link that leaves {run} (to ")
+    with pytest.raises(UnsafeFileError) as err:
+        read_bytes(run / "sub" / "out", "record")
+    assert str(err.value).startswith(f"{run / 'sub' / 'out'} is a link that leaves {run / 'sub'} (to ")
+
+
+def test_a_link_swapped_in_after_the_path_was_resolved_is_not_followed(tmp_path, monkeypatch):
+    (tmp_path / "target").write_text("secret")
+    (tmp_path / "swapped").symlink_to(tmp_path / "target")
+    # the race: the path resolved to itself (a plain file then), a link by the time it is opened
+    with monkeypatch.context() as m, pytest.raises(UnsafeFileError, match="swapped is a link; refusing to open it"):
+        m.setattr(files.os.path, "realpath", lambda p: os.fspath(p))
+        read_bytes(tmp_path / "swapped", "record")
+
+
+def test_a_file_growing_past_the_cap_over_several_chunks_is_refused(tmp_path, monkeypatch):
+    data = b"x" * ((1 << 20) * 2 + 5)
+    (tmp_path / "log").write_bytes(data)
+    stat_of = os.fstat
+
+    def small(fd: int) -> os.stat_result:  # the size when opened: 10 bytes; it grew since
+        st = list(stat_of(fd))
+        st[stat.ST_SIZE] = 10
+        return os.stat_result(st)
+
+    with monkeypatch.context() as m:
+        m.setattr(files.os, "fstat", small)
+        with pytest.raises(UnsafeFileError, match=f"grew past {2 << 20} bytes while read"):
+            read_bytes(tmp_path / "log", "media", limit=2 << 20)
+        got = read_bytes(tmp_path / "log", "media", limit=len(data))
+    assert got == data
+
+
+def test_an_npz_of_exactly_its_uncompressed_cap_is_read(tmp_path, monkeypatch):
+    import zipfile
+
+    path = _npz(tmp_path / "zeros.npz", z=np.zeros(10_000))
+    with zipfile.ZipFile(path) as zf:
+        size = sum(info.file_size for info in zf.infolist())
+    monkeypatch.setitem(LIMITS, "arrays", size)
+    assert load_npz(path, "arrays")["z"].shape == (10_000,)
+    monkeypatch.setitem(LIMITS, "arrays", size - 1)
+    with pytest.raises(ValueError, match="uncompressed"):
+        load_npz(path, "arrays")
+
+
+def test_read_json_bounds_strings_by_the_length_asked(tmp_path):
+    (tmp_path / "s.json").write_text(json.dumps({"a": "x" * 20}))
+    assert read_json(tmp_path / "s.json", "record", max_string=20) == {"a": "x" * 20}
+    with pytest.raises(BoundedParseError, match="a JSON string of 20 characters"):
+        read_json(tmp_path / "s.json", "record", max_string=19)
+
+
+def test_bounds_are_checked_on_every_value_after_a_string():
+    with pytest.raises(BoundedParseError, match="a JSON string of 8 characters"):
+        loads('["xxxxxxxx", "s"]', max_string=4)  # the short string is checked first, then the long one
+    deep = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
+    with pytest.raises(BoundedParseError, match="nested deeper"):
+        loads(f'[{deep}, "s"]')
+
+
+def test_text_that_is_not_yaml_is_refused_with_the_first_200_characters_of_the_parsers_message():
+    import yaml
+
+    text = "a: [" + "b, " * 100 + ": : x"
+    with pytest.raises(yaml.YAMLError) as parsed:
+        yaml.safe_load(text)
+    assert len(str(parsed.value)) > 200
+    with pytest.raises(ValueError) as err:
+        load_yaml(text)
+    assert str(err.value) == f"not YAML ({str(parsed.value)[:200]})"
+
+
+def test_the_alias_refusal_says_bird_reads_no_aliases():
+    with pytest.raises(BoundedParseError) as err:
+        load_yaml("a: &x [1]\nb: *x\n")
+    assert str(err.value) == "a YAML alias (bird does not read aliases in files it receives)"
+
+
+@pytest.mark.parametrize(("links", "more"), [(5, ""), (6, "; and 1 more")])
+def test_five_links_are_named_and_a_sixth_is_counted(tmp_path, links, more):
+    run = tmp_path / "run"
+    run.mkdir()
+    for i in range(links):
+        (run / f"l{i}").symlink_to(tmp_path / f"t{i}")
+    with pytest.raises(UnsafeFileError) as err:
+        refuse_links_leaving(run)
+    shown = "; ".join(f"l{i} -> {tmp_path / f't{i}'}" for i in range(5))
+    assert str(err.value) == (f"{run}: the run directory holds links that leave it ({shown}{more}); bird writes only "
+                              "into a directory whose links stay inside it: remove them, or choose another directory")

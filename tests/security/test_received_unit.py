@@ -245,3 +245,115 @@ def test_load_received_reads_a_mapping_without_interpolations(tmp_path):
     (tmp_path / "alias.yaml").write_text("a: &x 1\nb: *x\n")
     with pytest.raises(ConfigError, match=r"not a readable YAML config \(BoundedParseError: a YAML alias"):
         load_received(tmp_path / "alias.yaml")
+
+
+def test_the_users_own_task_file_on_a_search_path_they_added_vouches_for_the_same_task_section(tmp_path):
+    own = tmp_path / "env" / "gym" / "mine.yaml"
+    own.parent.mkdir(parents=True)
+    # the same section as the received one once typed: defaults written out, an interpolation resolved
+    own.write_text("task:\n  make: my_mod:Env\n  reference_reward: env\n  kwargs:\n    a: 2\n    b: ${.a}\n")
+    env = {"id": "gym/mine", "task": {"make": "my_mod:Env", "kwargs": {"a": 2, "b": 2}}}
+    notes, refusal = received_task(env, [f"hydra.searchpath=[file://{tmp_path}]"])
+    assert refusal is None and notes == [
+        f"env.task names code or files (env.task.make='my_mod:Env'): the task section of your own {own}, accepted"]
+    other = {**env, "task": {**env["task"], "kwargs": {"a": 2, "b": 3}}}
+    _, refusal = received_task(other, [f"hydra.searchpath=[file://{tmp_path}]"])
+    assert refusal is not None
+    # the command line's task keys apply before the comparison
+    notes, refusal = received_task(other, [f"hydra.searchpath=[file://{tmp_path}]", "env.task.kwargs.b=2"])
+    assert refusal is None and notes[0].endswith(f"the task section of your own {own}, accepted")
+
+
+def test_a_key_below_a_list_the_user_gave_is_theirs():
+    from bird.config.received_task import _given
+
+    assert _given("env.task.wrappers[0].target", {"env.task.wrappers"})
+    assert _given("env.task.wrappers.x", {"env.task.wrappers"})
+    assert not _given("env.task.wrappersX[0]", {"env.task.wrappers"})
+
+
+def test_a_limit_is_looser_only_when_strictly_larger_none_and_the_unlimited_value_being_the_largest():
+    assert not received._looser(5.0, 5.0, None) and received._looser(6.0, 5.0, None)
+    assert not received._looser(None, 0, 0) and not received._looser(0, None, 0)  # both unlimited
+    assert received._looser(0, 10, 0) and not received._looser(10, 0, 0)
+
+
+def test_a_declared_key_keeps_its_unlimited_value_and_a_code_key_of_any_type_is_refused_naming_it(monkeypatch):
+    monkeypatch.setattr(received, "AUTHORITY", list(AUTHORITY))
+    add_authority_key("train.timeout_s", "limit", unlimited=0)
+    assert received.AUTHORITY[-1] == received.AuthorityKey("train.timeout_s", "limit", 0, None)
+    add_authority_key("llm.model", "code")
+    with pytest.raises(ConfigError, match=r"imports code: llm.model='far_module'\. "):
+        adopt({"llm": {"model": "far_module"}}, [])
+
+
+def test_the_keys_an_override_sets_are_read_without_its_prefix_or_value():
+    assert received._overridden(["++a.b=1", "+c=2", "~d", "e=x=y", " f =3"]) == {"a.b", "c", "d", "e", "f"}
+
+
+def test_an_override_whose_value_holds_an_equals_sign_is_still_the_users_key():
+    data, notes = adopt({"llm": {"base_url": "http://far"}}, ["llm.base_url=http://near?x=1"])
+    assert data == {"llm": {"base_url": "http://far"}} and notes == []  # the override, merged later, decides
+    env = {"task": {"make": "Hopper-v5", "kwargs": {"path": "/etc/x"}}}
+    assert received_task(env, ["env.task.kwargs.path=/tmp/a=b"]) == ([], None)
+
+
+def test_the_local_value_of_a_key_comes_from_an_override_of_its_section():
+    assert adopt({"ray": {"address": "far"}}, ["ray={address: near}"]) == ({"ray": {"address": "near"}}, [
+        "ray.address: the received 'far' is ignored; the local 'near' is used (--trust-config takes the received "
+        "value)"])
+
+
+def test_a_received_config_is_kept_as_data_its_interpolations_unresolved():
+    assert adopt({"llm": {"model": "${oc.env:HOME}"}}, [])[0] == {"llm": {"model": "${oc.env:HOME}"}}
+
+
+def test_the_keys_after_one_the_user_overrides_are_still_checked():
+    with pytest.raises(ConfigError, match="loosens bird's limits: verify.memory_mb=9999"):
+        adopt({"llm": {"base_url": "http://far"}, "verify": {"memory_mb": 9999}}, ["llm.base_url=http://near"])
+
+
+def test_a_target_names_its_module_before_the_first_colon_and_an_expert_in_a_plugin_is_the_users():
+    task = {"make": "Hopper-v5", "wrappers": [{"target": "plug:Wrap:extra"}], "expert": "plug:expert"}
+    assert named_code(task, ["plug"]) == []
+    assert named_code(task, []) == [("env.task.wrappers[0].target", "plug:Wrap:extra"), ("env.task.expert", "plug:expert")]
+
+
+def test_the_task_refusal_says_every_way_to_vouch_in_full():
+    _, refusal = received_task({"id": "gym/x", "task": {"make": "os:system"}})
+    assert refusal == ("the received task names code or files bird would import, call or read: "
+                       "env.task.make='os:system'. A received task may name a registered Gymnasium id and data "
+                       "(docs/task_files.md); to run this one, put its task file (id 'gym/x', the same task section) "
+                       "on your config search path (BIRD_CONFIG_PATH), name its module as a plugin, or pass "
+                       "--trust-config")
+
+
+def test_a_task_section_omegaconf_cannot_hold_is_a_config_error_naming_it():
+    with pytest.raises(ConfigError, match="^env.task: Value 'set' is not a supported primitive type"):
+        received_task({"task": {"make": {1, 2}}})
+
+
+def test_every_received_code_key_is_named(monkeypatch):
+    monkeypatch.setattr(received, "AUTHORITY", list(AUTHORITY))
+    add_authority_key("llm.model", "code")
+    with pytest.raises(ConfigError, match=r"^the received config imports code: plugins=\['p'\], llm.model='m'\. "):
+        adopt({"plugins": ["p"], "llm": {"model": "m"}}, [])
+
+
+def test_load_received_refuses_interpolations_and_unreadable_yaml_with_the_parsers_message(tmp_path):
+    from bird.files import load_yaml
+
+    (tmp_path / "i.yaml").write_text("llm:\n  model: ${oc.env:HOME}\n")
+    with pytest.raises(ConfigError) as err:
+        load_received(tmp_path / "i.yaml")
+    assert str(err.value) == (f"{tmp_path / 'i.yaml'}: llm.model hold an interpolation (${{...}}); a received config "
+                              "is data and bird resolves nothing in it")
+    text = "a: [" + "b, " * 100 + ": : x"
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(ValueError) as parsed:
+        load_yaml(text)
+    assert len(str(parsed.value)) > 200
+    with pytest.raises(ConfigError) as err:
+        load_received(tmp_path / "bad.yaml")
+    assert str(err.value) == (f"{tmp_path / 'bad.yaml'}: not a readable YAML config (ValueError: "
+                              f"{str(parsed.value)[:200]})")

@@ -110,3 +110,23 @@ def test_a_new_key_file_is_private_and_regular(tmp_path):
     seal(tmp_path, "a", b"x")
     st = os.lstat(key_path(tmp_path))
     assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_nlink == 1
+
+
+def test_the_key_is_made_in_a_store_folder_created_with_its_parents(tmp_path):
+    root = tmp_path / "cache" / "jax" / "store"
+    assert unseal(root, "a", seal(root, "a", b"1")) == b"1"
+
+
+def test_the_key_is_written_to_a_hidden_temporary_file_in_the_stores_folder_then_linked(tmp_path, monkeypatch):
+    monkeypatch.setattr(sealed.tempfile, "tempdir", str(tmp_path / "no_system_temp"))  # a cross-device link fails
+    seen = []
+    link = os.link
+
+    def watch(src, dst):
+        seen.append((os.path.dirname(src), os.path.basename(src)))
+        return link(src, dst)
+
+    monkeypatch.setattr(sealed.os, "link", watch)
+    assert seal(tmp_path, "a", b"1") is not None
+    [(folder, name)] = seen
+    assert folder == str(tmp_path) and name.startswith(".key-")

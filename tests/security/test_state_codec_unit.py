@@ -231,3 +231,65 @@ def test_an_object_missing_fields_with_defaults_gets_its_defaults_not_shared_one
 
 def test_a_valid_array_document_decodes():
     assert np.array_equal(decode(ARRAY), np.zeros(2)) and decode({**ARRAY, "shape": ["2"]}).shape == (2,)
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ({**ARRAY, "shape": None}, "an array without a valid dtype and shape"),
+    ({"$": "dict", "items": [[1]]}, "a dict item that is not a [key, value] pair"),
+    ({"$": "enum", "type": COLOUR, "value": "green"}, f"{COLOUR}: 'green' is not a valid Colour"),
+])
+def test_a_refusal_says_exactly_what_is_wrong(doc, message):
+    with pytest.raises(CodecError) as err:
+        decode(doc)
+    assert str(err.value) == message
+
+
+def test_base64_with_characters_outside_its_alphabet_is_refused_not_skipped():
+    assert decode({"$": "bytes", "b64": "QUJD"}) == b"ABC"
+    with pytest.raises(CodecError, match="a bytes without valid base64 bytes"):
+        decode({"$": "bytes", "b64": "QU!JD"})
+
+
+def test_empty_arrays_come_back_with_their_shape():
+    for shape in [(0,), (2, 0), (0, 3)]:
+        back = _trip(np.zeros(shape, dtype=np.int16))
+        assert back.shape == shape and back.dtype == np.int16
+
+
+def test_a_shape_whose_size_overflows_64_bits_is_refused_not_wrapped_to_the_bytes_given():
+    # 2**32 * 2**32 elements wrap to 0 in int64: as many as the empty bytes given, if the size were not exact
+    with pytest.raises(CodecError, match=r"array bytes \(0\) do not match"):
+        decode({**ARRAY, "shape": [2**32, 2**32], "b64": ""})
+
+
+def test_a_value_inside_a_shared_one_but_reached_once_gets_no_reference_number():
+    shared = [[1]]
+    doc = encode([shared, shared])
+    assert doc[0] == {"$": "list", "#": 0, "items": [[1]]} and doc[1] == {"$": "ref", "to": 0}
+
+
+@register_saved
+@dataclasses.dataclass(frozen=True)
+class Key:
+    name: str
+
+
+def test_a_registered_object_used_as_a_dict_key_and_a_value_comes_back_one_object():
+    key = Key("k")
+    back = _trip({key: 1, "same": key})
+    [got] = [k for k in back if isinstance(k, Key)]
+    assert got == Key("k") and back["same"] is got
+
+
+def test_a_class_registered_at_run_time_is_saved_and_rebuilt(monkeypatch):
+    import bird.state_codec as codec
+
+    monkeypatch.setattr(codec, "_TYPES", dict(codec._TYPES))
+
+    @dataclasses.dataclass
+    class Later:
+        x: int
+
+    assert register_saved(Later) is Later
+    back = _trip(Later(3))
+    assert type(back) is Later and back.x == 3
