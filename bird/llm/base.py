@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from bird.state_codec import register_saved
 
-__all__ = ["Message", "Request", "record_key", "Response", "LLMError", "BudgetExhausted", "Generator", "AnswerTool",
+__all__ = ["Message", "Request", "record_key", "Response", "LLMError", "BudgetExhausted", "Generator", "WrappingGenerator", "AnswerTool",
            "TRUNCATION_STOPS", "StopClass", "stop_class", "NOT_APPLICABLE"]
 
 Role = Literal["system", "user", "assistant"]
@@ -240,3 +240,35 @@ class Generator(ABC):
 
 class BudgetExhausted(LLMError):
     """budget.max_llm_calls or budget.max_cost_usd was reached: generation stops, the search finishes."""
+
+
+class WrappingGenerator(Generator):
+    """A generator in front of another (the batch runner, the sweep's gate, the response cache): the inner one's model,
+    provider, label and cacheability, and what it sends (`prepare`, `cache_provider`), samples with (`sampling`),
+    describes and batches, unless the wrapper says otherwise; its other attributes (price, cfg) read through."""
+
+    def __init__(self, inner: Generator) -> None:
+        super().__init__(inner.model, inner.max_concurrency)
+        self.inner = inner
+        self.provider, self.label, self.cacheable = inner.provider, inner.label, inner.cacheable
+
+    def prepare(self, request: Request) -> Request:
+        return self.inner.prepare(request)
+
+    def cache_provider(self) -> str:
+        return self.inner.cache_provider()
+
+    def sampling(self, request: Request) -> dict[str, Any]:
+        return self.inner.sampling(request)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    @property
+    def batched(self) -> bool:
+        return bool(getattr(self.inner, "batched", False))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bird.llm.api_base import Answer, ApiBackend
-from bird.llm.base import Generator, LLMError, Request, Response
+from bird.llm.base import LLMError, Request, Response, WrappingGenerator
 from bird.llm.retry import call_with_retry
 
 __all__ = ["BatchGenerator", "BATCHES"]
@@ -27,7 +27,7 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
-class BatchGenerator(Generator):
+class BatchGenerator(WrappingGenerator):
     """In front of an HTTP backend that implements `batch_submit(items) -> id`, `batch_ended(id) -> bool` and
     `batch_results(id) -> {custom_id: Answer | LLMError}` (each raising TransientError for a retryable fault).
 
@@ -41,23 +41,8 @@ class BatchGenerator(Generator):
         if not hasattr(inner, "batch_submit"):
             raise ValueError(f"llm.mode=batch: llm={inner.provider} has no batch API; allowed with llm=anthropic, "
                              "llm=openai (api.openai.com; local OpenAI-compatible servers usually have none)")
-        super().__init__(inner.model, inner.max_concurrency)
-        self.inner, self.state, self.poll_s = inner, state, poll_s
-        self.provider, self.label, self.cacheable = inner.provider, inner.label, inner.cacheable
-
-    def prepare(self, request: Request) -> Request:
-        return self.inner.prepare(request)
-
-    def cache_provider(self) -> str:
-        return self.inner.cache_provider()
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def __getattr__(self, name: str) -> Any:  # the backend's own attributes (price, cfg)
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        super().__init__(inner)
+        self.state, self.poll_s = state, poll_s
 
     def complete(self, request: Request) -> Response:
         [out] = self.complete_many([request])

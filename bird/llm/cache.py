@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bird.files import atomic_writer, read_json
-from bird.llm.base import Generator, LLMError, Request, Response
+from bird.llm.base import Generator, LLMError, Request, Response, WrappingGenerator
 
 __all__ = ["CACHE_MODES", "CachingGenerator", "ReplayMissError", "ResponseCache", "default_cache_dir", "is_key"]
 
@@ -81,7 +81,7 @@ class ResponseCache:
             fh.write(json.dumps({"format": _FORMAT, "key": key, **entry}, indent=1).encode())
 
 
-class CachingGenerator(Generator):
+class CachingGenerator(WrappingGenerator):
     """Serves cacheable generators' answers from a ResponseCache according to `mode`.
 
     A hit returns the stored answer with cached=True, cost_usd=0 and the original cost in uncached_cost_usd.
@@ -90,18 +90,8 @@ class CachingGenerator(Generator):
     def __init__(self, inner: Generator, cache: ResponseCache, mode: str = "readwrite") -> None:
         if mode not in CACHE_MODES:
             raise ValueError(f"llm.cache={mode!r}; allowed: {list(CACHE_MODES)}")
-        super().__init__(inner.model, inner.max_concurrency)
-        self.inner, self.cache, self.mode = inner, cache, mode
-        self.provider, self.label, self.cacheable = inner.provider, inner.label, inner.cacheable
-
-    def prepare(self, request: Request) -> Request:
-        return self.inner.prepare(request)
-
-    def sampling(self, request: Request) -> dict[str, Any]:
-        return self.inner.sampling(request)
-
-    def cache_provider(self) -> str:
-        return self.inner.cache_provider()
+        super().__init__(inner)
+        self.cache, self.mode = cache, mode
 
     def complete(self, request: Request) -> Response:
         request = self.inner.prepare(request)
@@ -118,10 +108,6 @@ class CachingGenerator(Generator):
         response = self.inner.complete(request)
         self.cache.put(key, _to_entry(request, response, self))
         return response
-
-    @property
-    def batched(self) -> bool:
-        return bool(getattr(self.inner, "batched", False))
 
     def complete_many(self, requests: Sequence[Request]) -> list[Response | LLMError]:
         """Hits from the cache; the misses in one call to a batched inner generator (llm.mode=batch)."""
@@ -145,8 +131,8 @@ class CachingGenerator(Generator):
             out[i] = answer
         return out  # type: ignore[return-value]
 
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()  # the mode is in config.yaml; result.json must not differ between record/replay
+    # describe(): the inner generator's; the mode is in config.yaml, so result.json does not differ between record and
+    # replay
 
 
 def _to_entry(request: Request, response: Response, gen: CachingGenerator) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bird.llm.base import BudgetExhausted, Generator, LLMError, Request, Response
+from bird.llm.base import BudgetExhausted, Generator, LLMError, Request, Response, WrappingGenerator
 
 __all__ = ["LEDGER", "SweepBudgetExhausted", "SweepLedger", "SweepLimits", "SweepGate", "open_ledger"]
 
@@ -146,20 +146,13 @@ def open_ledger(sweep_dir: Path, capped: bool, max_concurrency: int | None) -> S
     return SweepLimits(ledger, _Slots(sweep_dir, max_concurrency) if max_concurrency else None)
 
 
-class SweepGate(Generator):
+class SweepGate(WrappingGenerator):
     """In front of a backend (behind the response cache): each call is admitted by the sweep's ledger and holds one
     of the machine's slots while it runs; a refused call raises SweepBudgetExhausted."""
 
     def __init__(self, inner: Generator, limits: SweepLimits) -> None:
-        super().__init__(inner.model, inner.max_concurrency)
-        self.inner, self.limits = inner, limits
-        self.provider, self.label, self.cacheable = inner.provider, inner.label, inner.cacheable
-
-    def prepare(self, request: Request) -> Request:
-        return self.inner.prepare(request)
-
-    def cache_provider(self) -> str:
-        return self.inner.cache_provider()
+        super().__init__(inner)
+        self.limits = limits
 
     def complete(self, request: Request) -> Response:
         ledger = self.limits.ledger
@@ -173,10 +166,6 @@ class SweepGate(Generator):
         finally:
             if ledger is not None:
                 ledger.spent(response)
-
-    @property
-    def batched(self) -> bool:
-        return bool(getattr(self.inner, "batched", False))
 
     def complete_many(self, requests: Sequence[Request]) -> list[Response | LLMError]:
         """A batched inner generator's requests: each admitted by the ledger, the admitted ones sent together holding
@@ -195,10 +184,3 @@ class SweepGate(Generator):
                 ledger.spent(out[-1])
         return out
 
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def __getattr__(self, name: str) -> Any:  # the backend's own attributes (price, cfg)
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)

@@ -49,6 +49,9 @@ class Backend(Generator):
     def describe(self):
         return {"provider": "fake", "model": "m", "described": True}
 
+    def sampling(self, request: Request):
+        return {"temperature": 0.7, "reasoning_effort": "low"}
+
 
 class Failing(Backend):
     def complete(self, request: Request) -> Response:
@@ -187,6 +190,8 @@ def test_the_gate_is_its_backend_to_the_cache_and_the_records(tmp_path):
     assert gate.prepare(_request()).purpose == "prepared" and gate.cache_provider() == "fake@host"
     assert gate.describe() == {"provider": "fake", "model": "m", "described": True}
     assert gate.price == 0.25 and gate.batched is False
+    # a call record through the gate carries the backend's sampling (was: "not applicable" under sweep caps)
+    assert gate.sampling(_request()) == {"temperature": 0.7, "reasoning_effort": "low"}
     with pytest.raises(AttributeError):
         gate.no_such_attribute  # noqa: B018
 
@@ -264,3 +269,18 @@ def test_a_gate_being_built_or_copied_has_no_backend_to_ask():
     with pytest.raises(AttributeError) as err:
         gate.price  # noqa: B018
     assert err.value.args == ("inner",)
+
+
+def test_every_wrapper_is_its_backend_to_the_records(tmp_path):
+    """The batch runner, the sweep's gate and the response cache share one way of standing in for their backend
+    (bird/llm/base.py WrappingGenerator): what it sends, how it samples, how it describes itself."""
+    from bird.llm.batch import BatchGenerator
+    from bird.llm.cache import CachingGenerator, ResponseCache
+
+    inner = Backend()
+    inner.batch_submit = lambda items: "batch-1"
+    for gen in (BatchGenerator(inner, None, 0.0), SweepGate(inner, SweepLimits(None, None)),
+                CachingGenerator(inner, ResponseCache(tmp_path / "cache"))):
+        assert gen.sampling(_request()) == {"temperature": 0.7, "reasoning_effort": "low"}, gen
+        assert gen.prepare(_request()).purpose == "prepared" and gen.cache_provider() == "fake@host"
+        assert gen.describe()["described"] and (gen.provider, gen.label, gen.cacheable) == ("fake", "the fake", True)
