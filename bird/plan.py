@@ -84,13 +84,9 @@ def _asks_goal_states(cfg: BirdConfig) -> bool:
         return True
     if cfg.demos.positive_states != "last_if_terminal":
         return False
-    from bird import registry
+    from bird.envs.registry import ends_on_success
 
-    suite = cfg.env.id.partition("/")[0]
-    try:
-        return not registry.get("suite", suite).offers(cfg.env).ends_on_success
-    except ValueError:
-        return True  # an unknown task: refused when the config loads
+    return not ends_on_success(cfg.env)
 
 
 def llm_calls(cfg: BirdConfig) -> dict[str, Calls]:

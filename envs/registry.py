@@ -10,7 +10,7 @@ from bird.config.schema import EnvConfig
 from bird.envs.base import TaskAdapter
 from bird.registry import Component, get, names, register
 
-__all__ = ["Suite", "TaskOffers", "make_adapter", "split_env_id", "suite_defines_success"]
+__all__ = ["Suite", "TaskOffers", "ends_on_success", "make_adapter", "split_env_id", "suite_defines_success"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,15 @@ def split_env_id(env_id: str) -> tuple[str, str]:
     if not sep or not suite or not task:
         raise ValueError(f"env.id must look like '<suite>/<task>', got {env_id!r}")
     return suite, task
+
+
+def ends_on_success(cfg: EnvConfig) -> bool:
+    """Whether the task `cfg` names ends its episodes on success (an expert episode's last state is its goal state);
+    False for a task its suite does not have (refused when the config loads)."""
+    try:
+        return get("suite", split_env_id(cfg.id)[0]).offers(cfg).ends_on_success
+    except ValueError:
+        return False
 
 
 def make_adapter(cfg: EnvConfig) -> TaskAdapter:

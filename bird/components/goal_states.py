@@ -22,6 +22,7 @@ import numpy as np
 from bird.components.demo_views import state_dict
 from bird.config.schema import BirdConfig
 from bird.envs.base import TaskSpec
+from bird.envs.registry import ends_on_success
 from bird.llm.base import Generator, LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.prompts import obs_fields_context, system_template, templates
@@ -111,5 +112,5 @@ def _goal_identified(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, genera
 @register("positive_states", "last_if_terminal")
 def _last_if_terminal(cfg: BirdConfig, spec: TaskSpec, states: np.ndarray, generator: Generator,
                       length: np.ndarray | None = None) -> Labels:
-    rule = _last_state if spec.extra.get("ends_on_success") else _goal_identified
+    rule = _last_state if ends_on_success(cfg.env) else _goal_identified
     return rule(cfg, spec, states, generator, length)

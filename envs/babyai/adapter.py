@@ -123,7 +123,7 @@ class BabyAIAdapter(TaskAdapter):
             action_low=(0.0,), action_high=(float(n_actions - 1),), score_definition=SCORE_DEFINITION,
             env_code=_obs_code(),
             extra={"gym_id": self.level.gym_id, "new_level": self.level.new, "discrete_actions": n_actions,
-                   "ends_on_success": True, "full_source": full,
+                   "full_source": full,
                    "actions": "0 turn left, 1 turn right, 2 forward, 3 pick up, 4 drop, 5 toggle (open), 6 done",
                    "substitutes": substitutes},
         )
