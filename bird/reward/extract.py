@@ -22,7 +22,7 @@ from itertools import combinations
 
 from bird.llm.blocks import outside_blocks
 from bird.llm.visible import visible
-from bird.reward.sources import Source, answer_sources, loaded, novelty, parse, python_source, shape
+from bird.reward.sources import Source, answer_sources, binds, loaded, novelty, parse, python_source, shape
 
 __all__ = ["Extraction", "extract_program", "extract_code", "read_source"]
 
@@ -71,11 +71,14 @@ def _latest(chosen: Source, sources: Sequence[Source], entry: str,
     reads = loaded(chosen.tree.body) | {name for group in required for name in group}
     swaps: list[tuple[ast.stmt, str, str]] = []
     for name, node in chosen.top().items():
-        if name == entry or name not in reads or not isinstance(node, (*_DEFS, ast.Assign, ast.AnnAssign)):
+        if name == entry or name not in reads or not isinstance(node, (*_DEFS, ast.Assign, ast.AnnAssign)) \
+                or any(node is done for done, *_ in swaps):  # `a, b = ...`: one statement, replaced once
             continue
         for src in sorted(later, key=lambda s: s.order, reverse=True):
             new = src.top().get(name)
-            if new is not None and not src.elision(new) and ast.dump(new) != ast.dump(node):
+            # a statement is replaced only by one binding every name it binds (`a = 5` does not replace `a, b = 1, 2`)
+            if new is not None and not src.elision(new) and ast.dump(new) != ast.dump(node) \
+                    and set(binds(node)) <= set(binds(new)):
                 swaps.append((node, src.segment(new), f"{name} from {src.label}"))
                 break
     if not swaps:

@@ -171,3 +171,115 @@ def test_a_program_given_whole_is_its_text_unless_it_lacks_the_entry_or_leaves_c
         None, "arg: it leaves code out (line 2: `...`); give the whole program")
     broken = ENTRY + "    return (\n"
     assert read_source(python_source("arg", broken), "compute_reward") == (broken, "")  # verify names the error
+
+
+def test_what_no_block_holds_is_told_in_answer_order_json_fields_as_written():
+    answer = ("```bash\nls\n```\n```json\n" + json.dumps({"b": "def g():\n    return 2\n", "a": "def f():\n    return 1\n"})
+              + "\n```\n```python\nprint(1)\n```\n")
+    problem = extract_program(answer).problem
+    parts = problem.split(": ", 1)[1].split("; ")
+    assert [p.split(" (")[0] for p in parts] == ["block 1", "JSON field 'b'", "JSON field 'a'", "block 3"], problem
+
+
+def test_extract_code_reads_the_program_of_the_named_entry_or_compute_reward():
+    from bird.reward.extract import extract_code
+
+    progress = "def progress(obs):\n    return 0.5\n"
+    answer = _blocks(progress, ENTRY + "    return 1.0, {}\n")
+    assert extract_code(answer) == ENTRY + "    return 1.0, {}\n"
+    assert extract_code(answer, "progress") == progress
+    assert extract_code("no code here", "progress") is None
+
+
+def test_a_missing_helper_comes_from_the_latest_earlier_block_that_defines_it():
+    main = ENTRY + "    return helper(next_obs['x']), {}\n"
+    found = extract_program(_blocks("def helper(v):\n    return v\n", "def helper(v):\n    return -v\n", main))
+    assert found.code == "def helper(v):\n    return -v\n\n" + main
+
+
+def test_trailing_spaces_and_edge_characters_of_the_program_are_kept_around_pulled_parts():
+    lead, body = "from math import pi as X  \n", ENTRY + "    return helper(X), {}\n"
+    code = _code("def helper(v):\n    return v\n", lead + body)
+    assert code == "from math import pi as X  \n\ndef helper(v):\n    return v\n\n" + body
+    code = _code("def helper(v):\n    return v\n", "from math import pi as X\n" + body)
+    assert code == "from math import pi as X\n\ndef helper(v):\n    return v\n\n" + body
+    spaced = ENTRY + "    return helper(1.0), {}  "  # a JSON field keeps its last line's spaces (a block does not)
+    found = extract_program(json.dumps({"reward": spaced, "helper": "def helper(v):\n    return v\n"}))
+    assert found.code == "def helper(v):\n    return v\n\n" + spaced + "\n"
+    first = "X = 2\n" + ENTRY + "    return helper(X), {}\n"
+    assert _code("def helper(v):\n    return v\n", first) == "def helper(v):\n    return v\n\n" + first
+
+
+def test_a_program_whose_parts_would_not_parse_once_put_together_is_kept_as_written():
+    # the import shares its line with the start of a longer statement: imports added after it would fall inside it
+    main = "import math; X = (\n    1)\n" + ENTRY + "    return np.tanh(X), {}\n"
+    found = extract_program(_blocks("import numpy as np\n", main))
+    assert found.code == main and not any("added from" in n for n in found.notes)
+
+
+def test_the_entry_itself_is_never_taken_from_a_later_excerpt():
+    main = ENTRY + "    return 1.0, {}\n\n\nREWARD = compute_reward\n"
+    excerpt = ENTRY + "    return 2.0, {}\n\n# ... rest unchanged\n"
+    assert _code(main, excerpt) == main
+
+
+def test_an_empty_answer_and_one_of_only_thinking_are_told_apart_with_the_thinking_noted():
+    assert extract_program(" \n\t").problem == "the answer is empty"
+    only = extract_program("<think>\ndef compute_reward(o, a, n, i):\n    return 1.0, {}\n</think>\n")
+    assert (only.code, only.problem) == (None, "the answer holds only thinking (set aside: thinking is never code)")
+    assert only.notes == ("thinking set aside: lines 1-4",)
+
+
+def test_a_statement_binding_several_names_is_revised_only_by_one_binding_them_all():
+    """`A, B = 1, 2` revised later as `A = 5` alone would leave B undefined: kept as written; revised as a whole, it is
+    replaced once."""
+    main = "A, B = 1, 2\n\n" + ENTRY + "    return A + B, {}\n"
+    assert _code(main, "A = 5\n") == main
+    found = extract_program(_blocks(main, "A, B = (\n    5, 6)\n"))
+    assert found.code == "A, B = (\n    5, 6)\n\n" + ENTRY + "    return A + B, {}\n"
+    assert found.notes[-1].startswith("took the latest definition of A from block 2") and "B from" not in found.notes[-1]
+
+
+def test_a_contracts_json_field_is_the_only_one_read():
+    ours, other = ENTRY + "    return 1.0, {}\n", ENTRY + "    return -1.0, {}\n"
+    answer = json.dumps({"reward_class_code": ours, "draft": other})
+    assert extract_program(answer, json_key="reward_class_code").code == ours
+    assert extract_program(answer).code is None  # two fields of one object: alternatives, no guess
+
+
+def test_an_answer_without_a_program_keeps_what_was_set_aside_in_its_notes():
+    found = extract_program("<think>hmm</think>\n```python\nprint(1)\n```\n")
+    assert found.code is None and found.notes == ("thinking set aside: lines 1-1",)
+
+
+def test_alternatives_are_named_and_no_program_is_chosen():
+    found = extract_program("Two alternatives:\n" + _blocks(ENTRY + "    return 1.0, {}\n",
+                                                           ENTRY + "    return -next_obs['x'], {}\n"))
+    assert found.code is None and found.ambiguous == ("block 1 (```python, lines 3-4)", "block 2 (```python, lines 8-9)")
+    assert found.problem == ("the answer offers 2 different complete programs as alternatives: block 1 (```python, "
+                             "lines 3-4), block 2 (```python, lines 8-9); bird does not guess which one is meant")
+
+
+def test_the_note_names_the_chosen_candidate_and_why_each_other_was_set_aside():
+    found = extract_program(_blocks(ENTRY + "    return 1.0, {}\n", ENTRY + "    ...\n", ENTRY + "    return 2.0, {}\n"))
+    assert found.notes == ("took block 3 (```python, lines 12-13) of 3 defining compute_reward; set aside block 1 "
+                           "(```python, lines 2-3): an earlier version; block 2 (```python, lines 7-8): it leaves code "
+                           "out (line 2: `...`); give the whole program",)
+    assert extract_program(_blocks(ENTRY + "    return 2.0, {}\n")).notes == ()
+
+
+def test_a_quote_is_not_made_new_by_a_later_excerpt_of_the_entry():
+    parent = ENTRY + "    return 1.0, {}\n\n\nREWARD = compute_reward\n"
+    excerpt = ENTRY + "    return 2.0, {}\n\n# ... rest unchanged\n"
+    found = extract_program("<think>x</think>\n" + _blocks(parent, excerpt), known=[parent])
+    assert found.code is None and found.notes == ("thinking set aside: lines 1-1",)
+    assert found.problem == (
+        "no new complete program defines compute_reward: block 1 (```python, lines 3-7): it repeats a program the "
+        "prompt showed (the parent's code: it adds nothing to it); block 2 (```python, lines 11-14): it leaves code out "
+        "(line 4: `# ... rest unchanged`); give the whole program")
+
+
+def test_an_answer_that_is_all_code_is_the_program_and_the_note_says_so():
+    found = extract_program(ENTRY + "    return 1.0, {}\n")
+    assert found.code == ENTRY + "    return 1.0, {}\n"
+    assert found.notes == ("the whole answer is the program (no fenced block)",)
