@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import traceback
 
 import numpy as np
 import pytest
@@ -83,9 +84,11 @@ def test_a_failure_reply_carries_the_kind_a_short_reason_and_the_traceback():
         raise ValueError("boom " + "x" * 600)
     except ValueError as exc:
         reply = trainer._failure("runtime_error", exc, group=True)
+        trace = "".join(traceback.format_exception(exc))
     assert reply["ok"] is False and reply["kind"] == "runtime_error" and reply["group"] is True
     assert reply["reason"] == ("ValueError: boom " + "x" * 600)[:500]
     assert reply["detail"].startswith("Traceback") and "raise ValueError" in reply["detail"]
+    assert reply["detail"] == trace[-3000:]
     assert trainer._failure("train_error", "said plainly") == {"ok": False, "kind": "train_error",
                                                               "reason": "said plainly", "detail": "", "group": False}
 
@@ -115,10 +118,11 @@ def _meta(hlo: bytes, components=("a",), obs=11, act=3, rows=32) -> dict:
 
 def test_load_cuts_each_program_from_the_payload_and_answers_with_the_failures_and_the_live_jobs():
     run, session = Run(), Session()
-    header = {"programs": [_meta(b"first", ("a", "b"), 11, 3, 32), None, _meta(b"second!", ("c",), 5, 1, 8)]}
-    assert trainer._load(session, run, header, b"firstsecond!") is True
+    header = {"programs": [_meta(b"first", ("a", "b"), 11, 3, 32), None, _meta(b"second!", ("c",), 5, 1, 8),
+                           _meta(b"3rd")]}
+    assert trainer._load(session, run, header, b"firstsecond!3rd") is True
     assert run.programs == [ExportedReward(b"first", ("a", "b"), 11, 3, 32), None,
-                            ExportedReward(b"second!", ("c",), 5, 1, 8)]
+                            ExportedReward(b"second!", ("c",), 5, 1, 8), ExportedReward(b"3rd", ("a",), 11, 3, 32)]
     assert session.sent == [({"ok": True, "failures": {"1": BAD.to_json()}, "live": [0, 2]}, b"")]
 
 
@@ -199,12 +203,14 @@ def test_a_failure_while_setting_up_is_every_jobs_and_ends_the_trainer(started):
     assert session.incoming == [({"op": "load"}, b"")]  # nothing read after the failed setup
 
 
-def test_after_setup_the_trainer_loads_trains_and_sends_outputs_in_turn(started, monkeypatch):
-    run = Run()
-    monkeypatch.setattr(trainer, "_setup", lambda session, cfg, header, payload: run)
-    session = started(Session(({"op": "setup"}, b""), ({"programs": [_meta(b"p")]}, b"p"), ({"op": "train"}, b""),
-                              ({"op": "outputs"}, b"")))
+def test_after_setup_the_trainer_loads_trains_and_sends_outputs_in_turn(monkeypatch):
+    run, cfg, calls = Run(), _cfg(False), []
+    session = Session(({"op": "setup", "width": 2}, b"jobs"), ({"programs": [_meta(b"p")]}, b"p"),
+                      ({"op": "train"}, b""), ({"op": "outputs"}, b""))
+    monkeypatch.setattr(trainer, "start_configured", lambda fd: calls.append(fd) or (session, cfg))
+    monkeypatch.setattr(trainer, "_setup", lambda *args: calls.append(args) or run)
     trainer.main(7)
+    assert calls == [7, (session, cfg, {"op": "setup", "width": 2}, b"jobs")]
     assert run.programs == [ExportedReward(b"p", ("a",), 11, 3, 32)]
     assert [h.get("event", "loaded") for h, _ in session.sent] == ["loaded", "update", "checkpoint", "update",
                                                                    "trained", "output", "output", "done"]
@@ -227,3 +233,139 @@ def test_any_error_after_the_programs_arrived_is_the_groups_and_ends_the_trainer
     assert (last["event"], last["kind"], last["group"], last["reason"]) == ("error", "runtime_error", True,
                                                                            "KeyError: 'slot'")
     assert session.incoming == [({"op": "outputs"}, b"")]
+
+
+class Settings:
+    def to_json(self) -> dict:
+        return {"num_envs": 4}
+
+
+DROPPED = {"name": "uid_drop", "active": True, "detail": "dropped to 65534"}
+
+
+class Dropped:
+    """The deferred uid drop's layer, made from the trainer's own isolation config."""
+
+    def __init__(self, cfg: isolation.IsolationConfig) -> None:
+        assert cfg.host_pid == 4321, cfg
+
+    def to_json(self) -> dict:
+        return DROPPED
+
+
+@pytest.fixture
+def trusted(monkeypatch):
+    """_setup's trusted parts replaced: the compiled training program (GroupTraining, built only in the trainer) and
+    JAX's cache; every GroupTraining made is recorded with its arguments."""
+    import jax
+
+    import bird.jax_cache
+    import bird.learners.jax_ppo
+
+    made = []
+
+    class Group:
+        def __init__(self, jobs, width, executables):
+            made.append((jobs, width, executables))
+            self.rows, self.settings, self.timing = 96, Settings(), {"compile_s": 2.0}
+
+    monkeypatch.setattr(bird.learners.jax_ppo, "GroupTraining", Group)
+    monkeypatch.setattr(bird.jax_cache, "enable_compilation_cache", lambda: made.append("cache"))
+    flag = "jax_include_full_tracebacks_in_locations"
+    old = getattr(jax.config, flag)
+    jax.config.update(flag, True)  # _setup turns it off
+    yield made
+    jax.config.update(flag, old)
+
+
+def _cfg(defer: bool) -> isolation.IsolationConfig:
+    return isolation.IsolationConfig(memory_mb=0, call_timeout_s=1.0, host_pid=4321, defer_uid_drop=defer)
+
+
+def test_setup_builds_the_run_from_the_pickled_jobs_and_answers_with_its_shape(trusted, monkeypatch):
+    import pickle
+
+    import jax
+
+    monkeypatch.setattr(trainer.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(jax, "devices", lambda: [f"gpu:{i}" for i in range(20)])  # only the first 16 are named
+    session = Session()
+    run = trainer._setup(session, _cfg(True), {"width": "3"}, pickle.dumps((["job a", "job b"], {"exe": b"x"})))
+    assert trusted == ["cache", (["job a", "job b"], 3, {"exe": b"x"})] and run.rows == 96
+    assert session.sent == [({"ok": True, "rows": 96, "settings": {"num_envs": 4}, "timing": {"compile_s": 2.0},
+                              "layers": [], "devices": [f"gpu:{i}" for i in range(16)]}, b"")]
+    assert jax.config.jax_include_full_tracebacks_in_locations is False
+
+
+@pytest.mark.parametrize(("defer", "euid", "layers"), [(True, 0, [DROPPED]), (True, 1000, []),
+                                                       (False, 0, [])])
+def test_a_root_trainer_drops_its_uid_after_setup_only_when_told_to_defer(trusted, monkeypatch, defer, euid, layers):
+    import pickle
+
+    monkeypatch.setattr(trainer.os, "geteuid", lambda: euid)
+    monkeypatch.setattr(isolation, "drop_identity", Dropped)
+    session = Session()
+    trainer._setup(session, _cfg(defer), {"width": 1}, pickle.dumps(([], None)))
+    assert session.sent[0][0]["layers"] == layers
+
+
+@pytest.mark.parametrize(("defer", "euid", "layers"), [(True, 0, [DROPPED]), (True, 1000, []),
+                                                       (False, 0, [])])
+def test_explain_reports_the_deferred_drop_of_a_root_trainer(monkeypatch, defer, euid, layers):
+    session = Session(({"op": "explain"}, b""), ({"op": "setup"}, b""))
+    monkeypatch.setattr(trainer, "start_configured", lambda fd: (session, _cfg(defer)))
+    monkeypatch.setattr(trainer.os, "geteuid", lambda: euid)
+    monkeypatch.setattr(isolation, "drop_identity", Dropped)
+    trainer.main(7)
+    assert session.sent == [({"ok": True, "layers": layers}, b"")] and len(session.incoming) == 1
+
+
+def test_the_compile_step_writes_only_the_executables_to_stdout(monkeypatch, tmp_path):
+    """compile_main with the process's stdout and stderr on files (it rewires fd 1; restored after): the pickled
+    (jobs, width) in, the serialized program out on stdout, what a library writes to fd 1 on stderr; the host's pid
+    given to die_with_parent."""
+    import io
+    import os
+    import pickle
+    import sys
+
+    import bird.jax_cache
+    import bird.learners.jax_executables
+    import bird.learners.jax_ppo
+    import bird.lifetime
+
+    calls = []
+
+    class Group:
+        def __init__(self, jobs, width, keep):
+            calls.append(("group", jobs, width, keep.where))
+
+        def serialized_program(self, keep):
+            calls.append(("serialized", keep.where))
+            os.write(1, b"library noise\n")  # a C library printing: on fd 1, as the compile step finds it
+            return b"EXECUTABLES"
+
+    class Store:
+        def __init__(self, where):
+            self.where = where
+
+    monkeypatch.setattr(bird.lifetime, "die_with_parent", lambda pid: calls.append(("parent", pid)))
+    monkeypatch.setattr(bird.jax_cache, "without_persistent_cache", lambda: calls.append("no cache"))
+    monkeypatch.setattr(bird.learners.jax_executables, "store_dir", lambda: tmp_path)
+    monkeypatch.setattr(bird.learners.jax_executables, "Executables", Store)
+    monkeypatch.setattr(bird.learners.jax_ppo, "GroupTraining", Group)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(pickle.dumps((["job"], 4)))))
+    saved = os.dup(1), os.dup(2)
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            trainer.compile_main(4321)
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+    assert (tmp_path / "out").read_bytes() == b"EXECUTABLES"
+    assert (tmp_path / "err").read_bytes() == b"library noise\n"
+    assert calls == [("parent", 4321), "no cache", ("group", ["job"], 4, tmp_path), ("serialized", tmp_path)]
