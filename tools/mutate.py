@@ -123,8 +123,19 @@ MODULES: dict[str, Module] = {
         "signature")),
     "extract": Module(("bird/reward/extract.py",), ("tests/llm/test_extract_rules_unit.py", "tests/llm/test_extract_unit.py",
                                                     "tests/llm/test_answer_corpus.py")),
-    "judgement": Module(("bird/components/judgement.py",),
-                        ("tests/test_judged_feedback.py", "tests/test_judge_rollout_replay.py")),
+    # the judge's tests of test_judged_feedback.py (its others cover the stages around it: summaries, subtasks, the gate)
+    "judgement": Module(("bird/components/judgement.py",), (
+        "tests/test_judgement_unit.py",
+        *(f"tests/test_judged_feedback.py::test_{t}" for t in (
+            "era_u_prompts_and_selection_never_depend_on_the_benchmark_score_or_reference_reward",
+            "score_scales_normalise_to_unit_or_refuse", "judge_score_averages_valid_calls_over_rollouts_and_subtasks",
+            "judge_score_is_none_when_no_call_is_valid",
+            "judge_repeats_multiply_the_calls_and_the_prompt_shows_subtasks_and_keyframes",
+            "vlm_judge_is_shown_the_keyframes_saved_with_the_candidate_rendered_once_per_rollout",
+            "the_judge_never_sees_the_total_own_reward_so_a_scaled_total_gets_the_same_request",
+            "the_judge_evidence_check_catches_a_total_shown_to_the_judge",
+            "the_judge_is_asked_for_the_failure_cascade_rubric_in_subtask_order")),
+        "tests/test_judge_rollout_replay.py::test_a_vlm_judge_replays_each_rollout_from_its_own_reset[rda-_judge_scores]")),
     "leaderboard_artefacts": Module(("analysis/artefacts.py",), ("tests/analysis/test_report_artefacts.py",)),
     # new in the round of issues 36-43 (issue 44: "and the new modules of this round's issues")
     "escape": Module(("bird/escape.py",), ("tests/received/test_escape_unit.py",)),
