@@ -82,7 +82,7 @@ MODULES: dict[str, Module] = {
     "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"),
                             ("tests/bundle/test_verify_unit.py", *BUNDLE_TESTS)),
     "bundle_compare": Module(("bird/bundle/compare.py",), ("tests/bundle/test_compare_unit.py", *BUNDLE_TESTS)),
-    "bundle_pack": Module(("bird/bundle/pack.py",), BUNDLE_TESTS),
+    "bundle_pack": Module(("bird/bundle/pack.py",), ("tests/bundle/test_pack_unit.py", *BUNDLE_TESTS)),
     "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_bundle_tampering.py",)),
     "jax_store": Module(("bird/learners/jax_executables.py",), (
         "tests/jaxpath/test_store_fingerprint.py",

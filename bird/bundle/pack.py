@@ -76,13 +76,15 @@ def _no_pickle(path: Path) -> bool:
     """An .npz whose every array loads without pickle (object arrays need it); other media are not pickles."""
     if path.suffix != ".npz":
         return True
+    import zipfile
+
     import numpy as np
 
     try:
         with np.load(path, allow_pickle=False) as data:
             for name in data.files:
                 data[name]
-    except (ValueError, OSError):
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile):  # a torn or corrupt .npz: left out, not a crash
         return False
     return True
 
