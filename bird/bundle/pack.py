@@ -22,9 +22,9 @@ TEXT_SUFFIXES = (".json", ".jsonl", ".csv", ".py", ".txt", ".yaml", ".md")
 # run files a bundle never holds: pickles (an earlier bird's checkpoint, VecNormalize), policies, locks, logs, tracker
 # stores
 _NEVER = (".pkl", ".zip", "policy.npz", ".lock", ".log", ".tmp", ".pt", ".pth")
-_HYDRA_KEPT = (".hydra/overrides.yaml",)
+_HYDRA_KEPT = (".hydra/overrides.yaml",)  # the command line's overrides; hydra.yaml holds host paths
 # records of the execution a comparison ignores but a reader of the bundle may want
-_RECORDS = ("config.yaml", "environment.json", "events.jsonl", "status.json", "lost_llm_calls.jsonl")  # the command line's overrides; hydra.yaml holds host paths
+_RECORDS = ("config.yaml", "environment.json", "events.jsonl", "status.json", "lost_llm_calls.jsonl")
 
 
 @dataclass
