@@ -83,7 +83,8 @@ MODULES: dict[str, Module] = {
                             ("tests/bundle/test_verify_unit.py", *BUNDLE_TESTS)),
     "bundle_compare": Module(("bird/bundle/compare.py",), ("tests/bundle/test_compare_unit.py", *BUNDLE_TESTS)),
     "bundle_pack": Module(("bird/bundle/pack.py",), ("tests/bundle/test_pack_unit.py", *BUNDLE_TESTS)),
-    "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_bundle_tampering.py",)),
+    "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_replay_unit.py",
+                                                         "tests/bundle/test_bundle_tampering.py")),
     "jax_store": Module(("bird/learners/jax_executables.py",), (
         "tests/jaxpath/test_store_fingerprint.py",
         *(f"tests/jaxpath/test_jax_executables.py::test_{t}" for t in (
