@@ -114,7 +114,9 @@ MODULES: dict[str, Module] = {
     # (_setup and compile_main build the real one: they run only in the trainer and its compile step)
     "trainer": Module(("bird/learners/trainer.py",), ("tests/security/test_trainer_protocol_unit.py",
                                                       "tests/security/test_reply_parsing.py")),
-    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_jax_export.py",
+    # both checks on artefacts built in the test process (test_artefacts_unit.py), and a genuine one through the
+    # inspector's checks; test_jax_export.py reaches them too (jax_export.load), for a few artefacts made in sandboxes
+    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_artefacts_unit.py",
                                                                "tests/jaxpath/test_inspector_unit.py")),
     # the inspecting process's checks run in the test process (test_inspector_unit.py); the process itself, behind
     # the layers, in test_jax_export.py
