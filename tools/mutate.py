@@ -86,7 +86,7 @@ MODULES: dict[str, Module] = {
     "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_replay_unit.py",
                                                          "tests/bundle/test_bundle_tampering.py")),
     "jax_store": Module(("bird/learners/jax_executables.py",), (
-        "tests/jaxpath/test_store_fingerprint.py",
+        "tests/jaxpath/test_jax_store_unit.py", "tests/jaxpath/test_store_fingerprint.py",
         *(f"tests/jaxpath/test_jax_executables.py::test_{t}" for t in (
             "a_compiled_function_is_stored_then_loaded_instead_of_compiled",
             "a_reader_loads_from_the_store_and_adds_nothing_to_it", "a_torn_store_file_is_compiled_again_and_replaced",
