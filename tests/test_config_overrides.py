@@ -77,3 +77,11 @@ def test_the_schemas_own_keys_take_a_plain_override_and_refuse_to_be_added_again
     with pytest.raises(ConfigError, match=r"^override '~train\.workers': .*does not support deletion"):
         apply_overrides(cfg, ["~train.workers"])  # as under Hydra: a schema key is set, never deleted
     assert cfg.train.workers == 3
+
+
+def test_a_key_only_the_received_config_has_can_be_deleted_and_is_then_the_users():
+    received = {"env": {"id": "gym/x", "task": {"make": "Hopper-v5", "kwargs": {"path": "/etc/x", "n": 1}}}}
+    assert received_task(received["env"])[1] is not None  # a path the received task names: refused as it stands
+    assert adopt(received, ["~env.task.kwargs.path"]) == (received, [])  # deleted by the override, merged later
+    with pytest.raises(ConfigError, match=r"^override '~env\.task\.kwargs\.other': env\.task\.kwargs\.other is not"):
+        adopt(received, ["~env.task.kwargs.other"])

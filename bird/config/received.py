@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.load import ConfigError
-from bird.config.overrides import apply_overrides, override_keys
+from bird.config.overrides import apply_overrides, override_data, override_keys
 from bird.config.received_task import received_task
 from bird.config.schema import BirdConfig
 from bird.config.secrets import string_leaves
@@ -110,9 +110,14 @@ def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -
         out = OmegaConf.create(received)
     except (OmegaConfBaseException, ValueError) as exc:
         raise ConfigError(f"received config: {exc}") from None
-    local, final = OmegaConf.structured(BirdConfig), typed.copy()
-    apply_overrides(local, overrides)
-    apply_overrides(final, overrides)
+    final = typed.copy()
+    apply_overrides(final, overrides)  # Hydra's rules, on the config the run will have
+    try:  # this machine's values: the schema's, or those the overrides set (a section's too)
+        local = OmegaConf.structured(BirdConfig)
+        with open_dict(local):
+            local.merge_with(override_data(overrides))
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"overrides: {exc}") from None
     mine = override_keys(overrides)
     notes, looser, code = [], [], []
     for ak in AUTHORITY:
