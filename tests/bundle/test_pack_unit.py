@@ -3,12 +3,14 @@ holds, what its manifest, cells and index tables say, and each refusal with the 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import zipfile
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from bird.bundle import Bundle, BundleError, pack
@@ -115,10 +117,14 @@ def test_only_an_npz_whose_arrays_all_load_without_pickle_counts_as_media(tmp_pa
     np.savez(tmp_path / "plain.npz", a=np.arange(3), b=np.ones(2))
     np.savez(tmp_path / "late_object.npz", a=np.arange(3), b=np.array([{"x": 1}], dtype=object))
     (tmp_path / "torn.npz").write_bytes(b"PK\x03\x04 not a zip")
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3,".ljust(118) + "\n"  # unterminated
+    with zipfile.ZipFile(tmp_path / "bad_header.npz", "w") as zf:
+        zf.writestr("a.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + bytes(24))
     (tmp_path / "clip.mp4").write_bytes(b"\x80\x04N.")  # not an npz: not loaded
     assert _no_pickle(tmp_path / "plain.npz") and _no_pickle(tmp_path / "clip.mp4")
     assert not _no_pickle(tmp_path / "late_object.npz")
-    assert not _no_pickle(tmp_path / "torn.npz")
+    assert not _no_pickle(tmp_path / "torn.npz")  # BadZipFile
+    assert not _no_pickle(tmp_path / "bad_header.npz")  # tokenize.TokenError from numpy's header parser
 
 
 # -- the response cache a run used ---------------------------------------------------------------------------
@@ -225,6 +231,9 @@ def test_pack_writes_the_manifest_cells_transcripts_and_index_of_its_runs(tmp_pa
         (cid, 0, KEY_A, "reward", 1, 0, "fake-api", "m1", 3, 4, 0.01),
         (cid, 2, KEY_B, "judge_score", 1, 2, "fake-api", "m1", 3, 4, 0.01)]
     assert [c["response_sha256"] for c in calls_table] == [json.loads(ln)["response_sha256"] for ln in lines]
+    for table in ("runs", "candidates", "llm_calls"):  # plain tables: the rows' columns, no pandas index recorded
+        schema = pq.read_schema(io.BytesIO(members[f"index/{table}.parquet"]))
+        assert schema.pandas_metadata["index_columns"] == [], table
 
 
 def test_pack_with_media_says_so_in_its_manifest(tmp_path):
