@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.load import ConfigError, load_config
+from bird.config.overrides import apply_overrides
 from bird.config.received import adopt, load_received
 from bird.config.schema import BirdConfig
 
@@ -26,7 +27,8 @@ __all__ = ["saved_config", "main"]
 def saved_config(run_dir: Path, overrides: list[str] | None = None, trust: bool = False,
                  notes: list[str] | None = None) -> BirdConfig:
     """The validated config saved in `run_dir/config.yaml`, its authority keys from this machine unless `trust`
-    (bird/config/received.py), with dotlist overrides applied; what differed is appended to `notes`."""
+    (bird/config/received.py), with the overrides applied (Hydra's prefixes: bird/config/overrides.py); what
+    differed is appended to `notes`."""
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise ConfigError(f"{run_dir} has no config.yaml: not a bird run directory")
@@ -34,9 +36,10 @@ def saved_config(run_dir: Path, overrides: list[str] | None = None, trust: bool 
     if notes is not None:
         notes.extend(adopted)
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(BirdConfig), data, OmegaConf.from_dotlist(list(overrides or [])))
+        cfg = OmegaConf.merge(OmegaConf.structured(BirdConfig), data)
     except (OmegaConfBaseException, ValueError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    apply_overrides(cfg, list(overrides or []))
     return load_config(cfg)  # type: ignore[arg-type]
 
 
@@ -57,7 +60,8 @@ def _ended(run_dir: Path) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bird.resume", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("overrides", nargs="*", help="execution-only key=value overrides")
+    parser.add_argument("overrides", nargs="*", help="execution-only key=value overrides (Hydra's +key=value, "
+                        "++key=value and ~key as Hydra defines them)")
     parser.add_argument("--trust-pickles", action="store_true",
                         help="convert the checkpoint.pkl an earlier bird wrote into the JSON checkpoint first; "
                              "unpickling runs code its writer chose: only for a directory you wrote yourself")

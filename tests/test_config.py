@@ -27,6 +27,19 @@ def test_unknown_key_fails_naming_the_key():
         compose(["generate.nosuchkey=1"])
 
 
+@pytest.mark.parametrize("override, key", [("+nosuchkey=1", "nosuchkey"), ("+train.total_stpes=9", "train.total_stpes"),
+                                           ("++generate.temprature=0.5", "generate.temprature")])
+def test_a_key_added_with_a_plus_that_the_schema_lacks_fails_naming_it(override, key):
+    """Hydra's `+` adds a key its struct mode would refuse; the typed config would carry it unread."""
+    with pytest.raises(ConfigError, match=rf"unknown key '{key}'"):
+        compose([override])
+
+
+def test_keys_of_untyped_mappings_are_any_keys():
+    cfg = compose(["+train.jax.tasks.my_task.num_envs=8"])
+    assert cfg.train.jax.tasks["my_task"] == {"num_envs": 8}
+
+
 def test_unknown_group_option_fails_listing_the_options():
     proc = _cli("method=nosuch")
     assert proc.returncode != 0

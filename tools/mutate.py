@@ -82,10 +82,11 @@ MODULES: dict[str, Module] = {
     "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"),
                             ("tests/bundle/test_verify_unit.py", *BUNDLE_TESTS)),
     "bundle_compare": Module(("bird/bundle/compare.py",), ("tests/bundle/test_compare_unit.py", *BUNDLE_TESTS)),
-    "bundle_pack": Module(("bird/bundle/pack.py",), BUNDLE_TESTS),
-    "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_bundle_tampering.py",)),
+    "bundle_pack": Module(("bird/bundle/pack.py",), ("tests/bundle/test_pack_unit.py", *BUNDLE_TESTS)),
+    "bundle_replay": Module(("bird/bundle/replay.py",), ("tests/bundle/test_replay_unit.py",
+                                                         "tests/bundle/test_bundle_tampering.py")),
     "jax_store": Module(("bird/learners/jax_executables.py",), (
-        "tests/jaxpath/test_store_fingerprint.py",
+        "tests/jaxpath/test_jax_store_unit.py", "tests/jaxpath/test_store_fingerprint.py",
         *(f"tests/jaxpath/test_jax_executables.py::test_{t}" for t in (
             "a_compiled_function_is_stored_then_loaded_instead_of_compiled",
             "a_reader_loads_from_the_store_and_adds_nothing_to_it", "a_torn_store_file_is_compiled_again_and_replaced",
@@ -113,7 +114,9 @@ MODULES: dict[str, Module] = {
     # (_setup and compile_main build the real one: they run only in the trainer and its compile step)
     "trainer": Module(("bird/learners/trainer.py",), ("tests/security/test_trainer_protocol_unit.py",
                                                       "tests/security/test_reply_parsing.py")),
-    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_jax_export.py",
+    # both checks on artefacts built in the test process (test_artefacts_unit.py), and a genuine one through the
+    # inspector's checks; test_jax_export.py reaches them too (jax_export.load), for a few artefacts made in sandboxes
+    "reward_artefacts": Module(("bird/reward/artefacts.py",), ("tests/jaxpath/test_artefacts_unit.py",
                                                                "tests/jaxpath/test_inspector_unit.py")),
     # the inspecting process's checks run in the test process (test_inspector_unit.py); the process itself, behind
     # the layers, in test_jax_export.py

@@ -193,9 +193,8 @@ def _number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-def _metric(path: str, header: list[str] | None, column: int | None) -> str:
-    if header is not None and column is not None and column < len(header):
-        return header[column]
+def _metric(path: str) -> str:
+    """The metric a JSON difference's path names: its last key, without an index (f.json:a.env_steps[1] -> env_steps)."""
     tail = path.rsplit(":", 1)[-1].split(".")[-1]
     return tail.split("[", 1)[0]
 
@@ -244,7 +243,7 @@ def compare_runs(recorded: dict[str, Any], replayed: dict[str, Any],
         if rel.endswith(".csv") and isinstance(a, dict) and isinstance(b, dict):
             diffs = list(_csv_diffs(rel, a, b))
         else:
-            diffs = [(p, x, y, _metric(p, None, None)) for p, x, y in _walk(a, b, rel)]
+            diffs = [(p, x, y, _metric(p)) for p, x, y in _walk(a, b, rel)]
         for path, x, y, metric in diffs:
             rule = tol.get(metric, tol["*"])
             ok = _number(x) and _number(y) and rule.close(float(x), float(y))

@@ -22,9 +22,9 @@ TEXT_SUFFIXES = (".json", ".jsonl", ".csv", ".py", ".txt", ".yaml", ".md")
 # run files a bundle never holds: pickles (an earlier bird's checkpoint, VecNormalize), policies, locks, logs, tracker
 # stores
 _NEVER = (".pkl", ".zip", "policy.npz", ".lock", ".log", ".tmp", ".pt", ".pth")
-_HYDRA_KEPT = (".hydra/overrides.yaml",)
+_HYDRA_KEPT = (".hydra/overrides.yaml",)  # the command line's overrides; hydra.yaml holds host paths
 # records of the execution a comparison ignores but a reader of the bundle may want
-_RECORDS = ("config.yaml", "environment.json", "events.jsonl", "status.json", "lost_llm_calls.jsonl")  # the command line's overrides; hydra.yaml holds host paths
+_RECORDS = ("config.yaml", "environment.json", "events.jsonl", "status.json", "lost_llm_calls.jsonl")
 
 
 @dataclass
@@ -82,7 +82,7 @@ def _no_pickle(path: Path) -> bool:
         with np.load(path, allow_pickle=False) as data:
             for name in data.files:
                 data[name]
-    except (ValueError, OSError):
+    except Exception:  # noqa: BLE001 - torn or corrupt (BadZipFile, a header's TokenError, ...): left out, no crash
         return False
     return True
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shutil
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -101,20 +103,24 @@ class Bundle:
 
 def unpack(path: str | Path, dest: str | Path) -> list[Path]:
     """Extract a bundle's run directories into `dest` (`dest/<cell id>/`, every file checked against the manifest);
-    returns them in the manifest's order. The run directories are what bird.analysis reads."""
+    returns them in the manifest's order. The run directories are what bird.analysis reads. The files are staged in a
+    fresh folder of this unpack's own inside `dest` (so no other unpack's folder, nor a cell's, is ever read or
+    removed), which is removed whether the unpack succeeds or fails."""
     bundle = Bundle(path)
     dest = Path(dest)
-    staging = dest / ".unpack"
-    bundle.extract(staging, "runs/")
-    out = []
-    for cell in bundle.cells:
-        src, target = staging / "runs" / cell["id"], dest / cell["id"]
+    targets = [dest / cell["id"] for cell in bundle.cells]
+    for target in targets:
         if target.exists():
             raise BundleError(f"{target} already exists; unpack into an empty folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        src.rename(target)
-        out.append(target)
-    import shutil
-
-    shutil.rmtree(staging, ignore_errors=True)
-    return out
+    dest.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=dest))
+    try:
+        bundle.extract(staging, "runs/")
+        for cell, target in zip(bundle.cells, targets, strict=True):
+            if target.exists():  # made since the check above (another process unpacking here)
+                raise BundleError(f"{target} already exists; unpack into an empty folder")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (staging / "runs" / cell["id"]).rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return targets

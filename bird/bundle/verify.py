@@ -47,6 +47,11 @@ def _kept(name: str) -> bool:
     return name.startswith("transcripts/") or name.endswith("/environment.json")
 
 
+def _reason(bundle: Bundle, exc: BundleError) -> str:
+    """What a BundleError about `bundle` says, without the bundle's path in front (a path may hold ": " itself)."""
+    return str(exc).removeprefix(f"{bundle.path}: ")
+
+
 def _check_files(bundle: Bundle, report: VerifyReport) -> dict[str, bytes]:
     """Every listed file present with its size and hash; nothing unlisted. Each member's uncompressed size is
     checked against the manifest before it is read, then it is hashed as it streams. Returns the intact members
@@ -74,7 +79,7 @@ def _check_files(bundle: Bundle, report: VerifyReport) -> dict[str, bytes]:
                     if keep:
                         chunks.append(chunk)
             except BundleError as exc:
-                report.problems.append(f"{name}: cannot be read ({str(exc).split(': ', 1)[-1]})")
+                report.problems.append(f"{name}: cannot be read ({_reason(bundle, exc)})")
                 continue
             if digest.hexdigest() != entry["sha256"]:
                 report.problems.append(f"{name}: content differs from its manifest hash (edited or corrupt)")
@@ -92,7 +97,7 @@ def _check_transcript(bundle: Bundle, cell: str, data: bytes | None, report: Ver
         lines = [loads(ln) for ln in text.splitlines() if ln.strip()]
     except BundleError as exc:  # (a ValueError too)
         if name in bundle.names:  # a missing transcript is already reported
-            report.problems.append(f"{name}: not checked line by line ({str(exc).split(': ', 1)[-1]})")
+            report.problems.append(f"{name}: not checked line by line ({_reason(bundle, exc)})")
         return
     except ValueError as exc:  # not UTF-8, not JSON, beyond bird's bounds
         report.problems.append(f"{name}: not JSON lines ({str(exc)[:200]})")

@@ -3,6 +3,7 @@ compose by name."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from typing import Any
@@ -42,6 +43,10 @@ def load_config(cfg: DictConfig) -> BirdConfig:
 
     if secrets := secret_problems(cfg):
         raise ConfigError("invalid config:\n" + "\n".join(f"  - {p}" for p in secrets))
+    if unknown := unknown_keys(cfg):
+        raise ConfigError("invalid config:\n" + "\n".join(
+            f"  - unknown key {k!r}: bird's schema has no such key (a misspelling? `python -m bird --cfg job` "
+            "prints every key)" for k in unknown))
     try:
         obj = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
@@ -56,6 +61,28 @@ def load_config(cfg: DictConfig) -> BirdConfig:
     if problems:
         raise ConfigError("invalid config:\n" + "\n".join(f"  - {p}" for p in problems))
     return obj
+
+
+def unknown_keys(cfg: DictConfig) -> list[str]:
+    """Dotted keys the schema does not define, under any typed section (a `+key=value` adds a key Hydra's struct
+    mode would refuse, and the typed config would carry it without reading it). Untyped mappings (kwargs, tasks) take
+    any key."""
+    found: list[str] = []
+
+    def walk(node: Any, prefix: str) -> None:
+        if not isinstance(node, DictConfig) or node._is_missing() or node._is_none():
+            return
+        kind = OmegaConf.get_type(node)
+        known = {f.name for f in dataclasses.fields(kind)} if dataclasses.is_dataclass(kind) else None
+        for key in node:
+            path = f"{prefix}{key}"
+            if known is not None and key not in known:
+                found.append(path)
+            else:
+                walk(node._get_node(key), f"{path}.")
+
+    walk(cfg, "")
+    return found
 
 
 def _derive(cfg: BirdConfig) -> None:

@@ -12,15 +12,15 @@ value, reported the same way. docs/security.md, "Trust boundary".
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.load import ConfigError
+from bird.config.overrides import apply_overrides, override_data, override_keys
 from bird.config.received_task import received_task
 from bird.config.schema import BirdConfig
 from bird.config.secrets import string_leaves
@@ -91,10 +91,6 @@ def load_received(path: Path) -> dict[str, Any]:
     return data
 
 
-def _overridden(overrides: list[str]) -> set[str]:
-    return {re.sub(r"^[+~]+", "", o.partition("=")[0]).strip() for o in overrides}
-
-
 def _looser(received: Any, local: Any, unlimited: float | None) -> bool:
     def size(v: Any) -> float:
         return math.inf if v is None or (unlimited is not None and v == unlimited) else float(v)
@@ -105,17 +101,24 @@ def _looser(received: Any, local: Any, unlimited: float | None) -> bool:
 def adopt(received: dict[str, Any], overrides: list[str], trust: bool = False) -> tuple[dict[str, Any], list[str]]:
     """`received` with its authority keys set from this machine; returns (config data, notes on what differed).
 
-    The local value of a key is the schema default, or the override given for it (which is merged last anyway).
+    The local value of a key is the schema default, or the override given for it (which is merged last anyway);
+    overrides take Hydra's prefixes (bird/config/overrides.py).
     Raises ConfigError naming every received limit looser than the local one, every plugin and every code target or
     file of the task section (bird/config/received_task.py) the user has not vouched for, unless `trust`."""
     try:
         typed = OmegaConf.merge(OmegaConf.structured(BirdConfig), received)
-        local = OmegaConf.merge(OmegaConf.structured(BirdConfig), OmegaConf.from_dotlist(list(overrides)))
-        final = OmegaConf.merge(typed, OmegaConf.from_dotlist(list(overrides)))
         out = OmegaConf.create(received)
     except (OmegaConfBaseException, ValueError) as exc:
         raise ConfigError(f"received config: {exc}") from None
-    mine = _overridden(overrides)
+    final = typed.copy()
+    apply_overrides(final, overrides)  # Hydra's rules, on the config the run will have
+    try:  # this machine's values: the schema's, or those the overrides set (a section's too)
+        local = OmegaConf.structured(BirdConfig)
+        with open_dict(local):
+            local.merge_with(override_data(overrides))
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"overrides: {exc}") from None
+    mine = override_keys(overrides)
     notes, looser, code = [], [], []
     for ak in AUTHORITY:
         if ak.key in mine:

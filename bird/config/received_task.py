@@ -17,10 +17,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from bird.config.errors import ConfigError
+from bird.config.overrides import override_data, override_keys
 from bird.config.schema import TaskFileConfig
 from bird.config.searchpath import config_dirs, find
 
@@ -135,15 +136,11 @@ def _given(key: str, mine: set[str]) -> bool:
 
 def _command_line(overrides: Sequence[str]) -> tuple[dict[str, Any], list[str], set[str]]:
     """(env.task overrides as data, the plugins the user named, the keys the user set)."""
-    try:
-        given = OmegaConf.from_dotlist(list(overrides))
-    except (OmegaConfBaseException, ValueError) as exc:
-        raise ConfigError(f"overrides: {exc}") from None
-    task = OmegaConf.select(given, "env.task", default=None)
-    plugins = OmegaConf.select(given, "plugins", default=None)
-    mine = {re.sub(r"^[+~]+", "", o.partition("=")[0]).strip() for o in overrides}
-    return (OmegaConf.to_container(task) if isinstance(task, DictConfig) else {},  # type: ignore[return-value]
-            [str(p) for p in plugins] if isinstance(plugins, ListConfig) else [], mine)
+    given = override_data(overrides)
+    env, plugins = given.get("env"), given.get("plugins")
+    task = env.get("task") if isinstance(env, dict) else None
+    return (task if isinstance(task, dict) else {}, [str(p) for p in plugins] if isinstance(plugins, list) else [],
+            override_keys(overrides))
 
 
 def received_task(env: Any, overrides: Sequence[str] = (), trust: bool = False) -> tuple[list[str], str | None]:

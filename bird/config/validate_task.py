@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bird import registry
+from bird.config.overrides import override_keys
 from bird.config.schema import BirdConfig
 
 __all__ = ["check_task", "signal_keys", "demo_expert", "description_warning", "DEMO_EXPERTS"]
@@ -146,7 +147,7 @@ def description_warning(overrides: list[str], env_id: str) -> str | None:
     """A warning when the command line rewrites `env.description`: the generator reads the new words, but the task's
     score, success flag and reference reward are still the task's own (asking Hopper to hop backward still scores
     forward motion). None when no override touches it."""
-    if not any(o.lstrip("+~").partition("=")[0] == "env.description" for o in overrides):
+    if "env.description" not in override_keys(overrides):
         return None
     return (f"env.description is overridden, but {env_id}'s score, success flag and reference reward are unchanged: "
             f"the search is still ranked and reported on the task's own objective (`python -m bird.envs describe "

@@ -170,6 +170,13 @@ def test_a_metric_is_the_last_key_of_the_path_without_its_index():
     assert c.within_tolerance
 
 
+def test_the_metric_of_a_path_is_read_from_the_path_alone():
+    from bird.bundle.compare import _metric
+
+    assert [_metric(p) for p in ("f.json:a.env_steps[1]", "f.json:score", "f.json:x[0][2]", "rows")] == [
+        "env_steps", "score", "x", "rows"]
+
+
 def _table(header, *rows):
     return {"header": header, "rows": [list(r) for r in rows]}
 

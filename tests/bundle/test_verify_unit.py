@@ -576,6 +576,25 @@ def test_a_bundle_path_with_spaces_is_cut_off_an_unreadable_members_reason(tmp_p
                                f"CRC-32 for file 'runs/{CELL}/result.json'))"]
 
 
+def test_a_bundle_path_holding_a_colon_and_a_space_is_cut_off_each_unreadable_members_reason(tmp_path):
+    folder = tmp_path / "runs: v2"  # ": " in the path, as in the reason's own "name: reason"
+    folder.mkdir()
+    members = _members()
+    transcript = f"transcripts/{CELL}.jsonl"
+    members[transcript] *= 30
+    members[f"runs/{CELL}/result.json"] = b'{"returned_score": 0.123456789}' * 50
+    path = _bundle(folder, members)
+    _corrupt(path, f"runs/{CELL}/result.json", transcript)
+    assert [p for p in verify(path).problems if "b.bird" in p] == []  # the path is cut off whole, not in part
+    assert _problems(path) == [
+        f"runs/{CELL}/result.json: cannot be read (runs/{CELL}/result.json cannot be read (Bad CRC-32 for file "
+        f"'runs/{CELL}/result.json'))",
+        f"{transcript}: cannot be read ({transcript} cannot be read (Error -3 while decompressing data: invalid code "
+        "lengths set))",
+        f"{transcript}: not checked line by line ({transcript} cannot be read (Error -3 while decompressing data: "
+        "invalid code lengths set))"]
+
+
 def test_machine_differences_are_joined_by_a_semicolon_and_a_space():
     here = describe_environment()
     recorded = {**here, "packages": {"p0": "1"}}

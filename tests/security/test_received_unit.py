@@ -288,7 +288,9 @@ def test_a_declared_key_keeps_its_unlimited_value_and_a_code_key_of_any_type_is_
 
 
 def test_the_keys_an_override_sets_are_read_without_its_prefix_or_value():
-    assert received._overridden(["++a.b=1", "+c=2", "~d", "e=x=y", " f =3"]) == {"a.b", "c", "d", "e", "f"}
+    from bird.config.overrides import override_keys
+
+    assert override_keys(["++a.b=1", "+c=2", "~d", "e=x=y", " f =3"]) == {"a.b", "c", "d", "e", "f"}
 
 
 def test_an_override_whose_value_holds_an_equals_sign_is_still_the_users_key():

@@ -1,0 +1,66 @@
+"""`unpack` stages a bundle's run directories in a fresh folder of its own inside `dest`: a folder an earlier unpack
+left there, a cell named like a staging folder, or a failure half-way leaves no trace in what it returns or in
+`dest`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bird.bundle.archive import FORMAT, SCHEMA_VERSION, BundleError, sha256, write_archive
+from bird.bundle.reader import unpack
+
+
+def _bundle(path: Path, cells: dict[str, dict[str, bytes]], bad_hash: str = "") -> Path:
+    """A bundle of `cells` ({cell id: {file name: bytes}}); the manifest lists `bad_hash` with another file's hash."""
+    files = {f"runs/{cell}/{name}": data for cell, run in cells.items() for name, data in run.items()}
+    write_archive(path, {"format": FORMAT, "schema_version": SCHEMA_VERSION, "cells": [{"id": c} for c in cells],
+                         "files": [{"path": n, "sha256": sha256(b"other" if n == bad_hash else d), "size": len(d)}
+                                   for n, d in sorted(files.items())]}, files.items())
+    return path
+
+
+RUN = {"result.json": b'{"returned_score": 0.5}', "reward.py": b"def f(): ...\n"}
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_folder_an_earlier_unpack_left_in_dest_adds_nothing_to_the_cells_and_is_left_alone(tmp_path):
+    dest = tmp_path / "dest"
+    stale = dest / ".unpack" / "runs" / "m" / "t" / "seed0" / "planted.py"  # a killed unpack's staging folder
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"import os\n")
+    (cell,) = unpack(_bundle(tmp_path / "b.bird", {"m/t/seed0": RUN}), dest)
+    assert _tree(cell) == RUN  # the files the manifest lists, and no other
+    assert stale.read_bytes() == b"import os\n"  # not this unpack's folder: not touched
+    assert sorted(p.name for p in dest.iterdir()) == [".unpack", "m"]
+
+
+def test_a_cell_named_like_a_staging_folder_is_unpacked_and_kept(tmp_path):
+    cells = {".unpack/t/seed0": RUN, "m/t/seed0": {"result.json": b"{}"}}
+    out = unpack(_bundle(tmp_path / "b.bird", cells), tmp_path / "dest")
+    assert out == [tmp_path / "dest/.unpack/t/seed0", tmp_path / "dest/m/t/seed0"]
+    assert [_tree(d) for d in out] == list(cells.values())
+    assert sorted(p.name for p in (tmp_path / "dest").iterdir()) == [".unpack", "m"]
+
+
+def test_an_unpack_that_fails_half_way_leaves_dest_as_it_was(tmp_path):
+    cells = {"m/t/seed0": RUN, "m/t/seed1": RUN}
+    path = _bundle(tmp_path / "b.bird", cells, bad_hash="runs/m/t/seed1/reward.py")
+    dest = tmp_path / "dest"
+    (dest / "mine").mkdir(parents=True)
+    with pytest.raises(BundleError, match="seed1/reward.py does not match its manifest hash"):
+        unpack(path, dest)
+    assert [p.name for p in dest.iterdir()] == ["mine"]  # neither seed0's files nor a staging folder
+
+
+def test_a_cell_already_in_dest_stops_the_unpack_before_any_file_is_written(tmp_path):
+    path = _bundle(tmp_path / "b.bird", {"m/t/seed0": RUN, "m/t/seed1": RUN})
+    dest = tmp_path / "dest"
+    (dest / "m/t/seed1").mkdir(parents=True)
+    with pytest.raises(BundleError, match="seed1 already exists; unpack into an empty folder"):
+        unpack(path, dest)
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) == ["m", "m/t", "m/t/seed1"]
