@@ -76,9 +76,12 @@ def _latest(chosen: Source, sources: Sequence[Source], entry: str,
             continue
         for src in sorted(later, key=lambda s: s.order, reverse=True):
             new = src.top().get(name)
+            if new is None or src.elision(new):
+                continue
+            if ast.dump(new) == ast.dump(node):  # the latest word is the chosen one's (a revert): nothing to take
+                break
             # a statement is replaced only by one binding every name it binds (`a = 5` does not replace `a, b = 1, 2`)
-            if new is not None and not src.elision(new) and ast.dump(new) != ast.dump(node) \
-                    and set(binds(node)) <= set(binds(new)):
+            if set(binds(node)) <= set(binds(new)):
                 swaps.append((node, src.segment(new), f"{name} from {src.label}"))
                 break
     if not swaps:

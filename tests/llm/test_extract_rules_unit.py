@@ -61,6 +61,12 @@ def test_the_latest_of_several_later_definitions_wins_and_the_note_names_each_sw
     assert found.notes[-1] == "took the latest definition of upright from block 3 (```python, lines 19-20)"
 
 
+def test_a_later_block_reverting_a_helper_to_the_chosen_programs_version_keeps_that_version():
+    v2, v1 = "def upright(a):\n    return math.sin(a)\n", "def upright(a):\n    return math.cos(a)\n"
+    found = extract_program(_blocks(FIRST, v2, v1))  # drafted, revised, then reverted: the answer's last word is cos
+    assert found.code == FIRST and not any("latest definition" in n for n in found.notes)
+
+
 def test_two_helpers_revised_later_are_both_swapped_keeping_the_program_whole():
     main = ("import math\n\n\ndef upright(a):\n    return math.cos(a)\n\n\ndef speed(v):\n    return v\n\n\n" + ENTRY
             + "    return upright(next_obs['a']) + speed(next_obs['v']), {}\n")
