@@ -78,8 +78,7 @@ def test_a_vlm_judge_replays_each_rollout_from_its_own_reset(compose_cfg, tmp_pa
             return real(adapter, seed, lambda obs: seen.append(np.array(obs)) or policy(obs), **kwargs)
         return render_episode
 
-    for module in (judgement, judge):
-        monkeypatch.setattr(module, "render_episode", watching(module.render_episode))
+    monkeypatch.setattr(judge, "render_episode", watching(judge.render_episode))  # both judges replay through judge
     state = SearchState(adapter.spec, Plan(1, 2, 10, 10, 1, 1), SEED, {})
     state.judge = JournalGenerator(Always(), None)
     cand = Candidate("it1-c0", 1, 0, [], code=CODE)

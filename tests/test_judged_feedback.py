@@ -188,7 +188,7 @@ def test_vlm_judge_is_shown_the_keyframes_saved_with_the_candidate_rendered_once
                                                                                                monkeypatch):
     import imageio.v3 as iio
 
-    from bird.components import judgement
+    from bird.components import judge
     from bird.envs.frames import RenderingUnavailable, gl_backend
 
     try:
@@ -196,8 +196,8 @@ def test_vlm_judge_is_shown_the_keyframes_saved_with_the_candidate_rendered_once
     except RenderingUnavailable as exc:
         pytest.skip(f"no offscreen GL here ({exc})")
     renders = []
-    real = judgement.render_episode
-    monkeypatch.setattr(judgement, "render_episode", lambda *a, **k: renders.append(1) or real(*a, **k))
+    real = judge.render_episode
+    monkeypatch.setattr(judge, "render_episode", lambda *a, **k: renders.append(1) or real(*a, **k))
     cfg, state, cand, res = _judged_state(compose_cfg, tmp_path, [_answer(1, 1)] * 2, "judge.mode=vlm",
                                           "judge.rollouts=1", "judge.repeats=2", "feedback.judge_keyframes=4")
     out = judge_candidate(cfg, state, cand, res)

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from bird.components import judgement
+from bird.components import judge, judgement
 from bird.components.judgement import (
     STATE_TEXT_JUDGE,
     ScoreScale,
@@ -67,17 +67,17 @@ def _angles(rows: list[dict]) -> list[tuple[int, float]]:
 # --- what the judge is shown ----------------------------------------------------------------------------------
 def test_keyframes_are_evenly_spaced_first_and_last_included_from_next_obs_of_that_episode():
     data, state = _data((10, 4)), _state()
-    assert _angles(_episode_rows(None, state, data, 0, None, 4)) == [(1, 0.0), (4, 0.3), (7, 0.6), (10, 0.9)]
-    assert _angles(_episode_rows(None, state, data, 1, None, 2)) == [(1, 1.0), (4, 1.3)]
-    assert _angles(_episode_rows(None, state, data, 1, None, 1)) == [(1, 1.0)]
-    assert _angles(_episode_rows(None, state, data, 1, None, 9)) == [(1, 1.0), (2, 1.1), (3, 1.2), (4, 1.3)]
+    assert _angles(_episode_rows(state, data, 0, None, 4)) == [(1, 0.0), (4, 0.3), (7, 0.6), (10, 0.9)]
+    assert _angles(_episode_rows(state, data, 1, None, 2)) == [(1, 1.0), (4, 1.3)]
+    assert _angles(_episode_rows(state, data, 1, None, 1)) == [(1, 1.0)]
+    assert _angles(_episode_rows(state, data, 1, None, 9)) == [(1, 1.0), (2, 1.1), (3, 1.2), (4, 1.3)]
 
 
 def test_a_state_table_takes_every_nth_step_and_the_last():
     data, state = _data((10,)), _state()
-    assert [r["step"] for r in _episode_rows(None, state, data, 0, 4, None)] == [1, 5, 9, 10]
-    assert [r["step"] for r in _episode_rows(None, state, data, 0, 5, None)] == [1, 6, 10]
-    assert [r["step"] for r in _episode_rows(None, state, data, 0, None, None)] == list(range(1, 11))
+    assert [r["step"] for r in _episode_rows(state, data, 0, 4, None)] == [1, 5, 9, 10]
+    assert [r["step"] for r in _episode_rows(state, data, 0, 5, None)] == [1, 6, 10]
+    assert [r["step"] for r in _episode_rows(state, data, 0, None, None)] == list(range(1, 11))
 
 
 def test_a_rollout_renders_one_line_per_row_with_named_fields():
@@ -300,7 +300,7 @@ def _replayed(compose_cfg, tmp_path, monkeypatch, keyframes: int, ep: int, frame
                      actions=[float(policy(None)[0]) for _ in range(max_steps)])
         return [np.full((4, 4, 3), k, dtype=np.uint8) for k in range(frames)]
 
-    monkeypatch.setattr(judgement, "render_episode", render_episode)
+    monkeypatch.setattr(judge, "render_episode", render_episode)
     cfg = _cfg(compose_cfg, "judge.mode=vlm", f"feedback.judge_keyframes={keyframes}")
     data = _data((5, 6))
     data["actions"] = np.arange(11, dtype=float)[:, None]

@@ -52,21 +52,26 @@ def _state_rows(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]
     return out
 
 
-def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> list[tuple[int, int, bytes]]:
-    """(rollout, step, PNG) keyframes of every collected rollout, feedback.judge_keyframes each, replayed from its
-    reset seed (raises RenderingUnavailable)."""
+def episode_keyframes(adapter: Any, cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray],
+                      ep: int) -> list[tuple[int, int, bytes]]:
+    """(rollout, step, PNG) keyframes of collected rollout `ep`, feedback.judge_keyframes of them, each showing the
+    state after `step` actions: the rollout replayed from its own reset seed with its actions (raises
+    RenderingUnavailable)."""
     import imageio.v3 as iio
 
-    adapter, out = make_adapter(cfg.env), []
-    for ep in range(len(data["length"])):
-        actions = data["actions"][data["episode"] == ep]
-        every = max(1, len(actions) // max(cfg.feedback.judge_keyframes - 1, 1))
-        steps = iter(actions)
-        frames = render_episode(adapter, seed=ROLLOUT_SEED_BASE + 1000 * state.seed + ep, policy=lambda obs, s=steps: next(s),
-                                max_steps=len(actions), every=every, width=224, height=224)
-        out += [(ep, min(k * every, len(actions)), iio.imwrite("<bytes>", f, extension=".png"))
-                for k, f in enumerate(frames[: cfg.feedback.judge_keyframes])]
-    return out
+    actions = data["actions"][data["episode"] == ep]
+    every = max(1, len(actions) // max(cfg.feedback.judge_keyframes - 1, 1))
+    steps = iter(actions)
+    frames = render_episode(adapter, seed=ROLLOUT_SEED_BASE + 1000 * state.seed + ep, policy=lambda obs: next(steps),
+                            max_steps=len(actions), every=every, width=224, height=224)
+    return [(ep, min(k * every, len(actions)), iio.imwrite("<bytes>", f, extension=".png"))
+            for k, f in enumerate(frames[: cfg.feedback.judge_keyframes])]
+
+
+def _keyframes(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray]) -> list[tuple[int, int, bytes]]:
+    """Keyframes of every collected rollout (episode_keyframes), rollout by rollout."""
+    adapter = make_adapter(cfg.env)
+    return [k for ep in range(len(data["length"])) for k in episode_keyframes(adapter, cfg, state, data, ep)]
 
 
 def save_keyframes(folder: Path, keyframes: list[tuple[int, int, bytes]], first: int = 0) -> None:

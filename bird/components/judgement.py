@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from bird.components.demo_views import state_dict
-from bird.components.judge import save_keyframes
+from bird.components.judge import episode_keyframes, save_keyframes
 from bird.components.subtasks import render_subtasks
 from bird.config.roles import judge_temperature
 from bird.config.schema import BirdConfig
-from bird.envs.frames import RenderingUnavailable, render_episode
+from bird.envs.frames import RenderingUnavailable
 from bird.envs.registry import make_adapter
-from bird.learners.rollouts import ROLLOUT_SEED_BASE, load_rollouts
+from bird.learners.rollouts import load_rollouts
 from bird.llm.base import LLMError, Message, Request
 from bird.llm.parsing import AnswerParseError, parse_json_answer
 from bird.prompts import templates
@@ -97,7 +97,7 @@ def subtasks_of(state: SearchState) -> list[dict[str, str]]:
     return [{"name": "task", "description": state.spec.description}]
 
 
-def _episode_rows(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int, every: int | None,
+def _episode_rows(state: SearchState, data: dict[str, np.ndarray], ep: int, every: int | None,
                   count: int | None) -> list[dict[str, Any]]:
     """States of one episode: every `every` steps, or `count` evenly spaced keyframes (first and last included)."""
     idx = np.flatnonzero(data["episode"] == ep)
@@ -114,17 +114,9 @@ def render_rollout(rows: list[dict[str, Any]]) -> str:
 
 def _keyframe_images(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], ep: int,
                      folder: Path) -> tuple[list[bytes], list[int]]:
-    """PNG keyframes of episode `ep` and the step each shows (actions taken before it), replayed from its reset seed
-    (raises RenderingUnavailable), saved as folder/keyframes/<k>_rollout<ep>_step<t>.png (what the VLM was shown)."""
-    import imageio.v3 as iio
-
-    actions = data["actions"][data["episode"] == ep]
-    every = max(1, len(actions) // max(cfg.feedback.judge_keyframes - 1, 1))
-    steps = iter(actions)
-    frames = render_episode(make_adapter(cfg.env), seed=ROLLOUT_SEED_BASE + 1000 * state.seed + ep,
-                            policy=lambda obs: next(steps), max_steps=len(actions), every=every, width=224, height=224)
-    keyframes = [(ep, min(k * every, len(actions)), iio.imwrite("<bytes>", f, extension=".png"))
-                 for k, f in enumerate(frames[: cfg.feedback.judge_keyframes])]
+    """PNG keyframes of episode `ep` and the step each shows (judge.episode_keyframes), saved as
+    folder/keyframes/<k>_rollout<ep>_step<t>.png (what the VLM was shown)."""
+    keyframes = episode_keyframes(make_adapter(cfg.env), cfg, state, data, ep)
     save_keyframes(folder / "keyframes", keyframes, first=ep * cfg.feedback.judge_keyframes)
     return [png for _, _, png in keyframes], [step for _, step, _ in keyframes]
 
@@ -165,12 +157,12 @@ def _evidence(cfg: BirdConfig, state: SearchState, data: dict[str, np.ndarray], 
     else:
         if STATE_TEXT_JUDGE not in state.substitutes:
             state.substitutes.append(STATE_TEXT_JUDGE)
-        rows = _episode_rows(cfg, state, data, ep, None, cfg.feedback.judge_keyframes)
+        rows = _episode_rows(state, data, ep, None, cfg.feedback.judge_keyframes)
         steps = [r["step"] for r in rows]
         lines = [f"The rollout lasted {length} steps. The state at {len(rows)} keyframes:", render_rollout(rows)]
         ctx["judge_mode"], ctx["keyframes"] = "state_text", rows
     if cfg.judge.state_table:
-        table = _episode_rows(cfg, state, data, ep, cfg.feedback.trajectory_stride, None)
+        table = _episode_rows(state, data, ep, cfg.feedback.trajectory_stride, None)
         lines += [f"State table, every {cfg.feedback.trajectory_stride} steps:", render_rollout(table)]
         ctx["state_table"] = table
     ctx["components"] = component_rows(data, ep, steps)
