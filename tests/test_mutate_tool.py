@@ -70,17 +70,20 @@ def _meta(codes: dict[str, int | None], hashes: dict[str, str]) -> dict:
     return {"exit_code_by_key": {f"bird.m.{k}": v for k, v in codes.items()}, "hash_by_function_name": hashes}
 
 
-def test_an_incremental_run_rechecks_changed_new_and_surviving_mutants_only():
-    # 1 = killed, 0 = survived, 36 = timeout (killed), None = not checked (mutmut's verdict of a changed function)
+def test_an_incremental_run_rechecks_changed_new_and_surviving_mutants_and_keeps_the_other_kills():
+    # 1 = killed, 0 = survived, 36 = timeout (killed), None = not checked: mutmut's verdict for a changed function,
+    # and for every mutant once the module's test selection changed (x_k: a kill it forgot)
     before = {"bird/m.py": _meta({"x_f__mutmut_1": 1, "x_f__mutmut_2": 0, "x_g__mutmut_1": 1, "x_g__mutmut_2": 36,
-                                  "x_h__mutmut_1": 1}, {"x_f": "a", "x_g": "b", "x_h": "c"})}
+                                  "x_h__mutmut_1": 36, "x_k__mutmut_1": 1}, {"x_f": "a", "x_g": "b", "x_h": "c",
+                                                                            "x_k": "e"})}
     after = {"bird/m.py": _meta({"x_f__mutmut_1": 1, "x_f__mutmut_2": 0, "x_g__mutmut_1": None, "x_g__mutmut_2": None,
-                                 "x_g__mutmut_3": None, "x_h__mutmut_1": 1, "x_new__mutmut_1": None},
-                                {"x_f": "a", "x_g": "B", "x_h": "c", "x_new": "d"})}
-    plan = mutate._changed_plan(before, after)
-    assert plan["changed"] == {"bird.m.x_g", "bird.m.x_new"}
-    assert plan["rerun"] == {f"bird.m.{k}" for k in ("x_f__mutmut_2", "x_g__mutmut_1", "x_g__mutmut_2",
-                                                      "x_g__mutmut_3", "x_new__mutmut_1")}
+                                 "x_g__mutmut_3": None, "x_h__mutmut_1": 36, "x_k__mutmut_1": None,
+                                 "x_new__mutmut_1": None}, {"x_f": "a", "x_g": "B", "x_h": "c", "x_k": "e", "x_new": "d"})}
+    changed, rerun, kept = mutate._changed_plan(before, after)
+    assert changed == {"bird.m.x_g", "bird.m.x_new"}
+    assert rerun == {f"bird.m.{k}" for k in ("x_f__mutmut_2", "x_g__mutmut_1", "x_g__mutmut_2", "x_g__mutmut_3",
+                                              "x_new__mutmut_1")}
+    assert kept == {"bird.m.x_f__mutmut_1": 1, "bird.m.x_h__mutmut_1": 36, "bird.m.x_k__mutmut_1": 1}
 
 
 def test_the_callers_of_a_changed_function_are_found_through_callers_of_callers(tmp_path):

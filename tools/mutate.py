@@ -314,22 +314,26 @@ def _mangled(key: str) -> str:
     return key.partition("__mutmut_")[0]
 
 
-def _changed_plan(before: dict[str, dict], after: dict[str, dict]) -> dict[str, set[str]]:
+def _changed_plan(before: dict[str, dict], after: dict[str, dict]) -> tuple[set[str], set[str], dict[str, int]]:
     """What an incremental run re-checks, from mutmut's records before and after it regenerated the mutants of the
-    changed source: the mutants of changed or new functions (mutmut left them unchecked), the mutants the earlier run
-    did not kill, and the killed mutants of functions that call a changed function (a verdict there may depend on
-    it). The rest keep their verdicts."""
+    changed source: (changed or new functions, the mutants to re-check: theirs and those the earlier run did not
+    kill, {mutant: verdict kept}: the earlier kills in unchanged functions). A kill is kept even where mutmut forgot
+    it (it forgets every verdict when the module's test selection changed): tests are only added."""
     from mutmut.stats import status_by_exit_code
 
-    changed, rerun = set(), set()
+    changed, rerun, kept = set(), set(), {}
     for f, meta in after.items():
         old = before.get(f, {"exit_code_by_key": {}, "hash_by_function_name": {}})
         prefix = _staged(f).removesuffix(".py").replace("/", ".") + "."
         changed |= {prefix + fn for fn, h in meta["hash_by_function_name"].items()
                     if old["hash_by_function_name"].get(fn) != h}
-        rerun |= {key for key, code in meta["exit_code_by_key"].items()
-                  if code is None or status_by_exit_code[old["exit_code_by_key"].get(key)] not in KILLED}
-    return {"changed": changed, "rerun": rerun}
+        for key in meta["exit_code_by_key"]:
+            was = old["exit_code_by_key"].get(key)
+            if _mangled(key) in changed or status_by_exit_code[was] not in KILLED:
+                rerun.add(key)
+            else:
+                kept[key] = was
+    return changed, rerun, kept
 
 
 def _changed_run(name: str, module: Module, max_children: int, timeout_s: float) -> tuple[str, bool, dict]:
@@ -341,20 +345,19 @@ def _changed_run(name: str, module: Module, max_children: int, timeout_s: float)
     deadline = time.monotonic() + timeout_s
     first = _mutmut(stage, "run", NO_MUTANT, timeout=timeout_s)
     after = _metas(stage, module)
-    plan = _changed_plan(before, after)
-    plan["callers"] = _callers(stage, plan["changed"])
+    changed, _, kept = _changed_plan(before, after)
+    callers = _callers(stage, changed)
     for f, meta in after.items():
         for key in meta["exit_code_by_key"]:
-            if key in plan["rerun"] or _mangled(key) in plan["callers"]:
-                meta["exit_code_by_key"][key] = None
+            keep = key in kept and _mangled(key) not in callers
+            meta["exit_code_by_key"][key] = kept[key] if keep else None
         (stage / "mutants" / (_staged(f) + ".meta")).write_text(json.dumps(meta))
     todo = sum(v is None for m in after.values() for v in m["exit_code_by_key"].values())
-    print(f"mutate: {name}: changed {sorted(_function(k + '__mutmut_') for k in plan['changed'])}, their callers "
-          f"{sorted(_function(k + '__mutmut_') for k in plan['callers'])}; re-checking {todo} of "
+    info = {"changed": sorted(_function(k + "__mutmut_") for k in changed),
+            "callers": sorted(_function(k + "__mutmut_") for k in callers), "rechecked": todo}
+    print(f"mutate: {name}: changed {info['changed']}, their callers {info['callers']}; re-checking {todo} of "
           f"{sum(len(m['exit_code_by_key']) for m in after.values())} mutants", flush=True)
     proc = _mutmut(stage, "run", "--max-children", str(max_children), timeout=max(1.0, deadline - time.monotonic()))
-    info = {"changed": sorted(_function(k + "__mutmut_") for k in plan["changed"]),
-            "callers": sorted(_function(k + "__mutmut_") for k in plan["callers"]), "rechecked": todo}
     return first.stdout + first.stderr + proc.stdout + proc.stderr, proc.returncode == 0, info
 
 
