@@ -12,12 +12,14 @@ from it, with the surviving mutants explained in docs/mutation/notes.toml.
     python tools/mutate.py retry cache          # some modules
     python tools/mutate.py --report             # rewrite docs/mutation.md from the stored results only
     python tools/mutate.py --baseline bundle_verify   # check a module's set-up (no mutation run)
+    python tools/mutate.py bundle_compare --changed  # after a source change: re-check only what it can affect
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
@@ -78,7 +80,8 @@ MODULES: dict[str, Module] = {
     "branch_detector": Module(("bird/method_branches.py",), ("tests/test_registry.py",)),
     # written since the run above (issue 44)
     "bundle_archive": Module(("bird/bundle/archive.py", "bird/bundle/reader.py"),
-                             ("tests/bundle/test_archive_unit.py", *BUNDLE_TESTS)),
+                             ("tests/bundle/test_archive_unit.py", "tests/bundle/test_unpack_staging.py",
+                              *BUNDLE_TESTS)),
     "bundle_verify": Module(("bird/bundle/verify.py", "bird/bundle/transcript.py"),
                             ("tests/bundle/test_verify_unit.py", *BUNDLE_TESTS)),
     "bundle_compare": Module(("bird/bundle/compare.py",), ("tests/bundle/test_compare_unit.py", *BUNDLE_TESTS)),
@@ -183,13 +186,37 @@ def _staged(path: str) -> str:
     return f"{LAYOUT[top]}/{rest}"
 
 
-def _stage(name: str, module: Module, resume: bool = False) -> Path:
+def _clear_keeping_mutants(stage: Path, module: Module) -> None:
+    """Empty an earlier stage except mutmut's record of the module: its statistics and, per mutated file, the
+    mutants, .meta (verdicts, function hashes) and .spans. The mutated files are dated 1970 so that mutmut
+    regenerates them from the fresh copy of the source (it compares modification times) and keeps the verdicts of
+    the functions whose hash is unchanged."""
+    keep = {stage / "mutants" / "mutmut-stats.json"}
+    for f in module.files:
+        mutated = stage / "mutants" / _staged(f)
+        keep |= {mutated, mutated.with_name(mutated.name + ".meta"), mutated.with_name(mutated.name + ".spans")}
+    for path in sorted(stage.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path in keep or (path.is_dir() and any(k.is_relative_to(path) for k in keep)):
+            continue
+        path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
+    for f in module.files:
+        os.utime(stage / "mutants" / _staged(f), (0, 0))
+
+
+def _stage(name: str, module: Module, resume: bool = False, changed: bool = False) -> Path:
     """A fresh copy of the package as installed, conf/, tests/ and a pyproject with the mutmut settings.
-    With `resume`, an earlier stage keeps its mutants and results and only gets the current tests/."""
+    With `resume`, an earlier stage keeps its mutants and results and only gets the current tests/; with `changed`,
+    it keeps only mutmut's record of the module (`_clear_keeping_mutants`) and gets everything else fresh."""
     stage = STAGE / name
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "notebooks")
     extra = ["conf", "docs", "methods", "envs", "analysis", "pyproject.toml", "mutate_order.py"]
-    if resume and (stage / "mutants").is_dir():
+    if changed:
+        _clear_keeping_mutants(stage, module)
+        for top, target in LAYOUT.items():
+            shutil.copytree(ROOT / top, stage / target, ignore=ignore, dirs_exist_ok=True)
+        for folder in ("conf", "docs", "tests", "methods", "envs", "analysis"):
+            shutil.copytree(ROOT / folder, stage / folder, ignore=ignore, dirs_exist_ok=True)
+    elif resume and (stage / "mutants").is_dir():
         shutil.rmtree(stage / "tests")
         shutil.copytree(ROOT / "tests", stage / "tests", ignore=ignore)
     else:
@@ -280,11 +307,90 @@ def _function(key: str) -> str:
     return mangled.removeprefix("x_").replace("xǁ", "").replace("ǁ", ".")
 
 
-def run_module(name: str, timeout_s: float, max_children: int, resume: bool = False) -> dict:
+def _callers(stage: Path, functions: set[str]) -> set[str]:
+    """The functions that call any of `functions`, directly or through others (mangled names, as mutmut records
+    who called whom in its statistics run), `functions` left out."""
+    stats = json.loads((stage / "mutants" / "mutmut-stats.json").read_text())
+    called_by = stats.get("function_dependencies", {})
+    found, todo = set(), list(functions)
+    while todo:
+        for caller in called_by.get(todo.pop(), ()):
+            if caller not in found and caller not in functions:
+                found.add(caller)
+                todo.append(caller)
+    return found
+
+
+def _mangled(key: str) -> str:
+    """`bird.bundle.compare.x__metric__mutmut_3` -> `bird.bundle.compare.x__metric`."""
+    return key.partition("__mutmut_")[0]
+
+
+def _changed_plan(before: dict[str, dict], after: dict[str, dict]) -> tuple[set[str], set[str], dict[str, int]]:
+    """What an incremental run re-checks, from mutmut's records before and after it regenerated the mutants of the
+    changed source: (changed or new functions, the mutants to re-check: theirs and those the earlier run did not
+    kill, {mutant: verdict kept}: the earlier kills in unchanged functions). A kill is kept even where mutmut forgot
+    it (it forgets every verdict when the module's test selection changed): tests are only added."""
+    from mutmut.stats import status_by_exit_code
+
+    changed, rerun, kept = set(), set(), {}
+    for f, meta in after.items():
+        old = before.get(f, {"exit_code_by_key": {}, "hash_by_function_name": {}})
+        prefix = _staged(f).removesuffix(".py").replace("/", ".") + "."
+        changed |= {prefix + fn for fn, h in meta["hash_by_function_name"].items()
+                    if old["hash_by_function_name"].get(fn) != h}
+        for key in meta["exit_code_by_key"]:
+            was = old["exit_code_by_key"].get(key)
+            if _mangled(key) in changed or status_by_exit_code[was] not in KILLED:
+                rerun.add(key)
+            else:
+                kept[key] = was
+    return changed, rerun, kept
+
+
+def _changed_run(name: str, module: Module, max_children: int, timeout_s: float) -> tuple[str, bool, dict]:
+    """Re-check, after a source change, only what the change can affect (`_changed_plan`); mutmut's own run, told to
+    check nothing (NO_MUTANT), first regenerates the mutants of the changed functions."""
+    stage = STAGE / name
+    before = _metas(stage, module)
+    _stage(name, module, changed=True)
+    deadline = time.monotonic() + timeout_s
+    first = _mutmut(stage, "run", NO_MUTANT, timeout=timeout_s)
+    after = _metas(stage, module)
+    changed, _, kept = _changed_plan(before, after)
+    callers = _callers(stage, changed)
+    for f, meta in after.items():
+        for key in meta["exit_code_by_key"]:
+            keep = key in kept and _mangled(key) not in callers
+            meta["exit_code_by_key"][key] = kept[key] if keep else None
+        (stage / "mutants" / (_staged(f) + ".meta")).write_text(json.dumps(meta))
+    todo = sum(v is None for m in after.values() for v in m["exit_code_by_key"].values())
+    info = {"changed": sorted(_function(k + "__mutmut_") for k in changed),
+            "callers": sorted(_function(k + "__mutmut_") for k in callers), "rechecked": todo}
+    print(f"mutate: {name}: changed {info['changed']}, their callers {info['callers']}; re-checking {todo} of "
+          f"{sum(len(m['exit_code_by_key']) for m in after.values())} mutants", flush=True)
+    proc = _mutmut(stage, "run", "--max-children", str(max_children), timeout=max(1.0, deadline - time.monotonic()))
+    return first.stdout + first.stderr + proc.stdout + proc.stderr, proc.returncode == 0, info
+
+
+def run_module(name: str, timeout_s: float, max_children: int, resume: bool = False, changed: bool = False) -> dict:
     """Run mutmut over one module. `resume` keeps the last run's results and re-checks only the mutants that were
     not killed (survivors, not checked, no tests) with the current tests: killed ones stay killed when tests are
     only added; the source must be unchanged (mutmut regenerates mutants of changed functions)."""
     module = MODULES[name]
+    if changed:
+        if not (STAGE / name / "mutants" / "mutmut-stats.json").is_file():
+            raise SystemExit(f"--changed needs an earlier run of {name} in {STAGE / name}; run it in full first")
+        start = time.monotonic()
+        try:
+            log, finished, info = _changed_run(name, module, max_children, timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            log, finished, info = f"{exc.stdout or ''}{exc.stderr or ''}", False, {}
+        (STAGE / name / "mutmut.log").write_text(log)
+        entry = collect(name, round(time.monotonic() - start), finished)
+        entry["command"] += " --changed"
+        entry["incremental"] = info
+        return entry
     rerun, before = [], {}
     if resume and (STAGE / name / "mutants").is_dir():
         rerun = sorted(k for k, v in _statuses(STAGE / name, module).items() if v not in KILLED)
@@ -340,9 +446,23 @@ def collect(name: str, wall_s: int = 0, finished: bool = False) -> dict:
     for status in statuses.values():
         counts[status] = counts.get(status, 0) + 1
     return {"files": list(module.files), "tests": list(module.tests), "date": dt.date.today().isoformat(),
-            "wall_s": wall_s, "finished": finished, "total": len(statuses),
+            "sha256": _hashes(module.files + module.tests), "wall_s": wall_s, "finished": finished,
+            "total": len(statuses),
             "counts": counts, "survivors": survivors,
             "command": f"python tools/mutate.py {name}"}
+
+
+def _hashes(paths: tuple[str, ...]) -> dict[str, str]:
+    """{repo path: sha256 of the file as it is now}, for source files and test files (a test's `::name` dropped)."""
+    files = dict.fromkeys(p.partition("::")[0] for p in paths)
+    return {f: hashlib.sha256((ROOT / f).read_bytes()).hexdigest() if (ROOT / f).is_file() else "missing"
+            for f in files}
+
+
+def stale(entry: dict) -> list[str]:
+    """The module's source files that changed since its recorded run (none for a run recorded without hashes)."""
+    recorded = entry.get("sha256", {})
+    return [f for f in entry["files"] if f in recorded and _hashes((f,))[f] != recorded[f]]
 
 
 NO_MUTANT = "baseline-only"  # a name no mutant has: `mutmut run` stops after generating mutants and its stats run
@@ -401,6 +521,13 @@ def _score(entry: dict, module: str, notes: list[dict]) -> tuple[int, int, int, 
     return killed, equivalent, counted, killed / counted if counted else 1.0
 
 
+def unused_notes(results: dict, notes: list[dict]) -> list[dict]:
+    """The notes that explain no surviving mutant of the stored results (their code changed or a test kills them
+    now): to be pruned from notes.toml."""
+    return [n for n in notes if not any(_note_for(n["module"], s, [n]) for s in
+                                        results.get(n["module"], {}).get("survivors", []))]
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")
 
@@ -427,6 +554,7 @@ def _table(results: dict, notes: list[dict]) -> list[str]:
         killed, equivalent, _, score = _score(e, name, notes)
         unchecked = e["counts"].get("not checked", 0)
         flag = "" if e["finished"] else f" (stopped: {e['total'] - unchecked} of {e['total']} checked)"
+        flag += " stale (source changed since the run)" if stale(e) else ""
         wall = f"{e['wall_s']} s" if e["wall_s"] else "not recorded"
         lines.append(f"| {name} | {', '.join(f'`{f}`' for f in e['files'])} | "
                      f"{', '.join(f'`{t}`' for t in e['tests'])} | {e['total']} | {killed} | {equivalent} | "
@@ -452,7 +580,11 @@ def write_report(results: dict) -> None:
     """Replace the generated part of docs/mutation.md (between the markers) with the table, and write every survivor
     to docs/mutation_survivors.md."""
     notes = _load_notes()
-    block = [BEGIN, "", *_table(results, notes), "",
+    unused = [f"- {n['module']}: {n['function']}: `{_md(n['added'])}`" for n in unused_notes(results, notes)]
+    if unused:
+        unused = ["Unused notes (in docs/mutation/notes.toml, matching no surviving mutant; to be pruned):", "",
+                  *unused, ""]
+    block = [BEGIN, "", *_table(results, notes), "", *unused,
              "Every surviving mutant, with why it survives: [surviving mutants](mutation_survivors.md).", "", END]
     text = REPORT.read_text() if REPORT.exists() else f"# Mutation testing\n\n{BEGIN}\n{END}\n"
     head, _, rest = text.partition(BEGIN)
@@ -474,6 +606,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS, help="results file to update and report from")
     parser.add_argument("--resume", action="store_true",
                         help="re-check only the last run's mutants that were not killed, with the current tests")
+    parser.add_argument("--changed", action="store_true",
+                        help="after a source change: re-check the mutants of changed or new functions and of their "
+                             "callers, and the last run's survivors; the other verdicts of the last run are kept")
     parser.add_argument("--collect", action="store_true", help="record the modules' last (e.g. stopped) runs, run none")
     parser.add_argument("--baseline", action="store_true",
                         help="check the modules' set-up only (the listed tests pass under mutmut, reach mutants, and "
@@ -497,9 +632,9 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.report:
         for name in args.modules or list(MODULES):
             print(f"mutate: {name} ...", flush=True)
-            entry = run_module(name, args.timeout, args.max_children, args.resume)
+            entry = run_module(name, args.timeout, args.max_children, args.resume, args.changed)
             previous = json.loads(args.results.read_text()).get(name) if args.results.exists() else None
-            if entry["command"].endswith("--resume") and previous:
+            if entry["command"].endswith(("--resume", "--changed")) and previous:
                 entry["wall_s"] += previous["wall_s"]  # the run it continued, and the runs before that
             print(f"mutate: {name}: {entry['total']} mutants, {entry['counts']}, {entry['wall_s']} s", flush=True)
             _store(args.results, name, entry)
@@ -507,7 +642,9 @@ def main(argv: list[str] | None = None) -> int:
     write_report(results)
     notes = _load_notes()
     for name, e in results.items():
-        print(f"{name:18s} score {_score(e, name, notes)[3]:.1%}")
+        print(f"{name:18s} score {_score(e, name, notes)[3]:.1%}" + (" (stale)" if stale(e) else ""))
+    for n in unused_notes(results, notes):
+        print(f"unused note: {n['module']}: {n['function']}: {n['added']}")
     return 0
 
 

@@ -64,3 +64,51 @@ def test_a_cell_already_in_dest_stops_the_unpack_before_any_file_is_written(tmp_
     with pytest.raises(BundleError, match="seed1 already exists; unpack into an empty folder"):
         unpack(path, dest)
     assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) == ["m", "m/t", "m/t/seed1"]
+
+
+def _spy_extract(monkeypatch, then=None) -> list[Path]:
+    """Record the folder each `Bundle.extract` of an unpack stages into; `then(staging, dest)` runs after it."""
+    from bird.bundle import reader
+
+    staged: list[Path] = []
+    extract = reader.Bundle.extract
+
+    def spy(self, dest, prefix):
+        staged.append(Path(dest))
+        out = extract(self, dest, prefix)
+        if then:
+            then(Path(dest))
+        return out
+
+    monkeypatch.setattr(reader.Bundle, "extract", spy)
+    return staged
+
+
+def test_the_staging_folder_is_a_fresh_hidden_folder_inside_dest_and_is_removed(tmp_path, monkeypatch):
+    staged = _spy_extract(monkeypatch)
+    dest = tmp_path / "dest"
+    unpack(_bundle(tmp_path / "b.bird", {"m/t/seed0": RUN}), dest)
+    (staging,) = staged
+    assert staging.parent == dest and staging.name.startswith(".unpack-")  # a dot-folder: no reader takes it for a cell
+    assert not staging.exists() and sorted(p.name for p in dest.iterdir()) == ["m"]
+
+
+def test_a_cell_made_in_dest_while_the_bundle_is_extracted_stops_the_unpack_naming_it(tmp_path, monkeypatch):
+    dest = tmp_path / "dest"
+    _spy_extract(monkeypatch, then=lambda staging: (dest / "m/t/seed1").mkdir(parents=True))  # another process
+    with pytest.raises(BundleError, match="seed1 already exists; unpack into an empty folder"):
+        unpack(_bundle(tmp_path / "b.bird", {"m/t/seed0": RUN, "m/t/seed1": RUN}), dest)
+    assert not any(p.name.startswith(".unpack-") for p in dest.iterdir())
+    assert list((dest / "m/t/seed1").iterdir()) == []  # the other process's folder, left as it made it
+
+
+def test_the_unpacks_own_error_is_raised_when_its_staging_folder_was_removed_under_it(tmp_path, monkeypatch):
+    import shutil
+
+    def removed(staging: Path) -> None:  # another process cleaning dest, then a failure of the unpack's own
+        shutil.rmtree(staging)
+        raise BundleError("a member could not be extracted")
+
+    _spy_extract(monkeypatch, then=removed)
+    with pytest.raises(BundleError, match="a member could not be extracted"):
+        unpack(_bundle(tmp_path / "b.bird", {"m/t/seed0": RUN}), tmp_path / "dest")

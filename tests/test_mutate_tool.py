@@ -1,0 +1,105 @@
+"""tools/mutate.py: a stored run whose source changed is marked stale, notes that explain no survivor are listed,
+and an incremental run (--changed) re-checks exactly what a change can affect."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import mutate  # noqa: E402
+
+SURVIVOR = {"key": "bird.m.x_f__mutmut_1", "function": "f", "status": "survived", "removed": "a = 1", "added": "a = 2"}
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A repository of one module's source file, with the report's files in tmp_path."""
+    monkeypatch.setattr(mutate, "ROOT", tmp_path)
+    monkeypatch.setattr(mutate, "REPORT", tmp_path / "mutation.md")
+    monkeypatch.setattr(mutate, "SURVIVORS", tmp_path / "survivors.md")
+    monkeypatch.setattr(mutate, "NOTES", tmp_path / "notes.toml")
+    monkeypatch.setattr(mutate, "MODULES", {"m": mutate.Module(("bird/m.py",), ("tests/test_m.py::test_f",))})
+    (tmp_path / "bird").mkdir()
+    (tmp_path / "bird" / "m.py").write_text("def f():\n    a = 1\n")
+    return tmp_path
+
+
+def _entry() -> dict:
+    return {"files": ["bird/m.py"], "tests": ["tests/test_m.py::test_f"], "date": "2026-12-05", "wall_s": 1,
+            "finished": True, "total": 2, "counts": {"killed": 1, "survived": 1}, "survivors": [dict(SURVIVOR)],
+            "command": "python tools/mutate.py m", "sha256": mutate._hashes(("bird/m.py", "tests/test_m.py::test_f"))}
+
+
+def test_a_run_is_marked_stale_once_its_source_changes(repo):
+    entry = _entry()
+    assert entry["sha256"]["tests/test_m.py"] == "missing"  # the test file, by its path without ::test_f
+    mutate.write_report({"m": entry})
+    assert mutate.stale(entry) == [] and "stale" not in mutate.REPORT.read_text()
+    (repo / "bird" / "m.py").write_text("def f():\n    a = 3\n")
+    mutate.write_report({"m": entry})
+    assert mutate.stale(entry) == ["bird/m.py"]
+    row = next(line for line in mutate.REPORT.read_text().splitlines() if line.startswith("| m |"))
+    assert "stale (source changed since the run)" in row
+
+
+def test_a_run_recorded_without_hashes_is_not_called_stale(repo):
+    entry = _entry()
+    del entry["sha256"]
+    assert mutate.stale(entry) == []
+
+
+def test_notes_that_match_no_survivor_are_listed_as_unused(repo):
+    mutate.NOTES.write_text('[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 2"\nkind = "equivalent"\nwhy = "x"\n'
+                            '[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 9"\nkind = "equivalent"\nwhy = "y"\n'
+                            '[[note]]\nmodule = "m"\nfunction = "g"\nadded = "a = 2"\nkind = "equivalent"\nwhy = "z"\n')
+    results = {"m": _entry()}
+    assert [(n["function"], n["added"]) for n in mutate.unused_notes(results, mutate._load_notes())] == [
+        ("f", "a = 9"), ("g", "a = 2")]
+    mutate.write_report(results)
+    page = mutate.REPORT.read_text()
+    assert "Unused notes" in page and "m: f: `a = 9`" in page and "m: g: `a = 2`" in page
+    assert "m: f: `a = 2`" not in page
+
+
+def _meta(codes: dict[str, int | None], hashes: dict[str, str]) -> dict:
+    return {"exit_code_by_key": {f"bird.m.{k}": v for k, v in codes.items()}, "hash_by_function_name": hashes}
+
+
+def test_an_incremental_run_rechecks_changed_new_and_surviving_mutants_and_keeps_the_other_kills():
+    # 1 = killed, 0 = survived, 36 = timeout (killed), None = not checked: mutmut's verdict for a changed function,
+    # and for every mutant once the module's test selection changed (x_k: a kill it forgot)
+    before = {"bird/m.py": _meta({"x_f__mutmut_1": 1, "x_f__mutmut_2": 0, "x_g__mutmut_1": 1, "x_g__mutmut_2": 36,
+                                  "x_h__mutmut_1": 36, "x_k__mutmut_1": 1}, {"x_f": "a", "x_g": "b", "x_h": "c",
+                                                                            "x_k": "e"})}
+    after = {"bird/m.py": _meta({"x_f__mutmut_1": 1, "x_f__mutmut_2": 0, "x_g__mutmut_1": None, "x_g__mutmut_2": None,
+                                 "x_g__mutmut_3": None, "x_h__mutmut_1": 36, "x_k__mutmut_1": None,
+                                 "x_new__mutmut_1": None}, {"x_f": "a", "x_g": "B", "x_h": "c", "x_k": "e", "x_new": "d"})}
+    changed, rerun, kept = mutate._changed_plan(before, after)
+    assert changed == {"bird.m.x_g", "bird.m.x_new"}
+    assert rerun == {f"bird.m.{k}" for k in ("x_f__mutmut_2", "x_g__mutmut_1", "x_g__mutmut_2", "x_g__mutmut_3",
+                                              "x_new__mutmut_1")}
+    assert kept == {"bird.m.x_f__mutmut_1": 1, "bird.m.x_h__mutmut_1": 36, "bird.m.x_k__mutmut_1": 1}
+
+
+def test_the_callers_of_a_changed_function_are_found_through_callers_of_callers(tmp_path):
+    (tmp_path / "mutants").mkdir()
+    calls = {"bird.m.x_g": ["bird.m.x_f", "bird.m.x_g"], "bird.m.x_f": ["bird.m.x_top"], "bird.m.x_h": ["bird.m.x_k"]}
+    (tmp_path / "mutants" / "mutmut-stats.json").write_text(json.dumps({"function_dependencies": calls}))
+    assert mutate._callers(tmp_path, {"bird.m.x_g"}) == {"bird.m.x_f", "bird.m.x_top"}
+
+
+def test_an_incremental_stage_keeps_only_mutmuts_record_of_the_module_and_dates_its_mutants_old(tmp_path):
+    module = mutate.Module(("bird/m.py",), ())
+    kept = ["mutants/mutmut-stats.json", "mutants/bird/m.py", "mutants/bird/m.py.meta", "mutants/bird/m.py.spans"]
+    for rel in [*kept, "mutants/bird/other.py", "mutants/tests/test_m.py", "bird/m.py", "tests/test_m.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    mutate._clear_keeping_mutants(tmp_path, module)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == sorted(kept)
+    assert (tmp_path / "mutants/bird/m.py").stat().st_mtime == 0
+    assert (tmp_path / "mutants/bird/m.py.meta").read_text() == "mutants/bird/m.py.meta"
