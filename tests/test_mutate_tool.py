@@ -47,10 +47,25 @@ def test_a_run_is_marked_stale_once_its_source_changes(repo):
     assert "stale (source changed since the run)" in row
 
 
-def test_a_run_recorded_without_hashes_is_not_called_stale(repo):
+def test_a_run_recorded_without_hashes_is_stale_once_git_changed_its_source_on_a_later_day(repo):
+    import subprocess
+
     entry = _entry()
     del entry["sha256"]
+    assert mutate.stale(entry) == []  # not a git checkout: unknown, not called stale
+
+    def commit(day: str) -> None:
+        env = {"GIT_AUTHOR_DATE": f"{day}T12:00:00", "GIT_COMMITTER_DATE": f"{day}T12:00:00", "HOME": str(repo),
+               "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+        subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
+        subprocess.run(["git", "commit", "-qm", day], cwd=repo, check=True, env=env)
+
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    commit("2026-12-05")  # the run's day
     assert mutate.stale(entry) == []
+    (repo / "bird" / "m.py").write_text("def f():\n    a = 3\n")
+    commit("2026-12-06")
+    assert mutate.stale(entry) == ["bird/m.py"]
 
 
 def test_notes_that_match_no_survivor_are_listed_as_unused(repo):

@@ -460,9 +460,23 @@ def _hashes(paths: tuple[str, ...]) -> dict[str, str]:
 
 
 def stale(entry: dict) -> list[str]:
-    """The module's source files that changed since its recorded run (none for a run recorded without hashes)."""
-    recorded = entry.get("sha256", {})
+    """The module's source files that changed since its recorded run: by hash, or for a run recorded without hashes
+    (before they were kept), files git last changed on a later day than the run's date."""
+    recorded = entry.get("sha256")
+    if recorded is None:
+        return [f for f in entry["files"] if (_last_commit_day(f) or "") > entry["date"]]
     return [f for f in entry["files"] if f in recorded and _hashes((f,))[f] != recorded[f]]
+
+
+def _last_commit_day(path: str) -> str | None:
+    """The day (YYYY-MM-DD) of the last commit that changed `path`; None outside a git checkout."""
+    try:
+        proc = subprocess.run(["git", "log", "-1", "--format=%cs", "--", path], cwd=ROOT, capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    day = proc.stdout.strip()
+    return day if proc.returncode == 0 and day else None
 
 
 NO_MUTANT = "baseline-only"  # a name no mutant has: `mutmut run` stops after generating mutants and its stats run
