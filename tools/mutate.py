@@ -52,7 +52,6 @@ class Module:
 
 
 BUNDLE_TESTS = ("tests/bundle/test_bundle_unit.py", "tests/bundle/test_bundle_tampering.py")
-JAX_TRAINING_TESTS = ("tests/jaxpath/test_jax_learner.py", "tests/jaxpath/test_jax_determinism.py")
 MODULES: dict[str, Module] = {
     "demos": Module(("bird/components/demos.py",), ("tests/methods/test_demos_unit.py",)),
     "demo_fitness": Module(("bird/components/demo_fitness.py",), ("tests/methods/test_demo_fitness.py",)),
@@ -101,12 +100,14 @@ MODULES: dict[str, Module] = {
         f"tests/jaxpath/test_jax_learner.py::test_settings_{t}" for t in (
             "take_the_command_line_then_the_task_table_then_brax_defaults",
             "shrink_the_rollout_batch_until_the_budget_affords_min_updates", "reject_what_brax_rejects")))),
-    # the training program, trained in the test process (train_jax_ppo): a mutant that changes it compiles again, and
-    # a traced function is reached (in mutmut's stats) only by the first test that traced it, the longest (~70 s)
-    "jax_core": Module(("bird/learners/jax_core.py", "bird/learners/jax_rewards.py"), JAX_TRAINING_TESTS),
-    "jax_ppo": Module(("bird/learners/jax_ppo.py",), JAX_TRAINING_TESTS),
-    "jax_rollouts": Module(("bird/learners/jax_rollouts.py",), JAX_TRAINING_TESTS),
-    "programs": Module(("bird/learners/programs.py",), JAX_TRAINING_TESTS),
+    # the training program's pieces, called in the test process op by op (jax.disable_jit(): a traced function would
+    # be traced once and cached, hiding later mutants) on a point env (tests/jaxpath/point_env.py); the group's
+    # training (jax_ppo) runs its compiled program on that env behind a stand-in adapter
+    "jax_core": Module(("bird/learners/jax_core.py", "bird/learners/jax_rewards.py"),
+                       ("tests/jaxpath/test_jax_core_unit.py",)),
+    "jax_ppo": Module(("bird/learners/jax_ppo.py",), ("tests/jaxpath/test_jax_ppo_unit.py",)),
+    "jax_rollouts": Module(("bird/learners/jax_rollouts.py",), ("tests/jaxpath/test_jax_rollouts_unit.py",)),
+    "programs": Module(("bird/learners/programs.py",), ("tests/jaxpath/test_programs_unit.py",)),
     "trainer_host": Module(("bird/learners/trainer_host.py",), ("tests/security/test_trainer_host.py",)),
     "trainer_replies": Module(("bird/learners/trainer_replies.py", "bird/learners/jax_outputs.py"),
                               ("tests/security/test_trainer_replies_unit.py", "tests/security/test_reply_parsing.py",

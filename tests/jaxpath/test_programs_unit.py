@@ -71,3 +71,91 @@ def test_a_program_in_another_language_is_the_learners_failure(cfg, tmp_path):
     assert failures == {0: failures[0]} and failures[0].kind == FailureKind.TRAIN_ERROR
     assert failures[0].reason == "the learner needs reward.language=jax programs, got numpy"
     assert out == [job]
+
+
+# -- which jobs are exported with what (the export itself stands in: _export records its arguments) --------------
+class Recorded:
+    """A stand-in for the export: records (candidate, spec, rows) and returns a marker artefact."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object, int]] = []
+
+    def __call__(self, job, spec, rows):
+        self.calls.append((job.candidate_id, spec, rows))
+        return ("artefact", job.candidate_id, rows)
+
+
+def test_reference_and_wrong_language_jobs_are_skipped_and_the_jobs_after_them_exported(cfg, tmp_path, monkeypatch):
+    from bird.learners import programs
+
+    export = Recorded()
+    monkeypatch.setattr(programs, "_export", export)
+    jobs = [_job(cfg, tmp_path, "ref", None), _job(cfg, tmp_path, "np", "x = 1\n", language="numpy"),
+            _job(cfg, tmp_path, "c0", FORWARD)]
+    out, failures = export_jobs(jobs)
+    assert list(failures) == [1] and [c[0] for c in export.calls] == ["c0"]
+    assert out[0] is jobs[0] and out[1] is jobs[1] and out[2].program == ("artefact", "c0", 64)
+
+
+def test_each_env_gets_its_own_adapter_built_once_and_its_own_tasks_rows(cfg, tmp_path, monkeypatch):
+    """Two envs: each job is exported with its env's observation spec and for its task's rollout size (the task
+    table of train.jax applies where the command line leaves a setting unset)."""
+    from types import SimpleNamespace
+
+    from bird.envs import registry
+    from bird.learners import programs
+
+    built = []
+
+    def adapter(env):
+        built.append(env.id)
+        task = env.id.partition("/")[2]
+        return SimpleNamespace(task=task, spec=f"spec of {task}")
+
+    export = Recorded()
+    monkeypatch.setattr(registry, "make_adapter", adapter)
+    monkeypatch.setattr(programs, "_export", export)
+    base = _job(cfg, tmp_path, "a", FORWARD)
+    other_env = replace(base.env, id="brax/hopper")
+    jax_cfg = replace(base.train.jax, unroll_length=None, tasks={"hopper": {"unroll_length": 2}})
+    jobs = [base, replace(base, candidate_id="b", env=other_env, train=replace(base.train, jax=jax_cfg)),
+            replace(base, candidate_id="c", code=UPRIGHT)]
+    out, failures = export_jobs(jobs)
+    assert failures == {} and built == ["brax/inverted_pendulum", "brax/hopper"]
+    assert sorted(export.calls) == [("a", "spec of inverted_pendulum", 64), ("b", "spec of hopper", 16),
+                                    ("c", "spec of inverted_pendulum", 64)]
+    assert training_rows(jobs[1], "hopper") == 16 and training_rows(jobs[1], "inverted_pendulum") != 16
+
+
+@pytest.mark.parametrize(("tasks", "cores", "workers"), [(1, 4, 1), (3, 2, 2), (3, 8, 3), (2, None, 1)])
+def test_exports_run_side_by_side_as_many_as_there_are_cores(cfg, tmp_path, monkeypatch, tasks, cores, workers):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bird.learners import programs
+
+    pools = []
+
+    class Pool(ThreadPoolExecutor):
+        def __init__(self, max_workers=None, thread_name_prefix=""):
+            pools.append((max_workers, thread_name_prefix))
+            super().__init__(max_workers=max_workers, thread_name_prefix=thread_name_prefix)
+
+    monkeypatch.setattr(programs, "ThreadPoolExecutor", Pool)
+    monkeypatch.setattr(programs, "_export", Recorded())
+    monkeypatch.setattr(programs.os, "cpu_count", lambda: cores)
+    codes = [FORWARD, UPRIGHT, FORWARD.replace("1e-3", "2e-3")][:tasks]
+    export_jobs([_job(cfg, tmp_path, f"c{i}", code) for i, code in enumerate(codes)])
+    assert pools == [(workers, "export")]
+
+
+def test_a_program_is_checked_under_its_jobs_contract(cfg, tmp_path):
+    job = _job(cfg, tmp_path, "w", FORWARD, contract="weighted_components", language="jax")
+    out, failures = export_jobs([job])
+    assert list(failures) == [0] and "REWARD_WEIGHTS" in failures[0].reason and out == [job]  # its contract's check
+
+
+def test_loading_a_program_gets_the_bulk_time_limit_not_the_per_call_one(cfg, tmp_path):
+    slow_import = "_warm = sum(i * i for i in range(2_000_000))\n" + FORWARD  # tens of ms of module-level code
+    job = _job(cfg, tmp_path, "slow", slow_import, call_timeout_s=0.001)
+    out, failures = export_jobs([job])
+    assert failures == {} and out[0].program is not None
