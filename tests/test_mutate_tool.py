@@ -118,3 +118,12 @@ def test_an_incremental_stage_keeps_only_mutmuts_record_of_the_module_and_dates_
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == sorted(kept)
     assert (tmp_path / "mutants/bird/m.py").stat().st_mtime == 0
     assert (tmp_path / "mutants/bird/m.py.meta").read_text() == "mutants/bird/m.py.meta"
+
+
+def test_pruning_removes_exactly_the_unused_notes_and_keeps_the_header(repo):
+    header = "# notes: kept as written\n\n"
+    used = '[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 2"\nkind = "equivalent"\nwhy = "x"\n\n'
+    unused = '[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 9"\nkind = "equivalent"\nwhy = "y"\n\n'
+    mutate.NOTES.write_text(header + unused + used + unused.replace("a = 9", "a = 8"))
+    assert mutate.prune_notes({"m": _entry()}) == 2
+    assert mutate.NOTES.read_text() == header + used

@@ -543,6 +543,17 @@ def unused_notes(results: dict, notes: list[dict]) -> list[dict]:
                                         results.get(n["module"], {}).get("survivors", []))]
 
 
+def prune_notes(results: dict) -> int:
+    """Remove the unused notes (unused_notes) from notes.toml, keeping its header and every other note as written;
+    returns how many were removed."""
+    text = NOTES.read_text()
+    head, *blocks = text.split("[[note]]\n")
+    unused = unused_notes(results, _load_notes())
+    kept = [b for b in blocks if tomllib.loads(b) not in unused]
+    NOTES.write_text(head + "".join(f"[[note]]\n{b}" for b in kept))
+    return len(blocks) - len(kept)
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")
 
@@ -624,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changed", action="store_true",
                         help="after a source change: re-check the mutants of changed or new functions and of their "
                              "callers, and the last run's survivors; the other verdicts of the last run are kept")
+    parser.add_argument("--prune-notes", action="store_true",
+                        help="remove the notes in notes.toml that match no surviving mutant of the stored results")
     parser.add_argument("--collect", action="store_true", help="record the modules' last (e.g. stopped) runs, run none")
     parser.add_argument("--baseline", action="store_true",
                         help="check the modules' set-up only (the listed tests pass under mutmut, reach mutants, and "
@@ -654,6 +667,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mutate: {name}: {entry['total']} mutants, {entry['counts']}, {entry['wall_s']} s", flush=True)
             _store(args.results, name, entry)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}
+    if args.prune_notes:
+        print(f"mutate: {prune_notes(results)} unused notes removed from {NOTES.relative_to(ROOT)}")
     write_report(results)
     notes = _load_notes()
     for name, e in results.items():
