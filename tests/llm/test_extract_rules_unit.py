@@ -67,6 +67,12 @@ def test_a_later_block_reverting_a_helper_to_the_chosen_programs_version_keeps_t
     assert found.code == FIRST and not any("latest definition" in n for n in found.notes)
 
 
+def test_a_revision_is_found_behind_a_later_block_that_does_not_define_the_helper():
+    v2, unrelated = "def upright(a):\n    return math.sin(a)\n", "def spare(v):\n    return -v\n"
+    found = extract_program(_blocks(FIRST, v2, unrelated))
+    assert "return math.sin(a)" in found.code and "math.cos" not in found.code
+
+
 def test_two_helpers_revised_later_are_both_swapped_keeping_the_program_whole():
     main = ("import math\n\n\ndef upright(a):\n    return math.cos(a)\n\n\ndef speed(v):\n    return v\n\n\n" + ENTRY
             + "    return upright(next_obs['a']) + speed(next_obs['v']), {}\n")
