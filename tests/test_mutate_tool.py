@@ -127,3 +127,14 @@ def test_pruning_removes_exactly_the_unused_notes_and_keeps_the_header(repo):
     mutate.NOTES.write_text(header + unused + used + unused.replace("a = 9", "a = 8"))
     assert mutate.prune_notes({"m": _entry()}) == 2
     assert mutate.NOTES.read_text() == header + used
+
+
+def test_prune_notes_and_report_run_no_module(repo, monkeypatch):
+    ran = []
+    monkeypatch.setattr(mutate, "run_module", lambda *a, **k: ran.append(a) or {})
+    results = repo / "results.json"
+    results.write_text(json.dumps({"m": _entry()}))
+    mutate.NOTES.write_text("# header\n")
+    for flag in ("--prune-notes", "--report"):
+        assert mutate.main([flag, "--results", str(results)]) == 0
+    assert ran == []

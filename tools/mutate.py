@@ -516,7 +516,7 @@ def baseline(name: str, timeout_s: float) -> dict:
 
 
 def _load_notes() -> list[dict]:
-    return tomllib.loads(NOTES.read_text())["note"] if NOTES.exists() else []
+    return tomllib.loads(NOTES.read_text()).get("note", []) if NOTES.exists() else []
 
 
 def _note_for(module: str, s: dict, notes: list[dict]) -> dict | None:
@@ -657,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.collect:
         for name in args.modules:
             _store(args.results, name, collect(name))
-    elif not args.report:
+    elif not (args.report or args.prune_notes):  # both only rewrite files from the stored results
         for name in args.modules or list(MODULES):
             print(f"mutate: {name} ...", flush=True)
             entry = run_module(name, args.timeout, args.max_children, args.resume, args.changed)
