@@ -360,7 +360,7 @@ def test_the_program_keeps_its_width_horizon_and_score_kind():
 
 
 # -- the candidates' reward step ---------------------------------------------------------------------------------
-T, N = 3, 2
+T, N = 2, 3  # time steps, envs: T differs from the observation size (3), so rows are cut from the last axis
 
 
 def export(fn, rows: int = T * N):
