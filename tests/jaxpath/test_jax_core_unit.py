@@ -360,7 +360,7 @@ def test_the_program_keeps_its_width_horizon_and_score_kind():
 
 
 # -- the candidates' reward step ---------------------------------------------------------------------------------
-T, N = 3, 2
+T, N = 2, 3  # time steps, envs: T differs from the observation size (3), so rows are cut from the last axis
 
 
 def export(fn, rows: int = T * N):
@@ -368,8 +368,13 @@ def export(fn, rows: int = T * N):
     return jax.export.export(jax.jit(fn))(*shapes)
 
 
-TWO = export(lambda o, a, n: jnp.stack([n[:, 0] - a[:, 0], n[:, 1], 2 * o[:, 0]], axis=1))  # reward, 2 components
-ONE = export(lambda o, a, n: jnp.stack([n[:, 0] * 3, jnp.log(n[:, 1])], axis=1))  # 1 component, NaN where v < 0
+# exported when a test first needs them, not at collection: JAX started at import in mutmut's fork server leaves its
+# forked mutant runs waiting on a lock of a thread they do not have (each mutant "timed out")
+@functools.cache
+def programs() -> tuple:
+    two = export(lambda o, a, n: jnp.stack([n[:, 0] - a[:, 0], n[:, 1], 2 * o[:, 0]], axis=1))  # reward, 2 comps
+    one = export(lambda o, a, n: jnp.stack([n[:, 0] * 3, jnp.log(n[:, 1])], axis=1))  # 1 component, NaN where v < 0
+    return two, one
 
 
 def rollout(k: int, seed: int = 0):
@@ -380,6 +385,7 @@ def rollout(k: int, seed: int = 0):
 
 
 def test_each_slot_gets_its_programs_reward_and_the_reference_slot_keeps_its_own():
+    TWO, ONE = programs()
     step = RewardStep([TWO, None, ONE])
     assert step.n_components == 2
     roll = rollout(3)
@@ -403,6 +409,7 @@ def test_each_slot_gets_its_programs_reward_and_the_reference_slot_keeps_its_own
 
 
 def test_a_non_finite_value_marks_only_its_slot_and_stays_marked_after_reset():
+    TWO, ONE = programs()
     step = RewardStep([ONE, TWO])
     roll = rollout(2, seed=1)
     roll = roll.replace(next_obs=roll.next_obs.at[0, 1, 0, 1].set(-1.0))  # log(-1): NaN in slot 0 only
@@ -423,6 +430,7 @@ def test_a_reference_only_step_has_one_component_column():
 
 
 def test_the_reward_step_compiles_ahead_for_a_rollouts_shapes():
+    TWO, _ = programs()
     step = RewardStep([TWO])
     roll = rollout(1)
     with jax.disable_jit(False):

@@ -149,7 +149,7 @@ def test_a_program_that_does_not_compile_for_the_training_fails_alone(cfg, tmp_p
 
     def compile_(self, roll, acc):
         if self.k == 1 and self.slots[0][1].out_avals[0].shape[1] == 2:  # the CONST program: 1 + 1 columns
-            raise RuntimeError("no kernel for that")
+            raise RuntimeError("no kernel for that " + "x" * 400)
         return real(self, roll, acc)
 
     monkeypatch.setattr(jax_rewards.RewardStep, "compile", compile_)
@@ -158,7 +158,7 @@ def test_a_program_that_does_not_compile_for_the_training_fails_alone(cfg, tmp_p
     failures = g.load([artefact(CONST), artefact(ENV_REWARD)])
     assert list(failures) == [0] and failures[0].kind == FailureKind.RUNTIME_ERROR
     assert failures[0].reason == ("the exported program does not compile for this training: RuntimeError: no kernel "
-                                  "for that")
+                                  f"for that {'x' * 281}")  # the error's first 300 characters
     assert g.live == [1] and g.slot_jobs == [1, 1]
 
 
@@ -169,19 +169,47 @@ def test_programs_that_compile_alone_but_not_together_are_the_groups_error(cfg, 
 
     def compile_(self, roll, acc):
         if self.k > 1:
-            raise RuntimeError("together")
+            raise RuntimeError("together" + "!" * 400)
         return real(self, roll, acc)
 
     monkeypatch.setattr(jax_rewards.RewardStep, "compile", compile_)
     g = GroupTraining([job(cfg, tmp_path, "a"), job(cfg, tmp_path, "b", seed=1)], 2)
-    with pytest.raises(GroupError, match="^the group's reward step does not compile: RuntimeError: together$"):
+    with pytest.raises(GroupError) as err:
         g.load([artefact(CONST), artefact(ENV_REWARD)])
+    assert str(err.value) == f"the group's reward step does not compile: RuntimeError: together{'!' * 292}"
 
 
 def test_load_takes_one_program_per_job(cfg, tmp_path):
     g = GroupTraining([job(cfg, tmp_path, "a"), job(cfg, tmp_path, "b", seed=1)], 2)
     with pytest.raises(ValueError, match="zip"):
         g.load([artefact(CONST)])
+
+
+def test_a_refused_export_keeps_the_first_500_characters_of_its_reason(cfg, tmp_path, monkeypatch):
+    from bird.reward import jax_export
+
+    def refuse(prog):
+        raise jax_export.ExportError("rejected", "r" * 600)
+
+    monkeypatch.setattr(jax_export, "load", refuse)
+    g = GroupTraining([job(cfg, tmp_path)], 1)
+    failures = g.load([artefact(CONST)])
+    assert failures[0].kind == FailureKind.REJECTED and failures[0].reason == "r" * 500
+
+
+def test_each_program_is_compiled_alone_for_one_slots_rollout(cfg, tmp_path, monkeypatch):
+    from bird.learners import jax_rewards
+
+    real, leading = jax_rewards.RewardStep.compile, []
+
+    def compile_(self, roll, acc):
+        leading.append((self.k, {x.shape[0] for x in jax.tree.leaves(roll)}))
+        return real(self, roll, acc)
+
+    monkeypatch.setattr(jax_rewards.RewardStep, "compile", compile_)
+    g = GroupTraining([job(cfg, tmp_path, "a"), job(cfg, tmp_path, "b", seed=1)], 2)
+    g.load([artefact(CONST), artefact(ENV_REWARD)])
+    assert leading == [(1, {1}), (1, {1}), (2, {2})]  # alone: one slot; together: the group's two
 
 
 def test_each_slot_is_evaluated_on_its_jobs_seeds_the_same_at_every_checkpoint(cfg, tmp_path):
@@ -427,6 +455,59 @@ class Clock:
         return self.now
 
 
+class Builds:
+    """jax_ppo's `_load` and `_compile` without tracing or compiling: what each was given; `_load` fails."""
+
+    def __init__(self) -> None:
+        self.compiled, self.loaded = [], []
+
+    def compile(self, program, width, eval_episodes, keep=None):
+        self.compiled.append((program, width, eval_episodes, keep))
+        return {"compile_s": 0.25}
+
+    def load(self, program, data):
+        self.loaded.append((program, data))
+        raise RuntimeError("e" * 300)
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    b = Builds()
+    monkeypatch.setattr(jax_ppo, "_COMPILED", {})
+    monkeypatch.setattr(jax_ppo, "_compile", b.compile)
+    monkeypatch.setattr(jax_ppo, "_load", b.load)
+    return b
+
+
+def test_a_new_shape_gets_the_tasks_settings_and_compiles_through_the_store_once_for_every_budget(cfg, tmp_path,
+                                                                                                  builds):
+    from bird.learners.jax_executables import Executables, store_dir
+
+    j = job(cfg, tmp_path, eval_episodes=3)
+    j = replace(j, train=replace(j.train, normalize_reward=True,
+                                 jax=replace(j.train.jax, tasks={"point": {"entropy_cost": 0.25}})))
+    g = GroupTraining([j, replace(j, seed=1, eval_episodes=5)], 3)
+    assert g.settings.entropy_cost == 0.25 and g.settings.normalize_reward is True  # train.jax.tasks.<task>
+    ((program, width, eval_episodes, keep),) = builds.compiled
+    assert program is g.program and (width, eval_episodes) == (3, 3)  # the first job's evaluation
+    assert (program.k, program.horizon, program.kind) == (3, HORIZON, "displacement")
+    assert type(keep) is Executables and keep.store == store_dir() and keep.write is False  # reads the store only
+    assert g.timing == {"compile_s": 0.25}
+    other = GroupTraining([replace(j, env_steps=16)], 3)  # another budget: the same program
+    assert other.settings.n_updates != g.settings.n_updates and other.program is g.program
+    assert len(builds.compiled) == 1 and builds.loaded == []
+
+
+def test_executables_that_do_not_load_are_compiled_again_with_a_warning(cfg, tmp_path, builds, caplog):
+    keep = object()
+    with caplog.at_level("WARNING", logger="bird.learners.jax_ppo"):
+        g = GroupTraining([job(cfg, tmp_path)], 1, executables=b"from another jaxlib", keep=keep)
+    assert builds.loaded == [(g.program, b"from another jaxlib")]
+    assert builds.compiled == [(g.program, 1, g.jobs[0].eval_episodes, keep)] and g.timing == {"compile_s": 0.25}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the compile step's executables do not load here (RuntimeError: {'e' * 200}); compiling them again"]
+
+
 def test_compile_time_is_recorded_in_seconds_to_two_places(cfg, tmp_path, monkeypatch):
     monkeypatch.setattr(jax_ppo, "_COMPILED", {})
     monkeypatch.setattr(jax_ppo, "time", Clock())
@@ -436,7 +517,8 @@ def test_compile_time_is_recorded_in_seconds_to_two_places(cfg, tmp_path, monkey
 
 @pytest.mark.parametrize(("tick", "timing"), [
     (1.375, {"first_update_s": 1.38, "train_s": 8.25, "steady_env_steps_per_s": 11.6}),
-    (0.125, {"first_update_s": 0.12, "train_s": 0.75, "steady_env_steps_per_s": 128.0})])
+    (0.125, {"first_update_s": 0.12, "train_s": 0.75, "steady_env_steps_per_s": 128.0}),
+    (0.0625, {"first_update_s": 0.06, "train_s": 0.38, "steady_env_steps_per_s": 256.0})])
 def test_training_times_the_first_update_the_whole_and_the_steady_rate_after_the_first(cfg, tmp_path, monkeypatch,
                                                                                        tick, timing):
     """A clock at 100 s that advances `tick` s per update; the time limit is exactly the 6 updates' time (exceeded
@@ -458,6 +540,15 @@ def test_training_times_the_first_update_the_whole_and_the_steady_rate_after_the
     assert g.failures == {} and g.updates == 6
     timed = {k: v for k, v in g.timing.items() if k != "compile_s"}  # compile_s: of the session's first compile
     assert timed == timing
+
+
+@pytest.mark.parametrize(("env_steps", "steady"), [(8, False), (16, True)])
+def test_the_steady_rate_is_recorded_only_when_there_are_updates_after_the_first(cfg, tmp_path, env_steps, steady):
+    g = GroupTraining([job(cfg, tmp_path, env_steps=env_steps, n_checkpoints=1)], 1)
+    g.load([artefact(CONST)])
+    g.train()
+    assert g.settings.n_updates == env_steps // 8 and g.updates == env_steps // 8
+    assert "train_s" in g.timing and ("steady_env_steps_per_s" in g.timing) is steady
 
 
 def test_train_jax_ppo_trains_each_group_and_records_a_crash_per_job(cfg, tmp_path):
@@ -483,3 +574,23 @@ def test_train_jax_ppo_trains_each_group_and_records_a_crash_per_job(cfg, tmp_pa
     assert other.failure.kind == FailureKind.TRAIN_ERROR and other.failure.reason.startswith(
         "ValueError: train.learner=jax_ppo trains Brax tasks")
     assert progress == [("a", 48, 48, a.curve[-1].score)]
+
+
+def test_a_job_that_trained_without_save_policy_writes_no_policy(cfg, tmp_path):
+    (res,) = train_jax_ppo([job(cfg, tmp_path, "quiet", n_checkpoints=1, program=artefact(CONST))])
+    assert res.failure is None and res.curve and res.env_steps == 48
+    assert res.policy_path is None and not (tmp_path / "quiet" / "policy.msgpack").exists()
+
+
+def test_a_group_that_crashes_records_each_job_with_no_curve_steps_or_time(cfg, tmp_path):
+    """The crash's reason: its first 500 characters."""
+    long_id = "mujoco/" + "p" * 600
+    jobs = [job(cfg, tmp_path, "a", program=artefact(CONST)), job(cfg, tmp_path, "b", seed=1)]
+    jobs = [replace(j, env=replace(j.env, id=long_id)) for j in jobs]
+    results = train_jax_ppo(jobs)
+    want = f"ValueError: train.learner=jax_ppo trains Brax tasks (env=brax/...), not {long_id}"[:500]
+    assert [(r.candidate_id, r.seed) for r in results] == [("a", 0), ("b", 1)]
+    for r in results:
+        assert (r.curve, r.env_steps, r.wall_s, r.policy_path) == ((), 0, 0.0, None)
+        assert type(r.env_steps) is int and type(r.wall_s) is float
+        assert r.failure.kind == FailureKind.TRAIN_ERROR and r.failure.reason == want and len(want) == 500
