@@ -478,20 +478,29 @@ def _corrupt(path: Path, *names: str) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_every_unreadable_member_is_named_and_a_transcript_that_cannot_be_read_is_not_checked_by_line(tmp_path):
+TRANSCRIPT = f"transcripts/{CELL}.jsonl"
+# what verify says of a bundle whose result.json and transcript are both corrupt (_two_unreadable)
+TWO_UNREADABLE = [
+    f"runs/{CELL}/result.json: cannot be read (runs/{CELL}/result.json cannot be read (Bad CRC-32 for file "
+    f"'runs/{CELL}/result.json'))",
+    f"{TRANSCRIPT}: cannot be read ({TRANSCRIPT} cannot be read (Error -3 while decompressing data: invalid code "
+    "lengths set))",
+    f"{TRANSCRIPT}: not checked line by line ({TRANSCRIPT} cannot be read (Error -3 while decompressing data: "
+    "invalid code lengths set))"]
+
+
+def _two_unreadable(folder: Path) -> Path:
+    """A bundle in `folder` whose result.json and transcript (each long enough to corrupt) cannot be read."""
     members = _members()
-    members[f"transcripts/{CELL}.jsonl"] *= 30
+    members[TRANSCRIPT] *= 30
     members[f"runs/{CELL}/result.json"] = b'{"returned_score": 0.123456789}' * 50
-    path = _bundle(tmp_path, members)
-    _corrupt(path, f"runs/{CELL}/result.json", f"transcripts/{CELL}.jsonl")
-    transcript = f"transcripts/{CELL}.jsonl"
-    assert _problems(path) == [
-        f"runs/{CELL}/result.json: cannot be read (runs/{CELL}/result.json cannot be read (Bad CRC-32 for file "
-        f"'runs/{CELL}/result.json'))",
-        f"{transcript}: cannot be read ({transcript} cannot be read (Error -3 while decompressing data: invalid code "
-        "lengths set))",
-        f"{transcript}: not checked line by line ({transcript} cannot be read (Error -3 while decompressing data: "
-        "invalid code lengths set))"]
+    path = _bundle(folder, members)
+    _corrupt(path, f"runs/{CELL}/result.json", TRANSCRIPT)
+    return path
+
+
+def test_every_unreadable_member_is_named_and_a_transcript_that_cannot_be_read_is_not_checked_by_line(tmp_path):
+    assert _problems(_two_unreadable(tmp_path)) == TWO_UNREADABLE
 
 
 def test_every_member_that_fails_its_hash_is_named(tmp_path):
@@ -579,20 +588,9 @@ def test_a_bundle_path_with_spaces_is_cut_off_an_unreadable_members_reason(tmp_p
 def test_a_bundle_path_holding_a_colon_and_a_space_is_cut_off_each_unreadable_members_reason(tmp_path):
     folder = tmp_path / "runs: v2"  # ": " in the path, as in the reason's own "name: reason"
     folder.mkdir()
-    members = _members()
-    transcript = f"transcripts/{CELL}.jsonl"
-    members[transcript] *= 30
-    members[f"runs/{CELL}/result.json"] = b'{"returned_score": 0.123456789}' * 50
-    path = _bundle(folder, members)
-    _corrupt(path, f"runs/{CELL}/result.json", transcript)
+    path = _two_unreadable(folder)
     assert [p for p in verify(path).problems if "b.bird" in p] == []  # the path is cut off whole, not in part
-    assert _problems(path) == [
-        f"runs/{CELL}/result.json: cannot be read (runs/{CELL}/result.json cannot be read (Bad CRC-32 for file "
-        f"'runs/{CELL}/result.json'))",
-        f"{transcript}: cannot be read ({transcript} cannot be read (Error -3 while decompressing data: invalid code "
-        "lengths set))",
-        f"{transcript}: not checked line by line ({transcript} cannot be read (Error -3 while decompressing data: "
-        "invalid code lengths set))"]
+    assert _problems(path) == TWO_UNREADABLE
 
 
 def test_machine_differences_are_joined_by_a_semicolon_and_a_space():
