@@ -4,6 +4,7 @@ and an incremental run (--changed) re-checks exactly what a change can affect.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def test_a_run_recorded_without_hashes_is_stale_once_git_changed_its_source_on_a
     assert mutate.stale(entry) == []  # not a git checkout: unknown, not called stale
 
     def commit(day: str) -> None:
-        env = {"GIT_AUTHOR_DATE": f"{day}T12:00:00", "GIT_COMMITTER_DATE": f"{day}T12:00:00", "HOME": str(repo),
+        env = {**os.environ, "GIT_AUTHOR_DATE": f"{day}T12:00:00", "GIT_COMMITTER_DATE": f"{day}T12:00:00", "HOME": str(repo),
                "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
         subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
         subprocess.run(["git", "commit", "-qm", day], cwd=repo, check=True, env=env)
