@@ -181,8 +181,9 @@ class _Run:
             raise replies.RewardProgramError(replies.failure_from(reply))
         self.failures.update(job_failures(reply.get("failures"), len(self.jobs)))
         live = reply.get("live")
+        # every job is either live or failed, once (a job in neither would come back "ok" without training)
         if not isinstance(live, list) or [i for i in live if i not in range(len(self.jobs))] or \
-                len(set(live)) != len(live) or set(live) & set(self.failures):
+                sorted([*live, *self.failures]) != list(range(len(self.jobs))):
             raise replies.bad("a list of live jobs that does not match the group")
         self.live = [i for i in range(len(self.jobs)) if i in live]
         self.seconds["load_s"] = time.monotonic() - t

@@ -293,9 +293,10 @@ def test_a_setup_that_fails_is_the_groups_train_error_and_blames_no_program(host
 def test_a_setup_at_its_bounds_is_accepted(host):
     big = {"steps_per_update": 1 << 40, "n_updates": 1 << 40}
     devices = [f"{i:0100d}" for i in range(15)] + ["d" * 150]
-    script = [setup_reply(rows=1 << 24, settings=big, devices=devices), load_reply(live=[])]
+    failures = {"0": {"kind": "rejected", "reason": "bad program 0"}}
+    script = [setup_reply(rows=1 << 24, settings=big, devices=devices), load_reply(live=[], failures=failures)]
     _, attempt = host.run(script)
-    assert attempt.group is None and attempt.results[0].failure is None, attempt
+    assert attempt.group is None and attempt.results[0].failure.reason == "bad program 0", attempt
     record = json.loads(Path(host.jobs()[0].out_dir, "jax_ppo.json").read_text())
     assert record["settings"] == big and record["devices"][:15] == devices[:15]
     assert record["devices"][15] == "d" * 99 + "…"  # each name cut to 100 characters
@@ -343,6 +344,7 @@ def test_the_isolation_report_warns_once_for_each_set_of_inactive_layers(monkeyp
     (load_reply(live=None), FailureKind.BAD_OUTPUT, "a list of live jobs that does not match the group"),
     (load_reply(live=[0], failures={"0": {"kind": "rejected", "reason": "bad"}}), FailureKind.BAD_OUTPUT,
      "a list of live jobs that does not match the group"),
+    (load_reply(live=[]), FailureKind.BAD_OUTPUT, "a list of live jobs that does not match the group"),  # neither
     (load_reply(failures={"7": {"kind": "rejected"}}), FailureKind.BAD_OUTPUT, "a failure for job '7', not in the "
                                                                                "group"),
 ])
