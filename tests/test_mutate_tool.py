@@ -52,6 +52,15 @@ def test_a_run_is_marked_stale_once_its_source_changes(repo):
     assert "stale (source changed since the run)" in row
 
 
+def test_a_module_below_the_target_is_flagged_in_its_row(repo):
+    report.write_report({"m": _entry()})  # 1 killed of 2, its survivor unexplained: 50 %
+    row = next(line for line in report.REPORT.read_text().splitlines() if line.startswith("| m |"))
+    assert "**50.0%** below the 85% target" in row
+    report.write_report({"m": {**_entry(), "counts": {"killed": 2}, "survivors": []}})
+    row = next(line for line in report.REPORT.read_text().splitlines() if line.startswith("| m |"))
+    assert "**100.0%**" in row and "below" not in row
+
+
 def test_a_run_recorded_without_hashes_is_stale_once_git_changed_its_source_on_a_later_day(repo):
     import subprocess
 

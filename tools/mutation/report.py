@@ -9,7 +9,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from .modules import KILLED, MODULES, NOTES, REPORT, ROOT, SURVIVORS
+from .modules import KILLED, MODULES, NOTES, REPORT, ROOT, SURVIVORS, TARGET
 from .staging import _hashes
 
 
@@ -99,6 +99,7 @@ def _table(results: dict, notes: list[dict]) -> list[str]:
         unchecked = e["counts"].get("not checked", 0)
         flag = "" if e["finished"] else f" (stopped: {e['total'] - unchecked} of {e['total']} checked)"
         flag += " stale (source changed since the run)" if stale(e) else ""
+        flag += f" below the {TARGET:.0%} target" if score < TARGET else ""
         wall = f"{e['wall_s']} s" if e["wall_s"] else "not recorded"
         lines.append(f"| {name} | {', '.join(f'`{f}`' for f in e['files'])} | "
                      f"{', '.join(f'`{t}`' for t in e['tests'])} | {e['total']} | {killed} | {equivalent} | "
