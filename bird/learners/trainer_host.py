@@ -149,7 +149,7 @@ class _Run:
                                        "loading and compiling the training program",
                                        f"train.jax.compile_timeout_s={limit:g}")
         if not replies.is_ok(reply):
-            raise replies.RewardProgramError(replies.failure_from(reply, {"train_error"}))
+            raise replies.RewardProgramError(replies.failure_from(reply))  # its kind: train_error (run_trainer)
         self.rows = replies.integer(reply.get("rows"), "rows", 1, 1 << 24)
         settings = reply.get("settings")
         if not isinstance(settings, dict):
@@ -220,7 +220,7 @@ class _Run:
             return False
         if event == "checkpoint":
             i = replies.integer(frame.get("job"), "job", 0, len(self.jobs) - 1)
-            if i not in self.live or i in self.failures or len(self.curves[i]) >= self.jobs[i].n_checkpoints:
+            if i not in self.live or len(self.curves[i]) >= self.jobs[i].n_checkpoints:  # live: not failed
                 raise replies.bad(f"a checkpoint for job {i}, which is not training or has all its checkpoints")
             # a checkpoint belongs to the update in progress (evaluated before its "update" frame)
             c = read_checkpoint(frame.get("checkpoint"), self.jobs[i], (self.updates + 1) * self.steps_per_update)

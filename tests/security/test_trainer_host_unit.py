@@ -19,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from bird.learners import trainer_host
@@ -266,12 +267,24 @@ def test_a_reference_job_sends_no_program_and_a_group_trains_with_the_compile_st
     assert pickle.loads(host.trainer.sent()[0][1])[1] is None  # noqa: S301 - the host's, in this test
 
 
+def test_the_texts_of_the_hosts_own_refusals_are_exact(host):
+    for script, n, reason in [
+            ([setup_reply(settings=[64, 3])], 1, "settings must be an object"),
+            ([setup_reply(devices="TFRT_CPU_0")], 1, "devices must be a list of at most 16 strings"),
+            ([setup_reply(), load_reply(live=[0, 0])], 1, "a list of live jobs that does not match the group"),
+            ([setup_reply(), load_reply(), *training([0])[:-1], {**training([0])[-1], "shipped": {}}], 1,
+             "shipped checkpoints that do not match the jobs that trained")]:
+        _, attempt = host.run(script, n=n)
+        assert attempt.group.reason == reason
+
+
 @pytest.mark.parametrize("reply, words", [
     ({"ok": False, "kind": "timeout", "reason": "no such task"}, "no such task"),
     ({"ok": 1}, "unknown error"),  # only `true` is ok
     (setup_reply(rows=0), "rows must be an integer in [1, 16777216], got 0"),
     (setup_reply(rows=(1 << 24) + 1), "rows must be an integer in [1, 16777216], got 16777217"),
     (setup_reply(settings=[64, 3]), "settings must be an object"),
+    (setup_reply(devices="TFRT_CPU_0"), "devices must be a list of at most 16 strings"),
     (setup_reply(settings={"n_updates": 3}), "steps_per_update must be an integer"),
     (setup_reply(settings={"steps_per_update": 0, "n_updates": 3}), "steps_per_update must be an integer in [1, "),
     (setup_reply(settings={"steps_per_update": (1 << 40) + 1, "n_updates": 3}), "in [1, 1099511627776]"),
@@ -284,7 +297,7 @@ def test_a_reference_job_sends_no_program_and_a_group_trains_with_the_compile_st
 ])
 def test_a_setup_that_fails_is_the_groups_train_error_and_blames_no_program(host, reply, words):
     _, attempt = host.run([reply])
-    assert attempt.results == [] and attempt.group.kind == FailureKind.TRAIN_ERROR and not attempt.blame
+    assert attempt.results == [] and attempt.group.kind == FailureKind.TRAIN_ERROR and attempt.blame is False
     assert words in attempt.group.reason, attempt.group.reason
     assert [op for op, _ in host.trainer.sent()] == ["setup"] and host.trainer.closed >= 1
     assert set(attempt.seconds) == {"start_s"} and attempt.layers == host.trainer.layers
@@ -353,6 +366,12 @@ def test_a_load_that_fails_is_blamed_on_the_programs(host, reply, kind, words):
     assert (attempt.group.kind, attempt.blame, attempt.results) == (kind, True, [])
     assert words in attempt.group.reason, attempt.group.reason
     assert set(attempt.seconds) == {"start_s", "setup_s"} and host.trainer.closed >= 1
+
+
+def test_a_group_failure_keeps_the_trainers_detail(host):
+    reply = {"ok": False, "kind": "non_finite", "reason": "NaN", "detail": "in slot 3\nat update 2"}
+    _, attempt = host.run([setup_reply(), reply])
+    assert (attempt.group.reason, attempt.group.detail) == ("NaN", "in slot 3\nat update 2")
 
 
 def test_a_group_whose_every_program_failed_to_load_is_not_trained(host):
@@ -484,6 +503,24 @@ def test_outputs_that_are_wrong_fail_the_group(host, frames, kind, words):
     assert words in attempt.group.reason, attempt.group.reason
 
 
+def test_a_jobs_rollouts_are_written_with_its_policy(host):
+    rows = 2
+    arrays = {"obs": np.arange(rows * 11, dtype="<f8").reshape(rows, 11), "actions": np.zeros((rows, 3)),
+              "next_obs": np.ones((rows, 11)), "episode": np.zeros(rows, dtype="<i8"), "reward": np.full(rows, 0.5),
+              "comp/a": np.full(rows, 0.25), "score": np.array([0.7]), "quantity": np.array([1.5]),
+              "length": np.array([rows], dtype="<i8")}
+    frame = {"event": "output", "job": 0, "policy": 8, "arrays": [[k, a.dtype.str, list(a.shape)]
+                                                                   for k, a in arrays.items()]}
+    data = b"POLICY!!" + b"".join(a.tobytes() for a in arrays.values())
+    _, attempt = host.run([setup_reply(), load_reply(), *training([0]), (frame, data), {"event": "done"}],
+                          collect_episodes=1)
+    [result] = attempt.results
+    assert attempt.group is None and Path(result.policy_path).read_bytes() == b"POLICY!!"
+    with np.load(result.rollouts_path, allow_pickle=False) as saved:
+        assert sorted(saved.files) == sorted(arrays)
+        assert all(np.array_equal(saved[k], a) for k, a in arrays.items())
+
+
 def test_outputs_for_a_job_that_failed_in_training_are_refused(host):
     failures = {"1": {"kind": "non_finite", "reason": "NaN in job 1"}}
     script = [setup_reply(), load_reply(2), *training([0, 1], failures), *outputs([0, 1])]
@@ -512,6 +549,14 @@ def test_the_overall_limit_cuts_the_wait_for_an_update_short(host):
     assert [c[1] for c in host.trainer.calls if c[0] == "receive"] == [3.0, 3.0, 1.5]
     assert attempt.results[0].failure.reason == "training exceeded train.timeout_s=10"
     assert attempt.results[0].env_steps == 64
+
+
+def test_without_an_overall_limit_a_long_training_is_never_cut(host):
+    frames = training([0])
+    slow = [Later(100.0, f) for f in frames]  # each frame 100 s apart: the update limit is per frame
+    _, attempt = host.run([setup_reply(), load_reply(), *slow, *outputs([0])], timeout_s=0.0)
+    assert attempt.group is None and attempt.results[0].ok
+    assert [c[1] for c in host.trainer.calls if c[0] == "receive"][:len(frames)] == [3.0] * len(frames)
 
 
 def test_a_silent_trainer_before_the_overall_limit_is_the_update_limits_timeout(host):
@@ -651,6 +696,25 @@ def test_a_group_trains_with_what_its_compile_step_made(host, compile_step):
     assert attempt.group is None and pickle.loads(host.trainer.sent()[0][1])[1] == b"EXECUTABLES"  # noqa: S301
 
 
+def test_by_default_the_trainer_gets_the_compile_steps_executables(host, compile_step, monkeypatch):
+    monkeypatch.setattr(trainer_host, "WorkerProcess", host.worker(clean()))
+    attempt = trainer_host.run_trainer(host.jobs(1), 1)
+    assert attempt.group is None and pickle.loads(host.trainer.sent()[0][1])[1] == b"EXECUTABLES"  # noqa: S301
+
+
+def test_a_program_compiled_for_one_accelerator_is_not_found_for_another(host, compile_step, monkeypatch):
+    from bird.learners.jax_executables import StoredPrograms, store_dir
+
+    real = trainer_host.trainer_isolation
+    monkeypatch.setattr(trainer_host, "trainer_isolation",
+                        lambda job: (replace(real(job)[0], devices=("/dev/nvidia0",)), real(job)[1]))
+    jobs = [replace(j, program=None) for j in host.jobs(1)]
+    assert trainer_host.ensure_compiled(jobs, 1, 30.0) == b"EXECUTABLES"
+    key, env = trainer_host._compile_key(jobs, 1), {"PATH": os.defpath, **real(jobs[0])[1]}
+    assert StoredPrograms(store_dir(), env, ("/dev/nvidia0",)).get(key) == b"EXECUTABLES"
+    assert StoredPrograms(store_dir(), env, ()).get(key) is None
+
+
 def test_without_the_cache_there_is_no_compile_step(host, compile_step, monkeypatch):
     monkeypatch.setenv("BIRD_JAX_CACHE", "off")
     trainer_host._COMPILED["anything"] = b"X"
@@ -661,8 +725,9 @@ def test_without_the_cache_there_is_no_compile_step(host, compile_step, monkeypa
 def test_the_compile_key_is_the_program_not_the_trainers_limits(host):
     [job] = host.jobs(1)
     key = trainer_host._compile_key([job], 1)
-    jax = replace(job.train.jax, trainer_memory_mb=1, compile_timeout_s=2.0, update_timeout_s=3.0)
-    assert trainer_host._compile_key([replace(job, train=replace(job.train, jax=jax))], 1) == key
+    for limit in ({"trainer_memory_mb": 1}, {"compile_timeout_s": 2.0}, {"update_timeout_s": 5.0}):
+        assert trainer_host._compile_key([replace(job, train=replace(job.train, jax=replace(job.train.jax, **limit)))],
+                                         1) == key, limit
     assert trainer_host._compile_key([job, replace(job, env_steps=384)], 1) == key  # the group's first job decides
     changed = [replace(job, env_steps=384), replace(job, eval_episodes=job.eval_episodes + 1),
                replace(job, train=replace(job.train, normalize_reward=not job.train.normalize_reward)),
