@@ -108,7 +108,9 @@ MODULES: dict[str, Module] = {
     "jax_ppo": Module(("bird/learners/jax_ppo.py",), ("tests/jaxpath/test_jax_ppo_unit.py",)),
     "jax_rollouts": Module(("bird/learners/jax_rollouts.py",), ("tests/jaxpath/test_jax_rollouts_unit.py",)),
     "programs": Module(("bird/learners/programs.py",), ("tests/jaxpath/test_programs_unit.py",)),
-    "trainer_host": Module(("bird/learners/trainer_host.py",), ("tests/security/test_trainer_host.py",)),
+    # the host in the test process against a scripted stand-in for the trainer's WorkerProcess and a test clock
+    # (test_trainer_host.py runs real trainers behind the real protocol, about 25 s a pass)
+    "trainer_host": Module(("bird/learners/trainer_host.py",), ("tests/security/test_trainer_host_unit.py",)),
     "trainer_replies": Module(("bird/learners/trainer_replies.py", "bird/learners/jax_outputs.py"),
                               ("tests/security/test_trainer_replies_unit.py", "tests/security/test_reply_parsing.py",
                                "tests/test_jax_outputs.py",

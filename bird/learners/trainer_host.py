@@ -298,15 +298,17 @@ def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = No
     run = None
     try:
         run = _Run(jobs, width, progress, compiled if executables else None)
-        run.setup()
-        run.load()
-        if run.live:
-            run.train()
-            run.collect_outputs()
-        else:
-            run.worker.close()
-    except _Stopped:
-        pass
+        try:
+            run.setup()
+            run.load()
+            if run.live:
+                run.train()
+                run.collect_outputs()
+            else:
+                run.worker.close()
+        except _Stopped:
+            pass
+        results = run.results()  # the files: a disk that fails here is the host's failure too
     except replies.RewardProgramError as exc:
         blame = run is not None and run.blame
         kind = exc.failure.kind if blame else FailureKind.TRAIN_ERROR
@@ -318,4 +320,4 @@ def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = No
     finally:
         if run is not None:
             run.worker.close()
-    return Attempt(results=run.results(), seconds=run.seconds, layers=run.worker.layers)
+    return Attempt(results=results, seconds=run.seconds, layers=run.worker.layers)
