@@ -155,6 +155,22 @@ def test_prune_notes_and_report_run_no_module(repo, monkeypatch):
     assert ran == []
 
 
+def test_a_run_that_checked_no_mutant_keeps_the_stored_result_and_fails(repo, monkeypatch, capsys):
+    """mutmut stops before its first mutant when the tests fail their clean run: no score to store."""
+    none = {**_entry(), "counts": {"not checked": 2}, "survivors": [], "finished": False}
+    monkeypatch.setattr(mutate, "run_module", lambda *a: none)
+    monkeypatch.setattr(mutate, "STAGE", repo / "stage")
+    (repo / "stage" / "m").mkdir(parents=True)
+    (repo / "stage" / "m" / "mutmut.log").write_text("⠋ Running clean tests\n    done\nFailed to run clean test\n⠙ x\n")
+    results = repo / "results.json"
+    results.write_text(json.dumps({"m": _entry()}))
+    assert mutate.main(["m", "--results", str(results)]) == 1
+    assert json.loads(results.read_text()) == {"m": _entry()}
+    assert "m: no mutant was checked (mutmut said: Failed to run clean test); the stored result is kept" in \
+        capsys.readouterr().out
+    assert report._score(none, "m", []) == (0, 0, 0, 0.0)  # and, stored by hand, it would score nothing
+
+
 def test_a_changed_run_goes_to_the_incremental_run_and_any_other_to_a_full_or_resumed_one(repo, monkeypatch):
     calls = []
     monkeypatch.setattr(mutate, "run_module", lambda *a: calls.append(("full", *a)) or _entry())

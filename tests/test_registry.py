@@ -151,10 +151,13 @@ def test_every_package_is_listed_in_pyproject():
 
 @pytest.fixture
 def declare(monkeypatch):
-    """declare(*names): test-only registry families, removed after the test."""
+    """declare(*names): test-only registry families, removed after the test with everything registered in them (a
+    family left behind would fail the every-family test run after it)."""
     def _declare(*names):
         for name in names:
             monkeypatch.setitem(registry._BY_NAME, name, registry.Family(name, "a test family"))
+            monkeypatch.setitem(registry._REGISTRY, name, {})
+            monkeypatch.setitem(registry._DECLARED, name, {})
     return _declare
 
 

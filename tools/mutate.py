@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from mutation.incremental import run_changed
-from mutation.modules import MODULES, NOTES, RESULTS, ROOT
+from mutation.modules import MODULES, NOTES, RESULTS, ROOT, STAGE
 from mutation.report import _load_notes, _score, _store, prune_notes, stale, unused_notes, write_report
 from mutation.staging import baseline, collect, run_module
 
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{b.get('no_tests', '?')} reached by no listed test, worst case {b.get('worst_case_s', '?')} s of "
                   "tests" + ("" if b["ok"] else "\n" + b.get("log", "")), flush=True)
         return 1 if bad else 0
+    failed = 0
     if args.collect:
         for name in args.modules:
             _store(args.results, name, collect(name))
@@ -71,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
             if entry["command"].endswith(("--resume", "--changed")) and previous:
                 entry["wall_s"] += previous["wall_s"]  # the run it continued, and the runs before that
             print(f"mutate: {name}: {entry['total']} mutants, {entry['counts']}, {entry['wall_s']} s", flush=True)
+            if entry["total"] and entry["counts"].get("not checked", 0) == entry["total"]:
+                failed += 1  # mutmut stopped before its first mutant (its clean run of the tests failed, say)
+                print(f"mutate: {name}: no mutant was checked ({_last_words(STAGE / name / 'mutmut.log')}); the "
+                      "stored result is kept", flush=True)
+                continue
             _store(args.results, name, entry)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}
     if args.prune_notes:
@@ -81,7 +87,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:18s} score {_score(e, name, notes)[3]:.1%}" + (" (stale)" if stale(e) else ""))
     for n in unused_notes(results, notes):
         print(f"unused note: {n['module']}: {n['function']}: {n['added']}")
-    return 0
+    return 1 if failed else 0
+
+
+def _last_words(log: Path) -> str:
+    """mutmut's last line of text in a run's log (its spinner lines left out)."""
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines()] if log.is_file() else []
+    said = [line for line in lines if line and not line.startswith(("⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"))]
+    return f"mutmut said: {said[-1]}" if said else "mutmut wrote no log"
 
 
 if __name__ == "__main__":

@@ -47,11 +47,12 @@ def _note_for(module: str, s: dict, notes: list[dict]) -> dict | None:
 
 def _score(entry: dict, module: str, notes: list[dict]) -> tuple[int, int, int, float]:
     """(killed, equivalent, counted, score) with score = killed / (checked - equivalent); a stopped run leaves
-    some mutants not checked, and they are left out."""
+    some mutants not checked, and they are left out. A run that checked none has no score: 0."""
     killed = sum(v for k, v in entry["counts"].items() if k in KILLED)
     equivalent = sum(1 for s in entry["survivors"] if (_note_for(module, s, notes) or {}).get("kind") == "equivalent")
-    counted = entry["total"] - entry["counts"].get("not checked", 0) - equivalent
-    return killed, equivalent, counted, killed / counted if counted else 1.0
+    checked = entry["total"] - entry["counts"].get("not checked", 0)
+    counted = checked - equivalent
+    return killed, equivalent, counted, (killed / counted if counted else 1.0) if checked else 0.0
 
 
 def unused_notes(results: dict, notes: list[dict]) -> list[dict]:
