@@ -1,5 +1,5 @@
-"""tools/mutate.py: a stored run whose source changed is marked stale, notes that explain no survivor are listed,
-and an incremental run (--changed) re-checks exactly what a change can affect."""
+"""tools/mutate.py and its parts (tools/mutation/): a stored run whose source changed is marked stale, notes that
+explain no survivor are listed, and an incremental run (--changed) re-checks exactly what a change can affect."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import mutate  # noqa: E402
+from mutation import incremental, modules, report, staging  # noqa: E402
 
 SURVIVOR = {"key": "bird.m.x_f__mutmut_1", "function": "f", "status": "survived", "removed": "a = 1", "added": "a = 2"}
 
@@ -20,11 +21,14 @@ SURVIVOR = {"key": "bird.m.x_f__mutmut_1", "function": "f", "status": "survived"
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
     """A repository of one module's source file, with the report's files in tmp_path."""
-    monkeypatch.setattr(mutate, "ROOT", tmp_path)
-    monkeypatch.setattr(mutate, "REPORT", tmp_path / "mutation.md")
-    monkeypatch.setattr(mutate, "SURVIVORS", tmp_path / "survivors.md")
-    monkeypatch.setattr(mutate, "NOTES", tmp_path / "notes.toml")
-    monkeypatch.setattr(mutate, "MODULES", {"m": mutate.Module(("bird/m.py",), ("tests/test_m.py::test_f",))})
+    table = {"ROOT": tmp_path, "REPORT": tmp_path / "mutation.md", "SURVIVORS": tmp_path / "survivors.md",
+             "NOTES": tmp_path / "notes.toml",
+             "MODULES": {"m": modules.Module(("bird/m.py",), ("tests/test_m.py::test_f",))}}
+    # each part took its names from mutation.modules when imported: set them wherever they are
+    for part in (modules, staging, incremental, report, mutate):
+        for name, value in table.items():
+            if hasattr(part, name):
+                monkeypatch.setattr(part, name, value)
     (tmp_path / "bird").mkdir()
     (tmp_path / "bird" / "m.py").write_text("def f():\n    a = 1\n")
     return tmp_path
@@ -33,19 +37,28 @@ def repo(tmp_path, monkeypatch):
 def _entry() -> dict:
     return {"files": ["bird/m.py"], "tests": ["tests/test_m.py::test_f"], "date": "2026-12-05", "wall_s": 1,
             "finished": True, "total": 2, "counts": {"killed": 1, "survived": 1}, "survivors": [dict(SURVIVOR)],
-            "command": "python tools/mutate.py m", "sha256": mutate._hashes(("bird/m.py", "tests/test_m.py::test_f"))}
+            "command": "python tools/mutate.py m", "sha256": staging._hashes(("bird/m.py", "tests/test_m.py::test_f"))}
 
 
 def test_a_run_is_marked_stale_once_its_source_changes(repo):
     entry = _entry()
     assert entry["sha256"]["tests/test_m.py"] == "missing"  # the test file, by its path without ::test_f
-    mutate.write_report({"m": entry})
-    assert mutate.stale(entry) == [] and "stale" not in mutate.REPORT.read_text()
+    report.write_report({"m": entry})
+    assert report.stale(entry) == [] and "stale" not in report.REPORT.read_text()
     (repo / "bird" / "m.py").write_text("def f():\n    a = 3\n")
-    mutate.write_report({"m": entry})
-    assert mutate.stale(entry) == ["bird/m.py"]
-    row = next(line for line in mutate.REPORT.read_text().splitlines() if line.startswith("| m |"))
+    report.write_report({"m": entry})
+    assert report.stale(entry) == ["bird/m.py"]
+    row = next(line for line in report.REPORT.read_text().splitlines() if line.startswith("| m |"))
     assert "stale (source changed since the run)" in row
+
+
+def test_a_module_below_the_target_is_flagged_in_its_row(repo):
+    report.write_report({"m": _entry()})  # 1 killed of 2, its survivor unexplained: 50 %
+    row = next(line for line in report.REPORT.read_text().splitlines() if line.startswith("| m |"))
+    assert "**50.0%** below the 85% target" in row
+    report.write_report({"m": {**_entry(), "counts": {"killed": 2}, "survivors": []}})
+    row = next(line for line in report.REPORT.read_text().splitlines() if line.startswith("| m |"))
+    assert "**100.0%**" in row and "below" not in row
 
 
 def test_a_run_recorded_without_hashes_is_stale_once_git_changed_its_source_on_a_later_day(repo):
@@ -53,7 +66,7 @@ def test_a_run_recorded_without_hashes_is_stale_once_git_changed_its_source_on_a
 
     entry = _entry()
     del entry["sha256"]
-    assert mutate.stale(entry) == []  # not a git checkout: unknown, not called stale
+    assert report.stale(entry) == []  # not a git checkout: unknown, not called stale
 
     def commit(day: str) -> None:
         env = {**os.environ, "GIT_AUTHOR_DATE": f"{day}T12:00:00", "GIT_COMMITTER_DATE": f"{day}T12:00:00", "HOME": str(repo),
@@ -63,21 +76,21 @@ def test_a_run_recorded_without_hashes_is_stale_once_git_changed_its_source_on_a
 
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     commit("2026-12-05")  # the run's day
-    assert mutate.stale(entry) == []
+    assert report.stale(entry) == []
     (repo / "bird" / "m.py").write_text("def f():\n    a = 3\n")
     commit("2026-12-06")
-    assert mutate.stale(entry) == ["bird/m.py"]
+    assert report.stale(entry) == ["bird/m.py"]
 
 
 def test_notes_that_match_no_survivor_are_listed_as_unused(repo):
-    mutate.NOTES.write_text('[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 2"\nkind = "equivalent"\nwhy = "x"\n'
+    report.NOTES.write_text('[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 2"\nkind = "equivalent"\nwhy = "x"\n'
                             '[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 9"\nkind = "equivalent"\nwhy = "y"\n'
                             '[[note]]\nmodule = "m"\nfunction = "g"\nadded = "a = 2"\nkind = "equivalent"\nwhy = "z"\n')
     results = {"m": _entry()}
-    assert [(n["function"], n["added"]) for n in mutate.unused_notes(results, mutate._load_notes())] == [
+    assert [(n["function"], n["added"]) for n in report.unused_notes(results, report._load_notes())] == [
         ("f", "a = 9"), ("g", "a = 2")]
-    mutate.write_report(results)
-    page = mutate.REPORT.read_text()
+    report.write_report(results)
+    page = report.REPORT.read_text()
     assert "Unused notes" in page and "m: f: `a = 9`" in page and "m: g: `a = 2`" in page
     assert "m: f: `a = 2`" not in page
 
@@ -95,7 +108,7 @@ def test_an_incremental_run_rechecks_changed_new_and_surviving_mutants_and_keeps
     after = {"bird/m.py": _meta({"x_f__mutmut_1": 1, "x_f__mutmut_2": 0, "x_g__mutmut_1": None, "x_g__mutmut_2": None,
                                  "x_g__mutmut_3": None, "x_h__mutmut_1": 36, "x_k__mutmut_1": None,
                                  "x_new__mutmut_1": None}, {"x_f": "a", "x_g": "B", "x_h": "c", "x_k": "e", "x_new": "d"})}
-    changed, rerun, kept = mutate._changed_plan(before, after)
+    changed, rerun, kept = incremental._changed_plan(before, after)
     assert changed == {"bird.m.x_g", "bird.m.x_new"}
     assert rerun == {f"bird.m.{k}" for k in ("x_f__mutmut_2", "x_g__mutmut_1", "x_g__mutmut_2", "x_g__mutmut_3",
                                               "x_new__mutmut_1")}
@@ -106,16 +119,16 @@ def test_the_callers_of_a_changed_function_are_found_through_callers_of_callers(
     (tmp_path / "mutants").mkdir()
     calls = {"bird.m.x_g": ["bird.m.x_f", "bird.m.x_g"], "bird.m.x_f": ["bird.m.x_top"], "bird.m.x_h": ["bird.m.x_k"]}
     (tmp_path / "mutants" / "mutmut-stats.json").write_text(json.dumps({"function_dependencies": calls}))
-    assert mutate._callers(tmp_path, {"bird.m.x_g"}) == {"bird.m.x_f", "bird.m.x_top"}
+    assert incremental._callers(tmp_path, {"bird.m.x_g"}) == {"bird.m.x_f", "bird.m.x_top"}
 
 
 def test_an_incremental_stage_keeps_only_mutmuts_record_of_the_module_and_dates_its_mutants_old(tmp_path):
-    module = mutate.Module(("bird/m.py",), ())
+    module = modules.Module(("bird/m.py",), ())
     kept = ["mutants/mutmut-stats.json", "mutants/bird/m.py", "mutants/bird/m.py.meta", "mutants/bird/m.py.spans"]
     for rel in [*kept, "mutants/bird/other.py", "mutants/tests/test_m.py", "bird/m.py", "tests/test_m.py"]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(rel)
-    mutate._clear_keeping_mutants(tmp_path, module)
+    staging._clear_keeping_mutants(tmp_path, module)
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == sorted(kept)
     assert (tmp_path / "mutants/bird/m.py").stat().st_mtime == 0
     assert (tmp_path / "mutants/bird/m.py.meta").read_text() == "mutants/bird/m.py.meta"
@@ -125,17 +138,30 @@ def test_pruning_removes_exactly_the_unused_notes_and_keeps_the_header(repo):
     header = "# notes: kept as written\n\n"
     used = '[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 2"\nkind = "equivalent"\nwhy = "x"\n\n'
     unused = '[[note]]\nmodule = "m"\nfunction = "f"\nadded = "a = 9"\nkind = "equivalent"\nwhy = "y"\n\n'
-    mutate.NOTES.write_text(header + unused + used + unused.replace("a = 9", "a = 8"))
-    assert mutate.prune_notes({"m": _entry()}) == 2
-    assert mutate.NOTES.read_text() == header + used
+    report.NOTES.write_text(header + unused + used + unused.replace("a = 9", "a = 8"))
+    assert report.prune_notes({"m": _entry()}) == 2
+    assert report.NOTES.read_text() == header + used
 
 
 def test_prune_notes_and_report_run_no_module(repo, monkeypatch):
     ran = []
     monkeypatch.setattr(mutate, "run_module", lambda *a, **k: ran.append(a) or {})
+    monkeypatch.setattr(mutate, "run_changed", lambda *a, **k: ran.append(a) or {})
     results = repo / "results.json"
     results.write_text(json.dumps({"m": _entry()}))
-    mutate.NOTES.write_text("# header\n")
+    report.NOTES.write_text("# header\n")
     for flag in ("--prune-notes", "--report"):
         assert mutate.main([flag, "--results", str(results)]) == 0
     assert ran == []
+
+
+def test_a_changed_run_goes_to_the_incremental_run_and_any_other_to_a_full_or_resumed_one(repo, monkeypatch):
+    calls = []
+    monkeypatch.setattr(mutate, "run_module", lambda *a: calls.append(("full", *a)) or _entry())
+    monkeypatch.setattr(mutate, "run_changed", lambda *a: calls.append(("changed", *a)) or _entry())
+    results = repo / "results.json"
+    for flags in ([], ["--resume"], ["--changed"], ["--resume", "--changed"]):
+        assert mutate.main(["m", "--results", str(results), "--timeout", "9", "--max-children", "3", *flags]) == 0
+    assert calls == [("full", "m", 9.0, 3, False), ("full", "m", 9.0, 3, True), ("changed", "m", 9.0, 3),
+                     ("changed", "m", 9.0, 3)]
+    assert list(json.loads(results.read_text())) == ["m"]

@@ -174,8 +174,13 @@ def _replay_cell(bundle: Bundle, cid: str, config: tuple[Any, list[str]] | None,
 
 
 def _verdict(cid: str, comparison: Comparison, expectation: str, wall: float) -> CellReplay:
-    listed = [f"only in the bundle: {p}" for p in comparison.only_recorded] + \
-             [f"only in the replay: {p}" for p in comparison.only_replayed] + [str(d) for d in comparison.differences]
+    """The cell's status against what its bundle expected; its differences listed beyond tolerance first (a file on
+    one side only is beyond any tolerance), so that a cut list still shows what broke the expectation."""
+    beyond = [f"only in the bundle: {p}" for p in comparison.only_recorded] + \
+             [f"only in the replay: {p}" for p in comparison.only_replayed] + \
+             [str(d) for d in comparison.differences if not d.within_tolerance]
+    within = [str(d) for d in comparison.differences if d.within_tolerance]
+    listed = beyond + within
     if comparison.identical:
         return CellReplay(cid, "identical", "bit-for-bit", expectation, "", wall)
     if expectation == "bit-for-bit":
@@ -184,9 +189,9 @@ def _verdict(cid: str, comparison: Comparison, expectation: str, wall: float) ->
     if comparison.within_tolerance:
         return CellReplay(cid, "within_tolerance", "within tolerance", expectation,
                           f"{len(listed)} number(s) differ within their tolerance", wall, listed)
-    beyond = [str(d) for d in comparison.differences if not d.within_tolerance]
     return CellReplay(cid, "differs", "within tolerance", expectation,
-                      f"{len(beyond)} difference(s) beyond tolerance", wall, listed)
+                      f"{len(beyond)} difference(s) beyond tolerance" + (f", {len(within)} within" if within else ""),
+                      wall, listed)
 
 
 def remove_work(out: Path) -> None:

@@ -149,7 +149,7 @@ class _Run:
                                        "loading and compiling the training program",
                                        f"train.jax.compile_timeout_s={limit:g}")
         if not replies.is_ok(reply):
-            raise replies.RewardProgramError(replies.failure_from(reply, {"train_error"}))
+            raise replies.RewardProgramError(replies.failure_from(reply))  # its kind: train_error (run_trainer)
         self.rows = replies.integer(reply.get("rows"), "rows", 1, 1 << 24)
         settings = reply.get("settings")
         if not isinstance(settings, dict):
@@ -181,8 +181,9 @@ class _Run:
             raise replies.RewardProgramError(replies.failure_from(reply))
         self.failures.update(job_failures(reply.get("failures"), len(self.jobs)))
         live = reply.get("live")
+        # every job is either live or failed, once (a job in neither would come back "ok" without training)
         if not isinstance(live, list) or [i for i in live if i not in range(len(self.jobs))] or \
-                len(set(live)) != len(live) or set(live) & set(self.failures):
+                sorted([*live, *self.failures]) != list(range(len(self.jobs))):
             raise replies.bad("a list of live jobs that does not match the group")
         self.live = [i for i in range(len(self.jobs)) if i in live]
         self.seconds["load_s"] = time.monotonic() - t
@@ -219,7 +220,7 @@ class _Run:
             return False
         if event == "checkpoint":
             i = replies.integer(frame.get("job"), "job", 0, len(self.jobs) - 1)
-            if i not in self.live or i in self.failures or len(self.curves[i]) >= self.jobs[i].n_checkpoints:
+            if i not in self.live or len(self.curves[i]) >= self.jobs[i].n_checkpoints:  # live: not failed
                 raise replies.bad(f"a checkpoint for job {i}, which is not training or has all its checkpoints")
             # a checkpoint belongs to the update in progress (evaluated before its "update" frame)
             c = read_checkpoint(frame.get("checkpoint"), self.jobs[i], (self.updates + 1) * self.steps_per_update)
@@ -298,15 +299,17 @@ def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = No
     run = None
     try:
         run = _Run(jobs, width, progress, compiled if executables else None)
-        run.setup()
-        run.load()
-        if run.live:
-            run.train()
-            run.collect_outputs()
-        else:
-            run.worker.close()
-    except _Stopped:
-        pass
+        try:
+            run.setup()
+            run.load()
+            if run.live:
+                run.train()
+                run.collect_outputs()
+            else:
+                run.worker.close()
+        except _Stopped:
+            pass
+        results = run.results()  # the files: a disk that fails here is the host's failure too
     except replies.RewardProgramError as exc:
         blame = run is not None and run.blame
         kind = exc.failure.kind if blame else FailureKind.TRAIN_ERROR
@@ -318,4 +321,4 @@ def run_trainer(jobs: list[TrainJob], width: int, progress: Progress | None = No
     finally:
         if run is not None:
             run.worker.close()
-    return Attempt(results=run.results(), seconds=run.seconds, layers=run.worker.layers)
+    return Attempt(results=results, seconds=run.seconds, layers=run.worker.layers)

@@ -129,13 +129,14 @@ def test_a_verdict_is_identical_within_tolerance_or_differs_by_what_was_expected
         "c", "within_tolerance", "within tolerance", "within tolerance", "2 number(s) differ within their tolerance",
         1.0, [str(near), str(near)])
     assert _verdict("c", _cmp(near, far, near), "within tolerance", 3.0) == CellReplay(
-        "c", "differs", "within tolerance", "within tolerance", "1 difference(s) beyond tolerance", 3.0,
-        [str(near), str(far), str(near)])
-    listed = _verdict("c", _cmp(far, only_recorded=["a.csv"], only_replayed=["b.csv", "c.csv"]), "-", 0.0)
+        "c", "differs", "within tolerance", "within tolerance", "1 difference(s) beyond tolerance, 2 within", 3.0,
+        [str(far), str(near), str(near)])  # what broke the expectation first
+    listed = _verdict("c", _cmp(near, far, only_recorded=["a.csv"], only_replayed=["b.csv", "c.csv"]), "-", 0.0)
     assert listed.differences == ["only in the bundle: a.csv", "only in the replay: b.csv",
-                                  "only in the replay: c.csv", str(far)]
-    assert listed.detail == "1 difference(s) beyond tolerance" and listed.status == "differs"
-    assert _verdict("c", _cmp(only_replayed=["b"]), "within tolerance", 0.0).status == "differs"
+                                  "only in the replay: c.csv", str(far), str(near)]
+    assert listed.detail == "4 difference(s) beyond tolerance, 1 within" and listed.status == "differs"
+    only_files = _verdict("c", _cmp(only_replayed=["b"]), "within tolerance", 0.0)
+    assert (only_files.status, only_files.detail) == ("differs", "1 difference(s) beyond tolerance")
 
 
 def test_the_report_is_ok_only_when_every_cell_reproduced_and_renders_each_cell():

@@ -85,6 +85,13 @@ def test_rewards_are_divided_by_the_running_std_of_the_discounted_return_and_cli
         np.testing.assert_allclose(getattr(got_scale, k), want_scale[k], rtol=1e-4)
 
 
+def test_rewards_with_no_spread_yet_are_divided_by_a_small_floor_not_by_zero():
+    p = program()
+    scale = ReturnScale(jnp.zeros(2), jnp.float32(0.0), jnp.float32(0.0), jnp.float32(1e6))
+    _, got = p._scale_rewards(scale, jnp.zeros((3, 2)), jnp.zeros((3, 2)))
+    assert np.asarray(got).tolist() == [[0.0, 0.0]] * 3  # 0 / sqrt(0 + 1e-8), not 0 / 0
+
+
 def test_without_reward_normalisation_rewards_and_the_scale_pass_through():
     p = program(normalize_reward=False)
     scale = ReturnScale(jnp.ones(2), jnp.zeros(()), jnp.ones(()), jnp.ones(()))
@@ -145,6 +152,11 @@ def test_init_draws_networks_envs_and_loop_key_from_one_key_each():
     jax.tree.map(np.testing.assert_array_equal, ts.opt_state, p.optimizer.init(ts.params))
 
 
+def test_init_starts_one_env_per_num_envs():
+    ts = one(program(num_envs=3, batch_size=3).init(jax.random.PRNGKey(11)[None]))
+    assert ts.env.obs.shape == (3, 3) and ts.scale.ret.shape == (3,)
+
+
 def test_a_step_resets_finished_envs_but_returns_their_true_next_observation():
     p = program()
     state = p.env.reset(jnp.array([[0, 3], [0, 5]], dtype=jnp.uint32))  # x0 = 0.3, 0.5
@@ -159,6 +171,24 @@ def test_a_step_resets_finished_envs_but_returns_their_true_next_observation():
     np.testing.assert_array_equal(nstate.done, [1.0, 0.0])
     np.testing.assert_array_equal(nstate.info["steps"], [3.0, 1.0])
     np.testing.assert_allclose(nstate.reward, [2.3 + 0.5, 0.6 + 0.025], rtol=1e-6)
+
+
+class NeverSetsDone(PointEnv):
+    """A task whose step leaves `done` as it came (it never terminates): only the episode limit ends an episode."""
+
+    def step(self, state, action):
+        return super().step(state, action).replace(done=state.done)
+
+
+def test_a_step_starts_a_finished_env_afresh_even_when_the_env_never_sets_done():
+    p = PPOProgram(NeverSetsDone(), "displacement", settings(), 1, HORIZON)
+    state = p.env.reset(jnp.array([[0, 3], [0, 5]], dtype=jnp.uint32))
+    state.info["first_pipeline_state"], state.info["first_obs"] = state.pipeline_state, state.obs
+    state = state.replace(done=jnp.array([0.0, 1.0]))  # env 1 reached its limit on the last step
+    state.info["steps"] = jnp.array([2.0, HORIZON])
+    nstate, _ = p._step(state, jnp.array([[2.0], [0.1]]))
+    np.testing.assert_array_equal(nstate.done, [0.0, 0.0])  # env 1's new episode is not over at its first step
+    np.testing.assert_array_equal(nstate.info["steps"], [3.0, 1.0])
 
 
 def test_a_rollout_records_the_policys_decisions_and_the_true_successors():
@@ -207,6 +237,24 @@ def test_the_loss_is_brax_ppo_with_the_settings_values():
     np.testing.assert_allclose(q.loss(ts.params, ts.normalizer, data, key)[0],
                                want3(ts.params, ts.normalizer, data, key)[0], rtol=1e-6)
     assert not np.isclose(float(want_loss), float(want3(ts.params, ts.normalizer, data, key)[0]))
+
+
+def test_the_loss_uses_the_settings_discount_and_clip_away_from_brax_defaults():
+    """Brax's defaults are discounting 0.9 and clipping 0.3; parameters moved away from the ones that collected the
+    data make the probability ratios leave the clip range, so both settings change the loss."""
+    p = program(discounting=0.5, clipping_epsilon=0.05)
+    ts = one(p.init(jax.random.split(jax.random.PRNGKey(5), 1)))
+    _, roll = p.collect(jax.tree.map(lambda x: x[None], ts))
+    data = _transition(one(roll), one(roll).ref_reward)
+    moved = jax.tree.map(lambda x: x + 0.5 * jnp.sign(x + 0.1), ts.params)
+    key = jax.random.PRNGKey(9)
+    base = dict(ppo_network=p.network, entropy_cost=0.013, gae_lambda=0.8, reward_scaling=1.0, normalize_advantage=True)
+    want = functools.partial(ppo_losses.compute_ppo_loss, discounting=0.5, clipping_epsilon=0.05, **base)
+    got = float(p.loss(moved, ts.normalizer, data, key)[0])
+    assert got == pytest.approx(float(want(moved, ts.normalizer, data, key)[0]), rel=1e-6)
+    for other in (dict(discounting=0.9, clipping_epsilon=0.05), dict(discounting=0.5, clipping_epsilon=0.3)):
+        wrong = functools.partial(ppo_losses.compute_ppo_loss, **other, **base)
+        assert got != pytest.approx(float(wrong(moved, ts.normalizer, data, key)[0]), rel=1e-4), other
 
 
 def _transition(roll: Rollout, reward):
