@@ -171,6 +171,37 @@ def test_a_run_that_checked_no_mutant_keeps_the_stored_result_and_fails(repo, mo
     assert report._score(none, "m", []) == (0, 0, 0, 0.0)  # and, stored by hand, it would score nothing
 
 
+def test_a_run_whose_stats_collection_failed_keeps_the_stored_result_though_some_mutants_were_checked_before(
+        repo, monkeypatch, capsys):
+    earlier = {**_entry(), "counts": {"killed": 1, "not checked": 1}, "survivors": []}  # the stage's old verdicts
+    monkeypatch.setattr(mutate, "run_module", lambda *a: earlier)
+    monkeypatch.setattr(mutate, "STAGE", repo / "stage")
+    (repo / "stage" / "m").mkdir(parents=True)
+    (repo / "stage" / "m" / "mutmut.log").write_text("Found 16 new tests, rerunning stats collection\n\n"
+                                                     "failed to collect stats. runner returned 1\n")
+    results = repo / "results.json"
+    results.write_text(json.dumps({"m": _entry()}))
+    assert mutate.main(["m", "--results", str(results), "--resume"]) == 1
+    assert json.loads(results.read_text()) == {"m": _entry()}
+    assert "no mutant was checked (mutmut said: failed to collect stats)" in capsys.readouterr().out
+
+
+def test_a_resume_refuses_a_stage_whose_code_around_the_module_changed(repo, monkeypatch):
+    monkeypatch.setattr(staging, "LAYOUT", {"bird": "bird"})
+    monkeypatch.setattr(staging, "STAGE", repo / "stage")
+    (repo / "bird" / "other.py").write_text("X = 1\n")
+    mutants = repo / "stage" / "m" / "mutants" / "bird"
+    mutants.mkdir(parents=True)
+    (mutants / "m.py").write_text("# the trampolined module: never compared\n")
+    (mutants / "other.py").write_text("X = 1\n")
+    assert staging.stale_copies(repo / "stage" / "m", modules.MODULES["m"]) == []
+    (repo / "bird" / "other.py").write_text("X = 2\n")
+    (repo / "bird" / "new.py").write_text("Y = 1\n")
+    assert staging.stale_copies(repo / "stage" / "m", modules.MODULES["m"]) == ["bird/new.py", "bird/other.py"]
+    with pytest.raises(SystemExit, match=r"--resume m: 2 source file\(s\) changed .*--changed"):
+        staging.run_module("m", 10.0, 1, resume=True)
+
+
 def test_a_changed_run_goes_to_the_incremental_run_and_any_other_to_a_full_or_resumed_one(repo, monkeypatch):
     calls = []
     monkeypatch.setattr(mutate, "run_module", lambda *a: calls.append(("full", *a)) or _entry())

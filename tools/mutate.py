@@ -25,7 +25,7 @@ from pathlib import Path
 from mutation.incremental import run_changed
 from mutation.modules import MODULES, NOTES, RESULTS, ROOT, STAGE
 from mutation.report import _load_notes, _score, _store, prune_notes, stale, unused_notes, write_report
-from mutation.staging import baseline, collect, run_module
+from mutation.staging import baseline, collect, failed_early, run_module
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,10 +72,11 @@ def main(argv: list[str] | None = None) -> int:
             if entry["command"].endswith(("--resume", "--changed")) and previous:
                 entry["wall_s"] += previous["wall_s"]  # the run it continued, and the runs before that
             print(f"mutate: {name}: {entry['total']} mutants, {entry['counts']}, {entry['wall_s']} s", flush=True)
-            if entry["total"] and entry["counts"].get("not checked", 0) == entry["total"]:
+            early = failed_early(STAGE / name)
+            if early or (entry["total"] and entry["counts"].get("not checked", 0) == entry["total"]):
                 failed += 1  # mutmut stopped before its first mutant (its clean run of the tests failed, say)
-                print(f"mutate: {name}: no mutant was checked ({_last_words(STAGE / name / 'mutmut.log')}); the "
-                      "stored result is kept", flush=True)
+                said = f"mutmut said: {early}" if early else _last_words(STAGE / name / "mutmut.log")
+                print(f"mutate: {name}: no mutant was checked ({said}); the stored result is kept", flush=True)
                 continue
             _store(args.results, name, entry)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}

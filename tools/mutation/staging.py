@@ -162,6 +162,31 @@ def _function(key: str) -> str:
 NO_MUTANT = "baseline-only"  # a name no mutant has: `mutmut run` stops after generating mutants and its stats run
 
 
+def stale_copies(stage: Path, module: Module) -> list[str]:
+    """The package's files (other than the module's own) whose copy in the stage's mutants/ differs from the source
+    now: a resumed run would test the module against old code around it, so it needs --changed instead."""
+    own = {_staged(f) for f in module.files}
+    out = []
+    for top, target in LAYOUT.items():
+        for src in sorted((ROOT / top).rglob("*.py")):
+            staged = f"{target}/{src.relative_to(ROOT / top).as_posix()}"
+            copy = stage / "mutants" / staged
+            if staged not in own and "__pycache__" not in src.parts and \
+                    (not copy.is_file() or copy.read_bytes() != src.read_bytes()):
+                out.append(staged)
+    return out
+
+
+FAILED_EARLY = ("Failed to run clean test", "failed to collect stats")  # mutmut's words when it checked no mutant
+
+
+def failed_early(stage: Path) -> str | None:
+    """What mutmut said when the run's log shows it stopped before its first mutant (None otherwise)."""
+    log = stage / "mutmut.log"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return next((words for words in FAILED_EARLY if words in text), None)
+
+
 def run_module(name: str, timeout_s: float, max_children: int, resume: bool = False) -> dict:
     """Run mutmut over one module (after a source change: incremental.run_changed). `resume` keeps the last run's
     results and re-checks only the mutants that were not killed (survivors, not checked, no tests) with the current
@@ -170,6 +195,10 @@ def run_module(name: str, timeout_s: float, max_children: int, resume: bool = Fa
     module = MODULES[name]
     rerun, before = [], {}
     if resume and (STAGE / name / "mutants").is_dir():
+        changed = stale_copies(STAGE / name, module)
+        if changed:
+            raise SystemExit(f"--resume {name}: {len(changed)} source file(s) changed since its stage was made (e.g. "
+                             f"{', '.join(changed[:3])}); run `python tools/mutate.py {name} --changed` instead")
         rerun = sorted(k for k, v in _statuses(STAGE / name, module).items() if v not in KILLED)
         before = _metas(STAGE / name, module)
     stage = _stage(name, module, resume=bool(rerun))
