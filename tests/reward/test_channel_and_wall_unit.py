@@ -222,3 +222,13 @@ def test_a_programs_namespace_has_safe_builtins_the_hook_and_the_bound_modules()
         exec("open('x')", ns)
     other = pywall.namespace(get_language("numpy"))
     assert other["np"] is not ns["np"]  # fresh proxies per program
+
+
+def test_a_program_may_start_with_from_future_import_annotations():
+    ns = pywall.namespace(get_language("numpy"))
+    code = ("from __future__ import annotations\n\n"
+            "def compute_reward(obs: np.ndarray, action: Undefined) -> float:\n    return 1.0\n")
+    exec(compile(code, "<reward>", "exec"), ns)  # the statement is a compiler switch that also runs an import
+    # the switch took effect: annotations stay unevaluated strings (Undefined is never looked up)
+    assert ns["compute_reward"].__annotations__ == {"obs": "np.ndarray", "action": "Undefined", "return": "float"}
+    assert ns["annotations"] is True  # bound from the hook's stand-in, not the real __future__ module

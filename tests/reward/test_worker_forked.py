@@ -1,10 +1,15 @@
 """The reward worker (bird/reward/worker.py) in a forked child of the test process, spoken to over its real pipes
 and framing: it applies every layer to itself, loads a program under the per-call limits, serves calls until its
 input closes, and reports every failure with a reason that names the limit that fired. (tests/security runs the
-same worker as a fresh interpreter through the host's WorkerProcess; the fork lets mutation testing reach it.)"""
+same worker as a fresh interpreter through the host's WorkerProcess; the fork lets mutation testing reach it.)
+The error record, the session and the start-up steps (the layers stubbed: a refusal, the config asked for) are also
+tested in this process."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import os
 import select
 import signal
@@ -15,6 +20,7 @@ import pytest
 from forked import Child, limits, send, spawn, vm_size_mb
 
 from bird.reward import isolation, protocol, worker
+from bird.reward.languages import get_language
 
 ROOT = os.geteuid() == 0
 FIELDS = [["x", 0, 1], ["v", 1, 2]]
@@ -298,3 +304,114 @@ def test_the_session_tracks_the_request_sequence(tmp_path):
     for fd in (r, w, rr, rw):
         os.close(fd)
     assert limits and send  # helpers shared with the layer tests
+
+
+# -- the start of a worker, in this process (the layers themselves stubbed out: they would wall in the test) --------
+@contextlib.contextmanager
+def _stdin(*frames: dict):
+    """fd 0 reads `frames` (a pipe) for the duration; the real stdin is put back after."""
+    r, w = os.pipe()
+    for header in frames:
+        protocol.write_all(w, protocol.encode(header))
+    os.close(w)
+    saved = os.dup(0)
+    os.dup2(r, 0)
+    os.close(r)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
+@pytest.fixture
+def replies():
+    """A result pipe: (write end for the Session, a reader of the frames sent so far)."""
+    r, w = os.pipe()
+
+    def read() -> list[tuple[dict, bytes]]:
+        os.close(w)
+        frames = []
+        while True:
+            try:
+                frames.append(protocol.read_frame_blocking(r))
+            except EOFError:
+                return frames
+
+    yield w, read
+    for fd in (r, w):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _capture_apply(monkeypatch) -> list[isolation.IsolationConfig]:
+    applied: list[isolation.IsolationConfig] = []
+    monkeypatch.setattr(isolation, "apply", lambda cfg: applied.append(cfg) or [isolation.Layer("rlimits", True, "")])
+    return applied
+
+
+def test_start_asks_for_the_hosts_limits_and_everything_the_language_needs(monkeypatch, replies):
+    lang = dataclasses.replace(get_language("numpy"), name="threaded", threads=True, extra_syscalls=("madvise",),
+                               extra_read_paths=("/dev/urandom",))
+    monkeypatch.setattr(worker, "get_language", {"threaded": lang}.__getitem__)
+    applied = _capture_apply(monkeypatch)
+    fd, read = replies
+    init = {"seq": 7, "language": "threaded", "isolation": {"memory_mb": "900", "call_timeout_s": 2, "host_pid": 4321}}
+    with _stdin(init):
+        session, language = worker.start(fd)
+    assert language is lang and (session.memory_mb, session.call_timeout_s, session.seq) == (900, 2.0, 7)
+    assert applied == [isolation.IsolationConfig(
+        memory_mb=900, call_timeout_s=2.0, host_pid=4321, threads=True, read_modules=lang.preload,
+        preload=("bird.reward.adapters",), extra_syscalls=("madvise",), extra_read_paths=("/dev/urandom",))]
+    assert read() == [({"ok": True, "layers": [{"name": "rlimits", "active": True, "detail": ""}], "seq": 7}, b"")]
+
+
+def test_a_refused_setup_is_reported_and_ends_the_worker_cleanly(monkeypatch, replies):
+    def refuse(cfg):
+        raise isolation.SetupRefused("uid 65534 cannot read /opt/venv: make it world-readable")
+
+    monkeypatch.setattr(isolation, "apply", refuse)
+    fd, read = replies
+    session = worker.Session(fd)
+    session.seq = 3
+    with pytest.raises(SystemExit) as ended:
+        worker.apply_layers(session, isolation.IsolationConfig(memory_mb=0, call_timeout_s=1.0, host_pid=1))
+    assert ended.value.code == 0  # the host reads the refusal, not an exit status
+    assert read() == [({"ok": False, "refused": "uid 65534 cannot read /opt/venv: make it world-readable",
+                        "seq": 3}, b"")]
+
+
+def test_a_configured_start_applies_the_config_the_host_sent_whole(monkeypatch, replies):
+    applied = _capture_apply(monkeypatch)
+    cfg = isolation.IsolationConfig(memory_mb=0, call_timeout_s=30.0, host_pid=77, threads=True,
+                                    writable_paths=("/out",), cgroup="off", cpu_budget_s=0)
+    fd, read = replies
+    with _stdin({"seq": 5, "isolation": json.loads(json.dumps(cfg.to_json()))}):
+        session, got = worker.start_configured(fd)
+    assert got == cfg and applied == [cfg]
+    assert (session.result_fd, session.seq) == (fd, 5)
+    assert read() == [({"ok": True, "layers": [{"name": "rlimits", "active": True, "detail": ""}], "seq": 5}, b"")]
+
+
+def test_module_level_code_that_runs_out_of_memory_names_the_sessions_limit(monkeypatch, replies):
+    monkeypatch.setattr(isolation, "arm_cpu_limit", lambda seconds: None)  # not on the test process
+    fd, read = replies
+    session = worker.Session(fd)
+    session.memory_mb, session.seq = 640, 2
+    big = "np.empty(1 << 50, dtype=np.uint8)\n"  # 1 PiB: more than a 47-bit address space holds, limit or not
+    with _stdin({"seq": 2, "code": big, "entry": "compute_reward",
+                 "contract": "compute_reward", "fields": FIELDS}):
+        assert worker._load(session, get_language("numpy")) is None
+    (reply, data), = read()
+    assert reply["reason"] == ("the memory limit fired (address space, memory_mb=640 MiB): MemoryError: "
+                               "Unable to allocate 1.00 PiB for an array with shape (1125899906842624,) and data "
+                               "type uint8")
+    assert (reply["ok"], reply["seq"], data) == (False, 2, b"")
+
+
+def test_a_reply_without_a_payload_carries_an_empty_one(replies):
+    fd, read = replies
+    worker.Session(fd).send({"ok": True})
+    assert read() == [({"ok": True, "seq": 0}, b"")]
