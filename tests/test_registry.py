@@ -189,3 +189,42 @@ def test_unknown_names_and_families_are_errors_listing_what_is_registered(declar
 def test_builtin_components_are_registered_on_first_use():
     assert {"argmax", "mu_plus_lambda"} <= set(registry.names("select"))
     assert "sb3_ppo" in registry.names("learner") and "offline" in registry.names("llm")
+
+
+def test_a_registration_keeps_its_declarations_and_a_component_keeps_its_own(declare):
+    declare("test_declared")
+
+    def plain(x):
+        return x + 1
+
+    own = registry.Component(lambda x: x * 2, needs_judge=True)
+    registry.register("test_declared", "plain", substitute="a stand-in", needs={"a.b": ("x",)})(plain)
+    registry.register("test_declared", "own", needs_judge=False)(own)
+    got = registry.declared("test_declared", "plain")
+    assert (got.fn, got.substitute, dict(got.needs), got.needs_judge) == (plain, "a stand-in", {"a.b": ("x",)}, False)
+    assert registry.declared("test_declared", "own") is own and own.needs_judge  # its own declarations, not these
+    assert own(4) == 8 and got(4) == 5  # a component calls its function
+    with pytest.raises(ValueError, match=r"^unknown test_declared 'other'; registered: \['own', 'plain'\]$"):
+        registry.declared("test_declared", "other")
+
+
+def test_a_family_is_described_with_its_config_keys_and_each_members_first_doc_line(monkeypatch):
+    monkeypatch.setitem(registry._BY_NAME, "test_described",
+                        registry.Family("test_described", "what it is for", keys=("a.one",), optional_keys=("a.maybe",),
+                                        list_keys=("a.many",)))
+    monkeypatch.setitem(registry._BY_NAME, "test_bare", registry.Family("test_bare", "no keys"))
+    monkeypatch.setitem(registry._REGISTRY, "test_described", {})
+    monkeypatch.setitem(registry._DECLARED, "test_described", {})
+
+    def documented():
+        """First line.
+
+        More."""
+
+    registry.register("test_described", "zed")(documented)
+    registry.register("test_described", "alpha")(lambda: None)
+    assert registry.describe("test_described") == (
+        "test_described: what it is for (config: a.one, a.maybe, a.many)\n  alpha\n  zed: First line.")
+    assert registry.describe("test_bare") == "test_bare: no keys"
+    with pytest.raises(ValueError, match=r"^unknown registry family 'test_nothing'; declared: \[.*'test_bare'"):
+        registry.family("test_nothing")
