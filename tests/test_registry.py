@@ -203,7 +203,7 @@ def test_a_registration_keeps_its_declarations_and_a_component_keeps_its_own(dec
     got = registry.declared("test_declared", "plain")
     assert (got.fn, got.substitute, dict(got.needs), got.needs_judge) == (plain, "a stand-in", {"a.b": ("x",)}, False)
     assert registry.declared("test_declared", "own") is own and own.needs_judge  # its own declarations, not these
-    assert own(4) == 8 and got(4) == 5  # a component calls its function
+    assert own(4) == 8 and got(x=4) == 5  # a component calls its function, with its keyword arguments
     with pytest.raises(ValueError, match=r"^unknown test_declared 'other'; registered: \['own', 'plain'\]$"):
         registry.declared("test_declared", "other")
 
