@@ -192,13 +192,18 @@ def test_a_resume_refuses_a_stage_whose_code_around_the_module_changed(repo, mon
     (repo / "bird" / "other.py").write_text("X = 1\n")
     mutants = repo / "stage" / "m" / "mutants" / "bird"
     mutants.mkdir(parents=True)
-    (mutants / "m.py").write_text("# the trampolined module: never compared\n")
+    (mutants / "m.py").write_text("# the trampolined module: its source copy is compared instead\n")
     (mutants / "other.py").write_text("X = 1\n")
+    (repo / "stage" / "m" / "bird").mkdir()
+    (repo / "stage" / "m" / "bird" / "m.py").write_text((repo / "bird" / "m.py").read_text())
     assert staging.stale_copies(repo / "stage" / "m", modules.MODULES["m"]) == []
+    (repo / "bird" / "m.py").write_text("def f():\n    a = 5\n")  # the module itself changed
+    assert staging.stale_copies(repo / "stage" / "m", modules.MODULES["m"]) == ["bird/m.py"]
     (repo / "bird" / "other.py").write_text("X = 2\n")
     (repo / "bird" / "new.py").write_text("Y = 1\n")
-    assert staging.stale_copies(repo / "stage" / "m", modules.MODULES["m"]) == ["bird/new.py", "bird/other.py"]
-    with pytest.raises(SystemExit, match=r"--resume m: 2 source file\(s\) changed .*--changed"):
+    assert staging.stale_copies(repo / "stage" / "m", modules.MODULES["m"]) == ["bird/m.py", "bird/new.py",
+                                                                                "bird/other.py"]
+    with pytest.raises(SystemExit, match=r"--resume m: 3 source file\(s\) changed .*--changed"):
         staging.run_module("m", 10.0, 1, resume=True)
 
 

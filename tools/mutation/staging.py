@@ -163,16 +163,16 @@ NO_MUTANT = "baseline-only"  # a name no mutant has: `mutmut run` stops after ge
 
 
 def stale_copies(stage: Path, module: Module) -> list[str]:
-    """The package's files (other than the module's own) whose copy in the stage's mutants/ differs from the source
-    now: a resumed run would test the module against old code around it, so it needs --changed instead."""
+    """The package's files whose copy in the stage differs from the source now (the module's own against the stage's
+    source copy, the others against their copies in mutants/): a resumed run would test old code, so it needs
+    --changed instead."""
     own = {_staged(f) for f in module.files}
     out = []
     for top, target in LAYOUT.items():
         for src in sorted((ROOT / top).rglob("*.py")):
             staged = f"{target}/{src.relative_to(ROOT / top).as_posix()}"
-            copy = stage / "mutants" / staged
-            if staged not in own and "__pycache__" not in src.parts and \
-                    (not copy.is_file() or copy.read_bytes() != src.read_bytes()):
+            copy = stage / staged if staged in own else stage / "mutants" / staged
+            if "__pycache__" not in src.parts and (not copy.is_file() or copy.read_bytes() != src.read_bytes()):
                 out.append(staged)
     return out
 
