@@ -287,8 +287,9 @@ def _string_bindings(node: ast.AST) -> list[tuple[str, str]]:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return [(a.asname, "an import alias") if a.asname else (a.name.split(".")[0], "an import")
                 for a in node.names if a.name != "*"]
-    if isinstance(node, ast.withitem) and node.optional_vars is not None:  # `as __name__` (a readable dunder)
-        return [(n.id, "'with ... as'") for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)]
+    if isinstance(node, (ast.With, ast.AsyncWith)):  # `as __name__` (a readable dunder); the statement has the line
+        return [(n.id, "'with ... as'") for item in node.items if item.optional_vars is not None
+                for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name)]
     return []
 
 
@@ -391,7 +392,8 @@ def check_source(code: str, entry: str = ENTRY_POINT, n_args: int = len(ENTRY_AR
         with _PARSING:
             tree = ast.parse(code)
     except SyntaxError as exc:
-        return Failure(FailureKind.COMPILE_ERROR, f"line {exc.lineno}: {exc.msg}")
+        where = f"line {exc.lineno}: " if exc.lineno else ""  # null bytes: a SyntaxError without a line
+        return Failure(FailureKind.COMPILE_ERROR, f"{where}{exc.msg}")
     except (RecursionError, MemoryError, ValueError) as exc:  # nested too deeply for the parser; null bytes
         return Failure(FailureKind.COMPILE_ERROR, f"the program cannot be parsed ({type(exc).__name__}: {exc})"[:300])
     ctx = _Context(tree, get_language(language))

@@ -4,8 +4,11 @@ holds one positive control per attack class; this file pins each rule's wording,
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from bird.reward import static
 from bird.reward.static import ALLOWED_IMPORTS, check_source
 from bird.types import FailureKind
 
@@ -136,6 +139,26 @@ REJECTED = [
                                                                   "attributes named by strings (as getattr/setattr do)"),
     ("from functools import singledispatch\n" + body(), "line 1: 'from functools import singledispatch': "
                                                         "'singledispatch' evaluates type annotations (dynamic code)"),
+    # dunder bindings and class machinery: each with its line (a `with` reports the statement's line, not 0)
+    *[(code, f"line {line}: {what} binds the dunder name {name!r} (dunder names may not be bound: in a class body "
+                                 "they define special methods)") for code, line, what, name in (
+        (body("with np.errstate() as __name__:", "    pass", top="import numpy as np\n"), 3, "'with ... as'",
+         "__name__"),
+        ("import numpy as np\nasync def f():\n    async with np.errstate() as (a, [b, __x]):\n        pass\n"
+         + body(), 3, "'with ... as'", "__x"),
+        ("x = 1\nimport math as __eq__\n" + body(), 2, "an import alias", "__eq__"),
+        ("x = 1\nimport __hello__.sub\n" + body(), 2, "an import", "__hello__"),
+        (body("match obs:", "    case [1, *__x]:", "        pass"), 3, "a match/case star capture", "__x"))],
+    *[(f"class B:\n    pass\nclass R({bases}):\n    pass\n" + body(),
+       f"line 3: class 'R' passes {what} to class creation (metaclasses and class keywords run code that builds the "
+       "class; not allowed)") for bases, what in (("metaclass=type", "metaclass="), ("B, flag=1", "flag="),
+                                                   ("**{}", "**"))],
+    ("import typing\nclass R:\n    pass\ntyping.Sequence.register(R)\n" + body(),
+     "line 4: '.register' registers a class with an ABC (ABC.register: isinstance checks in trusted code then trust "
+     "it) or a handler with a dispatcher; not allowed"),
+    (body("match obs:", "    case object(register=r):", "        pass"),
+     "line 3: '.register' registers a class with an ABC (ABC.register: isinstance checks in trusted code then trust "
+     "it) or a handler with a dispatcher; not allowed"),
     ("import numpy.typing as npt\n" + body("x = npt.NBitBase.x", "y = npt.mypy_plugin"),
      "line 4: 'numpy.typing.mypy_plugin' is not in the allowed part of this module (ArrayLike, DTypeLike, NBitBase, "
      "NDArray, ...)"),
@@ -159,6 +182,7 @@ ACCEPTED = {
                                               "g = lambda _l: _l", "_w = [_c for _c in range(2)]")),
     "the main guard and a constructor": "class K:\n    def __init__(self, extra=None):\n        self.extra = extra\n"
                                         + body() + "if __name__ == '__main__':\n    pass\n",
+    "known __future__ features": "from __future__ import annotations, division\n" + body(),
     "plain formats": body("s = '{} {0} {name!r:>{width}}'.format(1, name=2, width=3)", "t = '{a}'.format_map(obs)",
                           "u = f'{obs}'"),
     "info reads that are neither": body("x = info['obs_scale']", "y = info.get(obs)", "z = info[obs]",
@@ -275,3 +299,70 @@ def test_defaults_are_the_compute_reward_contract_in_numpy():
 def test_the_first_problem_in_source_order_is_reported():
     code = "import os\nimport socket\n" + body("x = open")
     assert rejected(code) == f"line 1: import of 'os' would give access to processes (allowed: {ALLOWED})"
+
+
+def test_a_program_the_parser_cannot_take_is_a_compile_error():
+    failure = check_source("-" * 100_000 + "1")  # the parser's stack overflows
+    assert (failure.kind, failure.reason) == (FailureKind.COMPILE_ERROR, "the program cannot be parsed (MemoryError: )")
+    failure = check_source(body("x = 1\0"))  # a SyntaxError without a line number: no "line None"
+    assert (failure.kind, failure.reason) == (FailureKind.COMPILE_ERROR, "source code string cannot contain null bytes")
+
+
+def test_a_parse_failure_reason_is_cut_to_300_characters(monkeypatch):
+    def parse(code):  # no parser failure of these types has a long message: this stands in for one
+        raise ValueError("v" * 1000)
+    monkeypatch.setattr(static, "ast", SimpleNamespace(parse=parse))  # static's own reference, not pytest's
+    failure = check_source(body())
+    assert failure.kind == FailureKind.COMPILE_ERROR
+    assert failure.reason == ("the program cannot be parsed (ValueError: " + "v" * 1000)[:300]
+
+
+def test_the_entry_point_may_be_an_alias_of_a_top_level_function():
+    fn = "def mine(obs, action, next_obs, info):\n    return 0.0, {}\n"
+    two = "def two(obs, action):\n    return 0.0, {}\n"
+    assert check_source(fn + "compute_reward = mine\n") is None
+    assert check_source(fn + two + "compute_reward = two\ncompute_reward = mine\n") is None  # the last one counts
+    assert check_source(fn + two + "compute_reward = mine\ncompute_reward = two\n").reason == \
+        "compute_reward must accept (obs, action, next_obs, info); got 2 positional args (obs, action)"
+    for code in (fn + "other = mine\n", fn + "compute_reward = other\nother = compute_reward\n",
+                 fn + "compute_reward = np\n"):  # an unrelated alias, a cycle, an alias of no function
+        failure = check_source(code)
+        assert (failure.kind, failure.reason) == (FailureKind.BAD_SIGNATURE, "no top-level function 'compute_reward'")
+
+
+def test_an_alias_chain_is_followed_eight_names_deep():
+    def chain(hops: int) -> str:
+        names = ["compute_reward"] + [f"a{i}" for i in range(1, hops + 1)]
+        aliases = "".join(f"{a} = {b}\n" for a, b in zip(names, names[1:], strict=False))
+        return aliases + HEAD.replace("compute_reward", names[-1]) + RET
+    assert check_source(chain(7)) is None
+    assert check_source(chain(8)).reason == "no top-level function 'compute_reward'"
+
+
+@pytest.mark.parametrize("first", ["self", "cls"])
+def test_a_method_like_entry_point_gets_the_hint_to_drop_self(first):
+    failure = check_source(f"def compute_reward({first}, obs, action, next_obs, info):\n    return 0.0, {{}}\n")
+    assert (failure.kind, failure.reason) == (
+        FailureKind.BAD_SIGNATURE, f"compute_reward must accept (obs, action, next_obs, info); got 5 positional args "
+                                   f"({first}, obs, action, next_obs, info); remove `self`: it is a top-level "
+                                   "function, not a method")
+
+
+WEIGHTED = "def compute_reward(obs, action, next_obs, info):\n    return {'speed': 1.0}\n"
+
+
+def test_the_weighted_components_contract_needs_the_function_and_top_level_weights():
+    check = lambda code: check_source(code, contract="weighted_components")  # noqa: E731
+    assert check(WEIGHTED + "REWARD_WEIGHTS = {'speed': 2.0}\n") is None
+    assert check("REWARD_WEIGHTS: dict = {'speed': 2.0}\n" + WEIGHTED) is None
+    assert check("W = REWARD_WEIGHTS = {'speed': 2.0}\n" + WEIGHTED) is None
+    missing = (FailureKind.BAD_SIGNATURE, "no top-level REWARD_WEIGHTS = {component: weight}")
+    for code in (WEIGHTED, WEIGHTED + "WEIGHTS = {'speed': 2.0}\n", WEIGHTED + "x.REWARD_WEIGHTS: dict = {}\n",
+                 "def f():\n    REWARD_WEIGHTS = {}\n" + WEIGHTED):
+        failure = check(code)
+        assert (failure.kind, failure.reason) == missing, code
+    failure = check("def compute_reward(obs):\n    return {}\n")  # both missing: the signature is reported first
+    assert (failure.kind, failure.reason) == (FailureKind.BAD_SIGNATURE, "compute_reward must accept (obs, action, "
+                                              "next_obs, info); got 1 positional args (obs)")
+    assert check_source("def score(obs, action):\n    return {}\nREWARD_WEIGHTS = {}\n", "score", 2,
+                        contract="weighted_components") is None
