@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 
 from bird.analysis import bca_interval, interval, stratified_bootstrap
+from bird.analysis.bootstrap import few_seeds_label
 
 
 def test_bca_on_one_array_equals_scipy_bca_of_the_mean():
@@ -221,3 +222,85 @@ def test_a_single_seed_task_shifts_both_statistics_by_its_fixed_share(statistic)
     assert iv.estimate == pytest.approx(est)
     assert (iv.low, iv.high) == pytest.approx(tuple(ref.confidence_interval), abs=1e-12)
     assert (iv.n_tasks, iv.n_seeds, iv.degenerate) == (2, 5, False)
+
+
+def test_the_percentile_method_gives_scipys_percentile_interval_not_bca():
+    x = {"a": np.random.default_rng(4).exponential(size=15)}
+    ref = stats.bootstrap((x["a"],), np.mean, method="percentile", n_resamples=500, rng=0).confidence_interval
+    iv = interval(x, "percentile", n_resamples=500)
+    assert (iv.low, iv.high) == pytest.approx((ref.low, ref.high), abs=1e-12)
+    assert (iv.low, iv.high) != pytest.approx(bca_interval(x, n_resamples=500), abs=1e-6)  # skewed: BCa differs
+
+
+def test_bca_interval_defaults_to_ten_thousand_resamples_and_seed_0():
+    rng = np.random.default_rng(5)
+    x = {"a": rng.normal(size=6), "b": rng.exponential(size=5)}
+    iv = interval(x, "BCa", n_resamples=10_000, random_state=0)
+    assert bca_interval(x) == (iv.low, iv.high)
+    assert bca_interval(x) != bca_interval(x, n_resamples=10_001)
+
+
+def test_a_non_finite_score_error_shows_the_first_five_non_finite_values():
+    bad = [1.0, float("nan"), 2.0, float("inf"), -float("inf"), float("nan"), 3.0, float("nan"), float("inf")]
+    with pytest.raises(ValueError) as err:
+        interval({"t": bad})
+    assert str(err.value) == "task 't' has non-finite scores: [ nan  inf -inf  nan  nan]"
+
+
+def test_text_scores_are_read_as_floats_in_a_mapping_and_in_stratified_samples():
+    assert interval({"a": ["0.5", "1.5"], "b": ["3", "3.0"]}, n_resamples=50).estimate == 2.0
+    low, high, _ = stratified_bootstrap([["1", "2", "4"]], lambda s: s[0].mean(), "percentile", n_resamples=50)
+    assert 1.0 <= low <= high <= 4.0
+
+
+@pytest.mark.parametrize("statistic", ["task_mean", "pooled_mean"])
+def test_tasks_with_two_seeds_are_resampled_and_none_is_held_fixed(statistic):
+    scores = {"a": [1.0, 3.0], "b": [5.0, 9.0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a task held fixed would warn
+        iv = interval(scores, "percentile", statistic, n_resamples=300, random_state=0)
+    ref = stats.bootstrap((np.array([1.0, 3.0]), np.array([5.0, 9.0])), lambda a, b, axis=-1: (
+        a.mean(axis=axis) + b.mean(axis=axis)) / 2, vectorized=True, method="percentile", n_resamples=300, rng=0)
+    assert (iv.low, iv.high) == pytest.approx(tuple(ref.confidence_interval), abs=1e-12)
+    assert iv.low < iv.estimate == 4.5 < iv.high and not iv.degenerate
+
+
+def test_stratified_bootstrap_resamples_samples_of_two():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a sample held fixed would warn
+        low, high, degenerate = stratified_bootstrap([np.array([1.0, 3.0]), np.array([5.0, 7.0])],
+                                                     lambda s: s[0].mean() + s[1].mean(), "percentile",
+                                                     n_resamples=200, random_state=0)
+    assert (float(low), float(high), degenerate) == (6.0, 10.0, False)
+
+
+def test_a_bound_that_overflows_gives_the_point_not_an_infinite_bound():
+    # a resample holding the huge score twice overflows its mean: the upper bound is infinite, the lower finite
+    with pytest.warns(UserWarning, match="^degenerate bootstrap"):
+        iv = interval([1e308] + [0.0] * 7, "percentile", n_resamples=200)
+    assert (iv.low, iv.high, iv.degenerate) == (1.25e307, 1.25e307, True)
+    samples = [np.array([0.0, 0.0, 0.0, 1.0]), np.array([1.0, 2.0, 3.0])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # 1 / 0 in the statistic
+        low, high, degenerate = stratified_bootstrap(samples, lambda s: np.array([1 / s[0].mean(), s[1].mean()]),
+                                                     "percentile", n_resamples=200, random_state=0)
+    assert (low[0], high[0]) == (4.0, 4.0) and low[1] < 2.0 < high[1] and not degenerate
+
+
+def test_fewer_than_five_seeds_are_labelled_with_their_count():
+    assert [few_seeds_label(n) for n in (1, 2, 4, 5, 6)] == [
+        " (1 seed < 5: about the seeds' range)", " (2 seeds < 5: about the seeds' range)",
+        " (4 seeds < 5: about the seeds' range)", "", ""]
+
+
+def test_a_warning_from_the_callers_statistic_reaches_the_caller_from_every_resample():
+    calls = []
+
+    def noisy_mean(s):
+        calls.append(1)
+        warnings.warn("the statistic says so", UserWarning, stacklevel=1)
+        return s[0].mean()
+
+    with pytest.warns(UserWarning, match="^the statistic says so$") as record:
+        stratified_bootstrap([np.array([0.0, 1.0, 3.0])], noisy_mean, "percentile", n_resamples=20)
+    assert len(calls) > 20 and len(record) == len(calls)  # the point estimate's and each resample's

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bird.llm.base import Generator, Message, Request, Response
-from bird.llm.cache import CachingGenerator, ReplayMissError, ResponseCache, default_cache_dir
+from bird.llm.base import Generator, LLMError, Message, Request, Response
+from bird.llm.cache import CachingGenerator, ReplayMissError, ResponseCache, default_cache_dir, is_key
 
 KEY = "ab" + "c" * 62
 
@@ -176,3 +176,156 @@ def test_a_replay_miss_without_a_user_message_says_the_prompt_is_empty(tmp_path)
     replay = CachingGenerator(CountingLLM(), ResponseCache(tmp_path), "replay")
     with pytest.raises(ReplayMissError, match="prompt starts ''. Replay needs"):
         replay.complete(Request("judge", (Message("system", "only a system message"),)))
+
+
+def test_only_64_lowercase_hex_digits_make_a_key_and_a_path(tmp_path):
+    cache = ResponseCache(tmp_path)
+    for bad in ("../../" + KEY[6:], KEY.upper(), KEY[:-1], KEY + "0"):
+        assert not is_key(bad) and cache.get(bad) is None
+    assert not is_key(12) and not is_key(None) and is_key(KEY)
+    long = "../" + "z" * 100
+    with pytest.raises(ValueError) as err:
+        cache.path(long)
+    assert str(err.value) == (f"response cache key {long[:80]!r} is not a request key (64 lowercase hex digits)")
+
+
+def test_a_link_to_an_entry_elsewhere_in_the_cache_is_read(tmp_path):
+    cache = ResponseCache(tmp_path)
+    other = tmp_path / "elsewhere" / "entry.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps({"format": 1, "response": {"text": "linked"}}))
+    cache.path(KEY).parent.mkdir()
+    cache.path(KEY).symlink_to(other)
+    assert cache.get(KEY) == {"format": 1, "response": {"text": "linked"}}
+
+
+def test_an_entry_is_synced_to_disk_with_its_folder(tmp_path, monkeypatch):
+    import os
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
+    cache = ResponseCache(tmp_path)
+    cache.put(KEY, {"response": {"text": "hi"}})
+    assert len(synced) == 2 and Path(synced[0]).parent == cache.path(KEY).parent
+    assert synced[1] == str(cache.path(KEY).parent)
+
+
+class SetAsideLLM(CountingLLM):
+    """Answers with thinking, a refusal, tool calls, set-aside parts and prompt-cache token counts."""
+
+    def complete(self, request: Request) -> Response:
+        self.calls += 1
+        return Response("answer", "m-1", input_tokens=30, output_tokens=4, cost_usd=0.2, finish_reason="stop",
+                        thinking="let me think", refusal="no can do", tool_calls=({"name": "f", "arguments": "{}"},),
+                        set_aside=("an image part",), cached_input_tokens=20, cache_write_tokens=5)
+
+
+def test_what_was_set_aside_and_the_prompt_cache_counts_are_stored_and_served_back(tmp_path):
+    inner = SetAsideLLM()
+    gen = CachingGenerator(inner, ResponseCache(tmp_path))
+    first = gen.complete(_req())
+    entry = json.loads(next(Path(tmp_path).rglob("*.json")).read_text())
+    assert entry["response"] == {"text": "answer", "model": "m-1", "input_tokens": 30, "output_tokens": 4,
+                                 "cost_usd": 0.2, "finish_reason": "stop", "cached_input_tokens": 20,
+                                 "cache_write_tokens": 5, "thinking": "let me think", "refusal": "no can do",
+                                 "tool_calls": [{"name": "f", "arguments": "{}"}], "set_aside": ["an image part"]}
+    hit = gen.complete(_req())
+    assert inner.calls == 1
+    assert hit == replace(first, cost_usd=0.0, latency_s=0.0, cached=True, attempts=0, uncached_cost_usd=0.2)
+
+
+def test_a_replay_miss_carries_the_request_its_key_provider_and_model(tmp_path):
+    inner = CountingLLM()
+    with pytest.raises(ReplayMissError) as err:
+        CachingGenerator(inner, ResponseCache(tmp_path), "replay").complete(_req(temperature=0.9))
+    sent = inner.prepare(_req())
+    assert err.value.request == sent and err.value.key == sent.key("counting@local", "m-1")
+    assert (err.value.provider, err.value.model) == ("counting@local", "m-1")
+    bare = ReplayMissError("missing")
+    assert (bare.request, bare.key, bare.provider, bare.model) == (None, "", "", "")
+
+
+class BatchLLM(CountingLLM):
+    """A batched backend (llm.mode=batch): one complete_many call per wave; a request whose text says "fail" comes
+    back as an LLMError in its place; `drop` answers fewer requests than asked."""
+
+    batched = True
+
+    def __init__(self, drop: bool = False) -> None:
+        super().__init__()
+        self.batches: list[list[Request]] = []
+        self.drop = drop
+
+    def complete(self, request: Request) -> Response:
+        raise AssertionError("a batched backend is asked in batches")
+
+    def complete_many(self, requests):
+        self.batches.append(list(requests))
+        out = [LLMError("refused") if "fail" in r.messages[-1].content else
+               Response(f"batch {len(self.batches)} {r.messages[-1].content}", "m-1", cost_usd=0.1)
+               for r in requests]
+        return out[:-1] if self.drop else out
+
+
+def test_a_batch_serves_hits_from_the_cache_and_sends_the_misses_in_one_call(tmp_path):
+    inner = BatchLLM()
+    gen = CachingGenerator(inner, ResponseCache(tmp_path))
+    gen.complete_many([_req("b")])
+    got = gen.complete_many([_req("a", temperature=0.9), _req("b"), _req("fail"), _req("c")])
+    assert [r.text if isinstance(r, Response) else str(r) for r in got] == [
+        "batch 2 a", "batch 1 b", "refused", "batch 2 c"]
+    assert [r.cached for r in got if isinstance(r, Response)] == [False, True, False]
+    assert isinstance(got[2], LLMError)
+    assert [[r.messages[-1].content for r in b] for b in inner.batches] == [["b"], ["a", "fail", "c"]]
+    assert {r.temperature for b in inner.batches for r in b} == {0.25}  # the prepared requests are sent
+    cache = ResponseCache(tmp_path)
+    for text, stored in (("a", "batch 2 a"), ("c", "batch 2 c")):
+        key = inner.prepare(_req(text)).key("counting@local", "m-1")
+        assert cache.get(key)["response"]["text"] == stored
+        assert cache.get(key)["request"] == inner.prepare(_req(text)).record()
+    assert cache.get(inner.prepare(_req("fail")).key("counting@local", "m-1")) is None  # failures are not cached
+    assert len(list(Path(tmp_path).rglob("*.json"))) == 3
+
+
+@pytest.mark.parametrize("mode, second, stored", [("off", "batch 2 b", 0), ("record", "batch 2 b", 1)])
+def test_a_batch_in_off_or_record_mode_asks_again(tmp_path, mode, second, stored):
+    inner = BatchLLM()
+    gen = CachingGenerator(inner, ResponseCache(tmp_path), mode)
+    assert [r.text for r in gen.complete_many([_req("b")])] == ["batch 1 b"]
+    assert [r.text for r in gen.complete_many([_req("b")])] == [second]
+    entries = list(Path(tmp_path).rglob("*.json"))
+    assert len(entries) == stored
+    if stored:
+        assert json.loads(entries[0].read_text())["response"]["text"] == second  # record overwrites
+
+
+def test_a_batch_in_replay_mode_serves_hits_and_stops_at_the_first_miss(tmp_path):
+    inner = BatchLLM()
+    CachingGenerator(inner, ResponseCache(tmp_path), "record").complete_many([_req("a")])
+    replay = CachingGenerator(inner, ResponseCache(tmp_path), "replay")
+    assert [(r.text, r.cached) for r in replay.complete_many([_req("a")])] == [("batch 1 a", True)]
+    with pytest.raises(ReplayMissError) as err:
+        replay.complete_many([_req("a"), _req("new one", sample_index=3, seed=2)])
+    assert [b for b in inner.batches if b] == inner.batches[:1]  # nothing was sent after the recording
+    sent = inner.prepare(_req("new one", sample_index=3, seed=2))
+    key = sent.key("counting@local", "m-1")
+    assert (err.value.request, err.value.key, err.value.provider, err.value.model) == (sent, key, "counting@local",
+                                                                                         "m-1")
+    assert str(err.value) == (
+        f"llm.cache=replay: no cached answer for purpose=reward sample_index=3 seed=2 provider=counting@local "
+        f"model=m-1 (key {key[:16]}..., cache {tmp_path}); prompt starts 'new one'. "
+        "Replay needs the same config, seed and cache directory as the recorded run.")
+
+
+def test_a_batch_that_answers_fewer_requests_than_sent_is_an_error(tmp_path):
+    with pytest.raises(ValueError):
+        CachingGenerator(BatchLLM(drop=True), ResponseCache(tmp_path)).complete_many([_req("a"), _req("b")])
+
+
+def test_an_unbatched_generator_answers_a_wave_one_request_at_a_time_through_the_cache(tmp_path):
+    inner = CountingLLM()
+    gen = CachingGenerator(inner, ResponseCache(tmp_path))
+    assert [r.text for r in gen.complete_many([_req("a")])] == ["answer 1"]
+    got = gen.complete_many([_req("a"), _req("b")])
+    assert [(r.text, r.cached) for r in got] == [("answer 1", True), ("answer 2", False)] and inner.calls == 2
