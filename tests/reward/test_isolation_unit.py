@@ -562,3 +562,53 @@ def test_the_landlock_step_names_the_device_nodes_it_opened_read_write(tmp_path)
     assert layer == {"name": "landlock", "active": True, "detail": (
         f"ABI {abi}; read-only: {tmp_path}; read-write and ioctl: /dev/null, /dev/zero; TCP bind/connect denied; "
         "signals and abstract unix sockets scoped")}
+
+
+def _tree(cfg: isolation.IsolationConfig):
+    return isolation._mount_namespace(cfg).to_json()
+
+
+@pytest.mark.skipif(not ROOT, reason="a mount namespace without a user namespace needs root")
+def test_the_mount_namespace_step_binds_the_devices_and_writable_paths_asked_for(tmp_path):
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "out").mkdir()
+    cfg = _config(devices=("/dev/zero",), writable_paths=(str(tmp_path / "out"),))
+    layer = in_child(_tree, cfg, cwd=str(tmp_path / "cwd")).result
+    assert layer["name"] == "mount_namespace" and layer["active"]
+    assert layer["detail"].startswith("new mount namespace; root is a read-only tmpfs with ")
+    assert f", {tmp_path / 'out'}" in layer["detail"] and ", /usr/lib" in layer["detail"]
+    assert ("), devices /dev/null, /dev/full, /dev/random, /dev/urandom, /dev/zero, no /proc (no pid namespace of "
+            "its own: it would show the host's); the host's other files do not exist here (stat/readlink see "
+            "nothing)") in layer["detail"]
+
+
+# -- small parts -------------------------------------------------------------------------------------------------
+def test_a_failing_landlock_syscall_raises_with_its_errno_and_message():
+    with pytest.raises(OSError) as exc:
+        landlock._syscall(landlock._SYS_ADD_RULE, ctypes.c_int(-1), ctypes.c_int(1), None, ctypes.c_uint32(0))
+    assert (exc.value.errno, exc.value.strerror) == (errno.EBADF, os.strerror(errno.EBADF))
+
+
+def test_read_paths_skip_built_in_modules_and_go_on_to_the_next():
+    paths = isolation.read_paths_for(["sys", "numpy.linalg"])
+    numpy_dir = os.path.dirname(__import__("numpy").__file__)
+    assert numpy_dir in paths and paths[:len(isolation._STDLIB_DIRS)] == [p for p in isolation._STDLIB_DIRS if p]
+
+
+def test_the_cpu_budget_is_the_asked_one_under_no_hard_limit_and_the_hard_limit_below_it(monkeypatch):
+    monkeypatch.setattr(isolation.resource, "getrlimit", lambda res: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert isolation.cpu_budget(100) == 100
+    monkeypatch.setattr(isolation.resource, "getrlimit", lambda res: (50, 60))
+    assert isolation.cpu_budget(100) == 60 and isolation.cpu_budget(30) == 30
+
+
+def _pid_namespace(cfg: isolation.IsolationConfig):
+    return [isolation._pid_namespace(cfg).to_json(), os.getpid()]
+
+
+@pytest.mark.skipif(not ROOT, reason="a pid namespace without a user namespace needs root")
+def test_the_pid_namespace_step_reports_the_workers_pid_inside_it():
+    layer, pid = in_child(_pid_namespace, _config()).result
+    assert pid == 2 and layer == {"name": "pid_namespace", "active": True, "detail": (
+        "pid 2 of a new pid namespace under a waiting init: no host process can be seen, signalled or probed by pid; "
+        "whatever it starts dies with it; the process the host started waits outside and exits as it does")}
