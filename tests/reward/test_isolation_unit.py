@@ -1,8 +1,9 @@
 """Fast checks of the isolation layers' parts that can be seen without applying them to the test process: the
 seccomp filter programs as data (built with the real libseccomp, recorded instead of loaded), the Landlock
-ruleset each ABI gets (the kernel calls recorded), the task limit's choices, IsolationConfig's JSON round trip;
-and, in forked children (tests/reward/forked.py), the deferred uid drop and the readability check after a drop.
-The real layers are applied and attacked in tests/reward/test_isolation_layers.py."""
+ruleset each ABI gets (the kernel calls recorded), the task limit's choices, apply's order (its steps recorded),
+IsolationConfig's JSON round trip; and, in forked children (tests/reward/forked.py), the deferred uid drop, the
+readability check after a drop, and what single steps report and do on their failure paths. The real layers are
+applied together and attacked in tests/reward/test_isolation_layers.py."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import json
 import os
 import resource
 import shutil
+import socket
 import tempfile
 import types
 
 import pyseccomp
 import pytest
-from forked import attempt, in_child
+from forked import attempt, in_child, send
 
 from bird.reward import cgroups, isolation, landlock, namespaces, seccomp_policy
 
@@ -165,7 +167,10 @@ def _record_landlock(monkeypatch, abi: int) -> list[tuple]:
 def files(tmp_path):
     (tmp_path / "dir").mkdir()
     (tmp_path / "file.txt").write_text("x")
-    return tmp_path
+    sock = socket.socket(socket.AF_UNIX)  # a path only O_PATH opens (a read open fails with ENXIO)
+    sock.bind(str(tmp_path / "sock"))
+    yield tmp_path
+    sock.close()
 
 
 @pytest.mark.parametrize(("abi", "net", "scoped", "size", "ioctl"), [
@@ -175,18 +180,19 @@ def test_landlock_handles_what_each_abi_offers_and_adds_a_rule_per_existing_path
                                                                                  size, ioctl):
     calls = _record_landlock(monkeypatch, abi)
     fds = len(os.listdir("/proc/self/fd"))
-    res = landlock.restrict([str(files / "dir"), str(files / "file.txt"), str(files / "missing")],
+    res = landlock.restrict([str(files / "dir"), str(files / "file.txt"), str(files / "missing"), str(files / "sock")],
                             [str(files / "nodev"), str(files / "file.txt"), "/dev/null", str(files / "dir"), "/dev/zero"])
     assert len(os.listdir("/proc/self/fd")) == fds
     assert calls == [
         ("create", landlock._fs_rights(abi), net, scoped, size, 0),
         ("add", 1, str(files / "dir"), 0b1101, 0),  # READ_FILE | EXECUTE | READ_DIR
         ("add", 1, str(files / "file.txt"), 0b0101, 0),  # READ_FILE | EXECUTE
+        ("add", 1, str(files / "sock"), 0b0101, 0),
         ("add", 1, "/dev/null", 0b0110 | ioctl, 0),  # READ_FILE | WRITE_FILE (| IOCTL_DEV)
         ("add", 1, "/dev/zero", 0b0110 | ioctl, 0),
         ("restrict", 0)]
     assert (res.abi, res.filesystem, res.network, res.scoped) == (abi, True, abi >= 4, abi >= 6)
-    assert res.read_paths == [str(files / "dir"), str(files / "file.txt")] and res.device_paths == ["/dev/null", "/dev/zero"]
+    assert res.read_paths == [str(files / "dir"), str(files / "file.txt"), str(files / "sock")] and res.device_paths == ["/dev/null", "/dev/zero"]
 
 
 def test_landlock_refuses_without_an_abi(monkeypatch):
@@ -298,7 +304,7 @@ def _deferred_drop(cfg: isolation.IsolationConfig):
 
 
 def _config(**kw) -> isolation.IsolationConfig:
-    return isolation.IsolationConfig(memory_mb=0, call_timeout_s=1.0, host_pid=os.getpid(), **kw)
+    return isolation.IsolationConfig(**{"memory_mb": 0, "call_timeout_s": 1.0, "host_pid": os.getpid(), **kw})
 
 
 @pytest.mark.skipif(not ROOT, reason="the deferred drop is for a root process")
@@ -603,6 +609,12 @@ def test_the_cpu_budget_is_the_asked_one_under_no_hard_limit_and_the_hard_limit_
 
 
 def _pid_namespace(cfg: isolation.IsolationConfig):
+    real_exit = os._exit
+
+    def reported_exit(code: int) -> None:  # say so first: the report carries the calls made (for mutmut)
+        send({"exit": code})
+        real_exit(code)
+    os._exit = reported_exit
     return [isolation._pid_namespace(cfg).to_json(), os.getpid()]
 
 
@@ -612,3 +624,69 @@ def test_the_pid_namespace_step_reports_the_workers_pid_inside_it():
     assert pid == 2 and layer == {"name": "pid_namespace", "active": True, "detail": (
         "pid 2 of a new pid namespace under a waiting init: no host process can be seen, signalled or probed by pid; "
         "whatever it starts dies with it; the process the host started waits outside and exits as it does")}
+
+
+@pytest.mark.skipif(not ROOT, reason="a pid namespace without a user namespace needs root")
+def test_a_pid_namespace_is_not_entered_for_a_host_that_is_already_gone():
+    gone = in_child(_pid_namespace, _config(host_pid=1))
+    assert gone.status == 70 and [m["exit"] for m in gone.messages] == [70]
+
+
+# -- the checks after a drop, against a drop that did not happen (forked: each child stays or becomes root) ------
+def test_without_landlock_the_abi_is_zero(monkeypatch):
+    def refuse(nr: int, *args):
+        raise OSError(errno.EOPNOTSUPP, "Landlock is disabled")
+    monkeypatch.setattr(landlock, "_syscall", refuse)
+    assert landlock.abi_version() == 0
+
+
+def _uid_unchanged():
+    os.setresuid = lambda *ids: None  # a uid change that "succeeded" and changed nothing (the gid changes)
+    try:
+        isolation._to_worker_uid()
+    except OSError as exc:
+        return [str(exc), os.getresuid()[0] == 0, os.getresgid()[0] == isolation.worker_uid()]
+    return ["dropped"]
+
+
+@pytest.mark.skipif(not ROOT, reason="run as root")
+def test_a_uid_drop_that_leaves_the_uid_is_an_error():
+    assert in_child(_uid_unchanged).result == ["uid/gid did not change", True, True]
+
+
+def _caps_remain(clear_effective: bool):
+    if clear_effective:  # permitted capabilities kept, effective ones cleared: still not dropped
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+        _, permitted = isolation._capabilities()
+        data = (Data * 2)(Data(0, permitted & 0xFFFFFFFF, 0), Data(0, permitted >> 32, 0))
+        assert _libc.capset(ctypes.byref(Header(0x20080522, 0)), data) == 0
+    isolation._to_worker_uid = lambda: "pretended"
+    try:
+        isolation._unprivileged_user(True)
+    except OSError as exc:
+        return [str(exc), isolation._capabilities()[0] == 0]
+    return ["dropped"]
+
+
+@pytest.mark.skipif(not ROOT, reason="run as root")
+def test_a_drop_that_leaves_effective_or_permitted_capabilities_is_an_error():
+    assert in_child(_caps_remain, False).result == ["capabilities remain after the drop", False]
+    assert in_child(_caps_remain, True).result == ["capabilities remain after the drop", True]
+
+
+def _deferred_caps_remain(cfg: isolation.IsolationConfig):
+    isolation._capabilities = lambda: (0, 1)  # as if CAP_CHOWN stayed permitted after the drop
+    try:
+        isolation.drop_identity(cfg)
+    except OSError as exc:
+        return str(exc)
+    return "dropped"
+
+
+@pytest.mark.skipif(not ROOT, reason="the deferred drop is for a root process")
+def test_a_deferred_drop_that_leaves_capabilities_is_an_error():
+    assert in_child(_deferred_caps_remain, _config(defer_uid_drop=True)).result == "capabilities remain after the drop"
