@@ -45,7 +45,7 @@ MODULES: dict[str, Module] = {
     "offline_mutation": Module(("bird/llm/offline/mutation.py",), ("tests/test_offline_mutation.py",)),
     "reward_worker": Module(("bird/reward/worker.py",), ("tests/reward/test_worker_forked.py",)),
     "reward_layers": Module(("bird/reward/isolation.py", "bird/reward/landlock.py", "bird/reward/seccomp_policy.py"),
-                            ("tests/reward/test_isolation_layers.py",)),
+                            ("tests/reward/test_isolation_layers.py", "tests/reward/test_isolation_unit.py")),
     "reward_static": Module(("bird/reward/static.py",),
                             ("tests/reward/test_static_unit.py", "tests/security/test_static_controls.py")),
     "reward_channel": Module(("bird/reward/protocol.py",), ("tests/reward/test_channel_and_wall_unit.py",)),
