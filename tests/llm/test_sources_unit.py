@@ -147,6 +147,14 @@ def test_each_block_gives_its_sources_in_order_labelled_and_placed_and_a_json_ob
     assert skipped == [(3, f"{blocks[2].label()}: a JSON object with no code in it")]
 
 
+def test_a_json_key_takes_only_that_field_in_a_json_block_too():
+    answer = (f"{FENCE}json\n{{\"reward\": \"def compute_reward():\\n    return 1\", "
+              f"\"helper\": \"def h():\\n    return 2\"}}\n{FENCE}")
+    blocks, sources, _ = answer_sources(answer, json_key="reward")
+    assert [s.label for s in sources] == [f"JSON field 'reward' ({blocks[0].label()})"]
+    assert len(answer_sources(answer)[1]) == 2  # without a key, every code field
+
+
 def test_a_whole_json_answer_is_one_group_labelled_as_the_answer():
     _, sources, _ = answer_sources('{"code": "def f():\\n    return 1"}')
     assert [(s.label, s.order, s.group) for s in sources] == [("JSON field 'code' (the answer)", (1, 1), 1)]
@@ -164,6 +172,7 @@ def test_the_harness_block_alone_is_dropped_with_the_imports_only_it_reads():
     assert src.text == "X = 1\nimport sys\ndef f():\n    return 1\ny = X  "
     assert src.notes == ["s: dropped the `if __name__ == \"__main__\":` harness (line 10) and the imports only it read "
                          "(json, os, OrderedDict)"]
+    assert python_source("s", "def f():\n    return 1").notes == []  # no harness, nothing said
     bare = python_source("s", "def f():\n    return 1\nif __name__ == \"__main__\":\n    f()")
     assert bare.notes == ["s: dropped the `if __name__ == \"__main__\":` harness (line 3)"]
 
