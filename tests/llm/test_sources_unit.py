@@ -173,6 +173,9 @@ def test_the_harness_block_alone_is_dropped_with_the_imports_only_it_reads():
     assert src.notes == ["s: dropped the `if __name__ == \"__main__\":` harness (line 10) and the imports only it read "
                          "(json, os, OrderedDict)"]
     assert python_source("s", "def f():\n    return 1").notes == []  # no harness, nothing said
+    joined = "x = 1; \\\nimport json\ndef f():\n    return x\nif __name__ == \"__main__\":\n    print(json.dumps(f()))"
+    kept = python_source("s", joined)  # without the import's line, `x = 1; \` would run into `def`: kept as written
+    assert (kept.text, kept.notes, kept.error) == (joined, [], "")
     bare = python_source("s", "def f():\n    return 1\nif __name__ == \"__main__\":\n    f()")
     assert bare.notes == ["s: dropped the `if __name__ == \"__main__\":` harness (line 3)"]
 
