@@ -119,3 +119,32 @@ def test_an_empty_store_passes_vacuously(card):
                                            "n_failure": 0, "n_below": 0, "threshold": 0.8}
     assert tpe_rule(np.array([1.0, 2.0]), np.zeros(0), 0.5) == {
         "pass": True, "vacuous": True, "rate": 1.0, "n_success": 2, "n_failure": 0, "n_below": 0, "threshold": 0.5}
+
+
+def test_add_rollouts_labels_no_episode_a_success_on_a_suite_without_a_success_flag(tmp_path):
+    from types import SimpleNamespace
+
+    from bird.components.trajectories import add_rollouts
+    from bird.learners.rollouts import save_rollouts
+    from bird.state import Plan, SearchState
+
+    path = tmp_path / "rollouts.npz"
+    save_rollouts(path, _rollouts([[1.0], [2.0], [3.0]], [0.5, 2.0, 9.0]))
+    # MuJoCo's score is a return, not a success flag: even scores above success_score are not successes
+    state = SearchState(SimpleNamespace(suite="mujoco"), Plan(1, 1, 1, 1, 1, 1), 0, {})  # type: ignore[arg-type]
+    add_rollouts(state, "it1-c0", str(path), 1.0)
+    assert state.trajectories.success == [False, False, False] and state.trajectories.source == ["it1-c0"] * 3
+
+
+def test_an_episode_view_says_solved_only_on_a_suite_with_a_success_flag(card):
+    from dataclasses import replace
+
+    from bird.components.trajectories import _episode_view
+
+    cfg, state = card
+    store = state.trajectories
+    reward = store.obs[:, 0]
+    flagged = _episode_view(cfg, state, store, reward, 0)
+    assert flagged["solved"] is True and flagged["return"] == 3.0
+    unflagged = _episode_view(cfg, replace(state, spec=replace(state.spec, suite="mujoco")), store, reward, 0)
+    assert "solved" not in unflagged and unflagged["return"] == 3.0
