@@ -284,3 +284,120 @@ def test_samples_work_on_plain_arrays_too():
         return 3.0 * reward(o, a, n) + GAMMA * np.cos(n[:, 2]) - np.cos(o[:, 2])
 
     assert epic_distance_samples(reward, shaped, obs, acts, nxt, mo, ma, GAMMA) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_samples_flag_pure_shaping_as_the_first_reward_too():
+    batch = _continuous_batch()
+    with pytest.warns(ZeroVarianceWarning, match="zero variance"):
+        d = epic_distance_samples(lambda o, a, n: GAMMA * _phi(n) - _phi(o), _progress, *batch, GAMMA)
+    assert math.isnan(d)
+
+
+def test_samples_hand_every_column_of_the_mean_states_to_the_reward():
+    obs, acts, nxt, mo, ma = _continuous_batch(n=6, n_m=3)
+
+    def summed(o, a, n):  # reads every column of next_obs, so a widened next state changes it
+        return np.sum(n["pos"], axis=1) - o["vel"][:, 0]
+
+    c = canonicalize_samples(summed, obs, acts, nxt, mo, ma, GAMMA)
+    m = np.array([np.mean(summed({k: np.repeat(v[i:i + 1], 3, 0) for k, v in obs.items()}, ma, mo)) for i in range(6)])
+    m_next = np.array([np.mean(summed({k: np.repeat(v[i:i + 1], 3, 0) for k, v in nxt.items()}, ma, mo))
+                       for i in range(6)])
+    mu = np.mean([np.mean(summed({k: np.repeat(v[j:j + 1], 3, 0) for k, v in mo.items()}, ma, mo)) for j in range(3)])
+    np.testing.assert_allclose(c, summed(obs, acts, nxt) + GAMMA * m_next - m - GAMMA * mu, atol=1e-12)
+
+
+def test_samples_keep_each_reward_call_within_the_chunk_size():
+    obs, acts, nxt, mo, ma = _continuous_batch(n=10, n_m=4)
+    calls = []
+
+    def counted(o, a, n):
+        calls.append(len(a))
+        return _progress(o, a, n)
+
+    canonicalize_samples(counted, obs, acts, nxt, mo, ma, GAMMA, chunk_size=4)
+    assert max(calls[:-1]) == 4  # one state x 4 mean samples per call; the last call is the batch itself
+
+
+def test_samples_report_the_largest_reward_even_when_every_reward_is_below_one():
+    obs, acts, nxt, mo, ma = _continuous_batch(n=5, n_m=3)
+
+    def small(o, a, n):
+        return 1e-3 * np.tanh(n["vel"][:, 0])
+
+    _, scale = canonicalize_samples(small, obs, acts, nxt, mo, ma, GAMMA, return_scale=True)
+    evaluated = np.concatenate([small(obs, acts, nxt)] + [
+        small({k: np.repeat(v[i:i + 1], 3, 0) for k, v in s.items()}, ma, mo)
+        for s in (obs, nxt, mo) for i in range(len(s["vel"]))])
+    assert scale == float(np.abs(evaluated).max()) and scale < 1e-3
+
+
+def test_a_wrong_shape_error_names_the_reward():
+    batch = _continuous_batch(n=4, n_m=2)
+
+    def wide(o, a, n):
+        return np.zeros((len(a), 2))
+
+    class Wide:
+        def __call__(self, o, a, n):
+            return np.zeros((len(a), 2))
+
+        def __repr__(self):
+            return "Wide()"
+
+    with pytest.raises(ValueError, match=r"reward 'wide' returned shape \(\d+, 2\)"):
+        canonicalize_samples(wide, *batch, GAMMA)
+    with pytest.raises(ValueError, match=r"reward Wide\(\) returned shape \(\d+, 2\)"):  # no __name__: its repr
+        canonicalize_samples(Wide(), *batch, GAMMA)
+
+
+def test_a_state_distribution_may_put_zero_mass_on_a_state(setup):
+    r, shaping, p_s, p_a, cov = setup
+    p = np.array([0.5, 0.5, 0.0, 0.0, 0.0])
+    c = canonicalize_tabular(r, GAMMA, state_dist=p)
+    m = np.einsum("xaz,a,z->x", r, np.full(NA, 1 / NA), p)
+    np.testing.assert_allclose(c, r + GAMMA * m[None, None, :] - m[:, None, None] - GAMMA * (p @ m), atol=1e-12)
+
+
+def test_pearson_distance_never_exceeds_one_under_round_off():
+    x = np.array([-0.037352741313914764, -0.0718962626163583, -0.018191553833561226, 0.00045190456484387386,
+                  0.060462446590010516, 0.029528954836635975, 0.05177365523623436, 0.027094464088929928,
+                  -0.0006395821984679954, -0.008686099613705913, 0.04037310996040227])
+    assert pearson_distance(x, -0.0014817132427984248 * x) == 1.0  # the raw rho is -1 - 7e-16 here
+
+
+def test_pearson_distance_accepts_probability_weights_and_small_rewards():
+    x, y = np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 2.0])
+    d = pearson_distance(x, y)
+    assert pearson_distance(x, y, weights=np.full(3, 1 / 3)) == pytest.approx(d, abs=1e-12)
+    assert pearson_distance(1e-10 * x, 1e-10 * y) == pytest.approx(d, abs=1e-9)  # small is not flat
+
+
+@pytest.mark.parametrize("side", ["x", "y"])
+def test_pearson_distance_flags_an_all_zero_reward(side):
+    other = [1.0, 2.0, 3.0]
+    args = ([0.0, 0.0, 0.0], other) if side == "x" else (other, [0.0, 0.0, 0.0])
+    with pytest.warns(ZeroVarianceWarning, match="zero variance"):
+        assert math.isnan(pearson_distance(*args))
+
+
+@pytest.mark.parametrize("side", ["x", "y"])
+def test_pearson_distance_compares_variance_with_the_squared_scale(side):
+    other = np.array([1.0, 3.0, 2.0, 5.0])
+    for var, flat in ((5e-17, True), (5e-16, False)):  # threshold 1e-18 * 10**2 = 1e-16
+        wobble = np.sqrt(var) * np.array([1.0, -1.0, 1.0, -1.0])
+        kw = {f"{side}_scale": 10.0}
+        args = (wobble, other) if side == "x" else (other, wobble)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            d = pearson_distance(*args, **kw)
+        assert math.isnan(d) == flat and any(w.category is ZeroVarianceWarning for w in caught) == flat
+
+
+@pytest.mark.parametrize("side", ["x", "y"])
+def test_pearson_distance_squares_integer_rewards_as_floats(side):
+    big = np.array([3_100_000_000, 3_100_000_001] * 2)  # its square overflows int64; relative spread 1.6e-10
+    other = [1.0, 2.0, 3.0, 5.0]
+    args = (big, other) if side == "x" else (other, big)
+    with pytest.warns(ZeroVarianceWarning, match="zero variance"):
+        assert math.isnan(pearson_distance(*args))
