@@ -612,8 +612,14 @@ def _pid_namespace(cfg: isolation.IsolationConfig):
     real_exit = os._exit
 
     def reported_exit(code: int) -> None:  # say so first: the report carries the calls made (for mutmut)
-        send({"exit": code})
-        real_exit(code)
+        # only a process that still holds the report pipe: not init nor the outer waiter, which closed it. Writing
+        # there raised, the exit never happened, and init went back into the forked test process (under xdist it
+        # hung on a lock another thread held at the fork, and the suite with it). Whatever happens, it exits.
+        try:
+            if namespaces.STATE.pid or not namespaces.STATE.outer_pid:
+                send({"exit": code})
+        finally:
+            real_exit(code)
     os._exit = reported_exit
     return [isolation._pid_namespace(cfg).to_json(), os.getpid()]
 
