@@ -4,6 +4,8 @@ and the RL round that adds a trained policy's rollouts as negatives."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -202,6 +204,7 @@ def test_the_rl_round_adds_the_global_bests_rollouts_as_negative_episodes(compos
     assert run.events == [] and len(state.demos.train.source) == 4
     state.candidates["it2-c1"] = Candidate("it2-c1", 2, 1, [], code=GOOD)
     state.global_best = "it2-c1"
+    (tmp_path / "expand" / "it3").mkdir(parents=True)  # left by an earlier try of this iteration: reused
     expand_negatives(cfg, state, pool, run)
     train = state.demos.train
     assert len(train.source) == 6, run.events
@@ -297,3 +300,136 @@ def test_without_a_test_split_only_the_train_split_is_scored(compose_cfg):
     state = _state(cfg, demos)
     train, test = score_candidate(cfg, state, Candidate("it1-c0", 1, 0, [], code=GOOD))
     assert test is None and len(train.debug) == 2 and len(train.reward) == 4 * T
+
+
+def _accuracy_state(reports: dict, returned: str | None, demos: object = "demos"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(demos=demos, returned=returned,
+                           reports={cid: SimpleNamespace(stats=stats) for cid, stats in reports.items()})
+
+
+def _accuracy_cfg(fitness: str, report_metrics: tuple = ()):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(feedback=SimpleNamespace(fitness=fitness, report_metrics=list(report_metrics)))
+
+
+def test_generation_accuracy_reports_the_returned_candidate_and_the_best_child_per_split():
+    from bird.components.demos import REWARD_ACCURACY, generation_accuracy
+
+    acc = REWARD_ACCURACY
+    reports = {"it0-c0": {"metrics": {acc: 0.9, f"{acc}_test": 0.7}},
+               "it1-c0": {"metrics": {acc: 0.6, f"{acc}_test": 0.8}},
+               "it1-c1": {"metrics": {acc: 0.75}},  # no held-out figure
+               "it1-c2": {}}  # no metrics at all
+    cands = [Candidate(c, 1, i, []) for i, c in enumerate(["it1-c0", "it1-c1", "it1-c2", "it1-c3"])]  # c3: no report
+    got = generation_accuracy(_accuracy_cfg(acc), _accuracy_state(reports, "it0-c0"), cands)
+    assert got == {"metric": acc, "returned": "it0-c0", "train": 0.9, "test": 0.7,
+                   "children_train_max": 0.75, "children_test_max": 0.8}
+    # measured as a reported metric only, with no returned candidate yet and no child measured on a split
+    got = generation_accuracy(_accuracy_cfg("return", (acc,)), _accuracy_state(reports, None),
+                              [Candidate("it1-c2", 1, 0, []), Candidate("it1-c9", 1, 1, [])])
+    assert got == {"metric": acc, "returned": None, "train": None, "test": None,
+                   "children_train_max": None, "children_test_max": None}
+
+
+def test_generation_accuracy_is_none_when_the_search_does_not_measure_it():
+    from bird.components.demos import REWARD_ACCURACY, generation_accuracy
+
+    reports = {"it0-c0": {"metrics": {REWARD_ACCURACY: 0.9}}}
+    assert generation_accuracy(_accuracy_cfg("return", ("success",)), _accuracy_state(reports, "it0-c0"), []) is None
+    assert generation_accuracy(_accuracy_cfg(REWARD_ACCURACY), _accuracy_state(reports, "it0-c0", None), []) is None
+
+
+def test_episodes_without_a_validity_mask_keep_every_step_as_float64():
+    from bird.components.demos import _episodes
+
+    states = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
+    eps = _episodes(states, np.array([[1, 0, 1], [-1, -1, -1]]), "random")
+    assert eps.states.dtype == np.float64 and eps.states.tolist() == states.reshape(6, 2).tolist()
+    assert eps.episode.tolist() == [0, 0, 0, 1, 1, 1] and eps.step.tolist() == [0, 1, 2, 0, 1, 2]
+    assert eps.label.tolist() == [1, 0, 1, -1, -1, -1] and eps.source == ["random", "random"]
+    masked = _episodes(states, np.ones((2, 3)), "expert", np.array([[True, True, False], [True, False, False]]))
+    assert masked.episode.tolist() == [0, 0, 1] and masked.step.tolist() == [0, 1, 0]
+
+
+def test_each_kind_s_own_train_cap_overrides_max_train(compose_cfg):
+    cfg, demos = _load(compose_cfg, "demos.n_expert=3", "demos.n_negative=3", "demos.max_train=4",
+                       "demos.max_train_expert=1", "demos.max_train_negative=3")
+    assert demos.train.source == ["expert", "random", "random", "random"]
+    assert demos.test.source == ["expert", "expert"]
+
+
+class _RecordingPool:
+    def __init__(self):
+        self.calls = []
+
+    def run(self, learner, jobs):
+        self.calls.append((learner, jobs))
+        return ["result-0", "result-1"]
+
+
+def test_the_ppo_expert_is_asked_for_with_the_task_budget_and_seed_and_trained_by_the_pool(compose_cfg, monkeypatch):
+    import bird.components.demos as demos_mod
+    import bird.learners.sb3_ppo as sb3_ppo
+
+    cfg = compose_cfg(*BASE, "demos.expert=ppo", "demos.expert_seed=7")
+    asked = []
+
+    def fake_ppo_expert(env, steps, seed, run):
+        asked.append((env, steps, seed))
+        return run("job")
+
+    monkeypatch.setattr(demos_mod, "ppo_expert", fake_ppo_expert)
+    pool = _RecordingPool()
+    assert demos_mod.expert_source(cfg, pool) == "result-0"
+    assert asked == [(cfg.env, cfg.budget.expert_env_steps, 7)] and pool.calls == [("sb3_ppo", ["job"])]
+    monkeypatch.setattr(sb3_ppo, "train_ppo", lambda job: f"in-process {job}")
+    assert demos_mod.expert_source(cfg, None) == "in-process job"
+    assert demos_mod.expert_source(compose_cfg(*BASE, "demos.expert=scripted"), pool) is None
+
+
+def test_the_demo_set_loads_its_expert_demos_from_the_chosen_expert(compose_cfg, monkeypatch):
+    from types import SimpleNamespace
+
+    import bird.components.demos as demos_mod
+
+    source = SimpleNamespace(description="a PPO expert at 1000 steps")
+    pool, seen = object(), []
+    real_load = demos_mod.load_demos
+
+    def fake_expert_source(cfg, got_pool):
+        seen.append(got_pool)
+        return source
+
+    def load(env_id, n, seed, kind, expert=None):
+        seen.append((kind, expert))
+        # the scripted expert's demos stand in for the PPO expert's; episodes that ended early (falls) at 300, 450
+        return dataclasses.replace(real_load(env_id, n, seed, kind), length=np.array([300, 450]))
+
+    monkeypatch.setattr(demos_mod, "expert_source", fake_expert_source)
+    monkeypatch.setattr(demos_mod, "load_demos", load)
+    from bird.envs.registry import make_adapter
+
+    cfg = compose_cfg(*BASE, "demos.test_fraction=0", "demos.positive_states=last_state")
+    demos = demos_mod.load_demo_set(cfg, make_adapter(cfg.env).spec, None, pool)
+    assert seen == [pool, ("expert", source), ("random", None)]
+    assert demos.meta["expert"] == "a PPO expert at 1000 steps"
+    train = demos.train  # the padding after each early end is left out; the last real state is the positive
+    assert train.episode.tolist() == [0] * 300 + [1] * 450 + [2] * 300 + [3] * 450
+    assert train.step[train.label > 0].tolist() == [299, 449] and (train.label[750:] == -1).all()
+
+
+def test_the_expert_is_picked_by_the_suite_before_the_first_slash_of_the_env_id(monkeypatch):
+    from types import SimpleNamespace
+
+    import bird.components.demos as demos_mod
+
+    asked = []
+    suite = SimpleNamespace(offers=lambda env: ("offers", env.id))
+    monkeypatch.setattr(demos_mod, "get", lambda family, name: asked.append((family, name)) or suite)
+    monkeypatch.setattr(demos_mod, "demo_expert", lambda *args: asked.append(args) or "scripted")
+    cfg = SimpleNamespace(env=SimpleNamespace(id="mysuite/group/task"), demos=SimpleNamespace(expert="auto"))
+    assert demos_mod.expert_source(cfg, None) is None
+    assert asked == [("suite", "mysuite"), ("auto", ("offers", "mysuite/group/task"), "mysuite/group/task")]
