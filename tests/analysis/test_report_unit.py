@@ -247,3 +247,111 @@ def test_a_benchmark_with_one_method_is_noted_and_the_others_still_rated(tmp_pat
     fits, _ = _bt_fits(read_runs(root, warn=False).runs, 20, 1e-6, 0, notes)
     assert notes == ["mujoco: Bradley–Terry needs two methods, found ['alpha']"]
     assert sorted(fits) == ["metaworld", "pooled"]
+
+
+def test_the_per_task_section_names_its_columns_and_labels_each_interval():
+    from bird.analysis.report import _task_md
+    tasks = pd.DataFrame({"benchmark": ["mw", "mw", "mw"], "task": ["a", "b", "c"], "method": ["m1", "m2", "m3"],
+                          "n_seeds": [2, 2, 0], "mean": [0.5, 0.25, float("nan")], "low": [0.25, 0.125, float("nan")],
+                          "high": [0.75, 0.5, float("nan")], "degenerate": [False, True, False]})
+    assert _task_md(tasks) == [
+        "## Per task", "",
+        "| task | method | seeds | mean [95% BCa] |\n|---|---|---|---|\n"
+        "| mw/a | m1 | 2 | 0.500 [0.250, 0.750] (2 seeds < 5: about the seeds' range) |\n"
+        "| mw/b | m2 | 2 | 0.250 [0.125, 0.500] |\n"
+        "| mw/c | m3 | 0 | n/a |", ""]
+    assert _task_md(tasks.iloc[:0]) == []
+
+
+def test_the_generalisation_section_is_its_note_and_a_table_of_the_transfer_rows():
+    from bird.analysis.report import _transfer_md
+    transfer = pd.DataFrame({"method": ["m1"], "source": ["a"], "task": ["b"], "unseen": [True], "n_seeds": [5],
+                             "mean": [0.5], "low": [0.25], "high": [0.75], "degenerate": [False]})
+    assert _transfer_md(transfer) == [
+        "## Generalisation", "", report.TRANSFER_NOTE, "",
+        "| method | trained on | evaluated on | seeds | success [95% BCa] |\n|---|---|---|---|---|\n"
+        "| m1 | a | b | 5 | 0.500 [0.250, 0.750] |", ""]
+    assert _transfer_md(transfer.iloc[:0]) == []
+
+
+@pytest.mark.parametrize("figures", [False, True])
+def test_the_leaderboard_keeps_the_per_task_and_transfer_tables_of_its_own_resamples_and_seed(tmp_path, figures):
+    from analysis.task_table import per_task_table
+    from analysis.transfer_table import transfer_table
+    for seed, score in enumerate([0.2, 0.5, 0.7]):
+        run = _set_scores(write_run(tmp_path, "prm4rl", "metaworld", "pick_place", seed, minimal=True), score)
+        result = json.loads((run / "result.json").read_text())
+        result["transfer"] = {"source": result["env"], "episodes": 100, "seeds": [1000], "prior": "none",
+                              "tasks": {"metaworld/drawer_close": {"scores": [score / 2, 0.1 * seed], "mean": None,
+                                                                  "failure": None}}}
+        (run / "result.json").write_text(json.dumps(result))
+    for seed in range(2):
+        _set_scores(write_run(tmp_path, "eureka", "metaworld", "pick_place", seed, minimal=True), 0.1 + 0.3 * seed)
+    coll = read_runs(tmp_path, warn=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lb = build_leaderboard(coll, n_resamples=150, bt_resamples=20, curve_resamples=20, random_state=3,
+                               figures=figures)
+        tasks, transfer = per_task_table(coll.runs, 150, 3), transfer_table(coll.transfer, coll.runs, 150, 3)
+    pd.testing.assert_frame_equal(lb.tasks, tasks)
+    pd.testing.assert_frame_equal(lb.transfer, transfer)
+    assert lb.runs is coll.runs and set(lb.remarks) <= set(lb.tables)
+    assert transfer["low"].notna().any()  # intervals that move with the resamples and the seed
+
+
+def test_the_fraction_of_the_baseline_says_why_it_has_none():
+    import numpy as np
+
+    from bird.analysis.report import _fraction_of_baseline
+    a = np.array([0.2, 0.4])
+    assert _fraction_of_baseline({"t": a}, None) == "" and _fraction_of_baseline({"t": a}, {}) == ""
+    assert _fraction_of_baseline({"t": a}, {"u": a}) == "n/a (no shared task)"
+    assert _fraction_of_baseline({"t": a, "u": a}, {"t": np.array([0.6])}) == "0.50"
+    assert _fraction_of_baseline({"t": a}, {"t": np.array([0.0])}) == "n/a (baseline mean not positive)"
+    assert _fraction_of_baseline({"t": a}, {"t": np.array([-0.5])}) == "n/a (baseline mean not positive)"
+
+
+def test_tied_iterations_are_not_recorded_without_the_column():
+    from bird.analysis.report import _tied
+    assert _tied(pd.DataFrame({"n_iterations": [3]})) == "n/a (not recorded)"
+    assert _tied(pd.DataFrame({"n_iterations": [3, 4], "n_tied": [1, None]})) == "1 of 3"
+
+
+def test_few_seeds_pairs_whose_intervals_meet_or_nest_are_named():
+    from bird.analysis.report import _few_seeds_remark
+    two = {"a": 2, "b": 2, "c": 2}
+    assert len(_few_seeds_remark({"a": (0.5, 1.0), "b": (0.0, 0.5)}, two)) == 1  # meet: a's low is b's high
+    assert len(_few_seeds_remark({"a": (0.0, 0.5), "b": (0.5, 1.0)}, two)) == 1  # meet: b's low is a's high
+    assert len(_few_seeds_remark({"a": (0.0, 1.0), "b": (0.2, 0.5)}, two)) == 1  # b inside a
+    assert _few_seeds_remark({"a": (0.0, 0.4), "b": (0.5, 1.0)}, two) == []
+    (said,) = _few_seeds_remark({"a": (0.0, 1.0), "b": (0.2, 0.5), "c": (0.9, 2.0)}, two)
+    assert said.startswith("Too few seeds to separate methods: a and b; a and c (fewer than ")
+
+
+def test_write_leaderboard_puts_remarks_under_their_table_and_names_the_bundle(tmp_path):
+    lb = Leaderboard({"mujoco": pd.DataFrame([{"method": "x", "score": "0.5"}])}, {}, [], ["1 run"],
+                     remarks={"mujoco": ["too few seeds"]})
+    md = write_leaderboard(lb, tmp_path, bundle="mine.bird").read_text()
+    assert "| x | 0.5 |\n\n**too few seeds**\n\nIntervals: 95% BCa" in md
+    assert "mine.bird" in (tmp_path / "leaderboard.html").read_text()
+
+
+def test_write_leaderboard_copies_each_runs_files(tmp_path):
+    for seed in range(2):
+        _set_scores(write_run(tmp_path / "runs", "eureka", "mujoco", "hopper", seed, minimal=True), 0.5)
+    out = write_leaderboard(_board(tmp_path / "runs"), tmp_path / "out").parent
+    assert any((out / "runs").rglob("result.json"))
+
+
+def test_runs_without_baseline_or_reward_accuracy_columns_still_make_a_table(tmp_path):
+    from bird.analysis.report import _baselines
+    for seed in range(2):
+        _set_scores(write_run(tmp_path, "eureka", "mujoco", "hopper", seed, minimal=True), 0.5)
+    coll = read_runs(tmp_path, warn=False)
+    import dataclasses
+    coll = dataclasses.replace(coll, runs=coll.runs.drop(columns=["baseline", "reward_accuracy"], errors="ignore"))
+    assert _baselines(coll.runs) == set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        lb = build_leaderboard(coll, n_resamples=200, bt_resamples=20, figures=False)
+    assert list(lb.tables["mujoco"]["method"]) == ["eureka"]
