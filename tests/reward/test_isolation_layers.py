@@ -57,16 +57,6 @@ def run(steps: list[str], then, cfg: isolation.IsolationConfig | None = None,
     return out
 
 
-@pytest.fixture(scope="module")
-def test_user():
-    from users import ensure_user
-
-    made = ensure_user()
-    if isinstance(made, str):
-        pytest.skip(made)
-    return made
-
-
 def _status(field: str) -> str:
     with open("/proc/self/status") as fh:
         return next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith(field + ":"))

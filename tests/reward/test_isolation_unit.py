@@ -380,16 +380,6 @@ def tree(test_user):
     shutil.rmtree(base)
 
 
-@pytest.fixture(scope="module")
-def test_user():
-    from users import ensure_user
-
-    made = ensure_user()
-    if isinstance(made, str):
-        pytest.skip(made)
-    return made
-
-
 def _refusals(user: tuple[int, int], paths_list: list[list[str]]):
     os.setgroups([])
     os.setresgid(user[1], user[1], user[1])
