@@ -217,3 +217,10 @@ def test_a_changed_run_goes_to_the_incremental_run_and_any_other_to_a_full_or_re
     assert calls == [("full", "m", 9.0, 3, False), ("full", "m", 9.0, 3, True), ("changed", "m", 9.0, 3),
                      ("changed", "m", 9.0, 3)]
     assert list(json.loads(results.read_text())) == ["m"]
+
+
+def test_mutmuts_last_words_leave_its_spinner_lines_out(tmp_path):
+    (tmp_path / "mutmut.log").write_text("⠋ Running stats\n    done\nsomething else went wrong\n⠙ Running stats\n\n")
+    assert staging.last_words(tmp_path) == "mutmut said: something else went wrong"
+    assert staging.last_words(tmp_path, "failed to collect stats") == "mutmut said: failed to collect stats"
+    assert staging.last_words(tmp_path / "none") == "mutmut wrote no log"

@@ -25,7 +25,7 @@ from pathlib import Path
 from mutation.incremental import run_changed
 from mutation.modules import MODULES, NOTES, RESULTS, ROOT, STAGE
 from mutation.report import _load_notes, _score, _store, prune_notes, stale, unused_notes, write_report
-from mutation.staging import baseline, collect, failed_early, run_module
+from mutation.staging import baseline, collect, failed_early, last_words, run_module
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             early = failed_early(STAGE / name)
             if early or (entry["total"] and entry["counts"].get("not checked", 0) == entry["total"]):
                 failed += 1  # mutmut stopped before its first mutant (its clean run of the tests failed, say)
-                said = f"mutmut said: {early}" if early else _last_words(STAGE / name / "mutmut.log")
-                print(f"mutate: {name}: no mutant was checked ({said}); the stored result is kept", flush=True)
+                print(f"mutate: {name}: no mutant was checked ({last_words(STAGE / name, early)}); the stored result "
+                      "is kept", flush=True)
                 continue
             _store(args.results, name, entry)
     results = json.loads(args.results.read_text()) if args.results.exists() else {}
@@ -90,12 +90,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unused note: {n['module']}: {n['function']}: {n['added']}")
     return 1 if failed else 0
 
-
-def _last_words(log: Path) -> str:
-    """mutmut's last line of text in a run's log (its spinner lines left out)."""
-    lines = [line.strip() for line in log.read_text(errors="replace").splitlines()] if log.is_file() else []
-    said = [line for line in lines if line and not line.startswith(("⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"))]
-    return f"mutmut said: {said[-1]}" if said else "mutmut wrote no log"
 
 
 if __name__ == "__main__":

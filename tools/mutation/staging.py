@@ -187,6 +187,17 @@ def failed_early(stage: Path) -> str | None:
     return next((words for words in FAILED_EARLY if words in text), None)
 
 
+def last_words(stage: Path, early: str | None = None) -> str:
+    """What mutmut said last in a run's log: `early` (failed_early's words) when given, else its last line of text
+    (its spinner lines left out)."""
+    if early:
+        return f"mutmut said: {early}"
+    log = stage / "mutmut.log"
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines()] if log.is_file() else []
+    said = [line for line in lines if line and not line.startswith(("⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"))]
+    return f"mutmut said: {said[-1]}" if said else "mutmut wrote no log"
+
+
 def run_module(name: str, timeout_s: float, max_children: int, resume: bool = False) -> dict:
     """Run mutmut over one module (after a source change: incremental.run_changed). `resume` keeps the last run's
     results and re-checks only the mutants that were not killed (survivors, not checked, no tests) with the current
